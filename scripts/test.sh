@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The project's test command: installs what the tests need, then checks
+# formatting, vets, and runs every test. CI (.ci/run) calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+
+export ONNXRUNTIME_LIB="$PWD/third_party/onnxruntime/1.24.1/linux-x64/libonnxruntime.so.1"
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './third_party/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+go test -count=1 -timeout 25m "$@" ./...
