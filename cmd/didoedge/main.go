@@ -32,6 +32,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"version": {"print the version and build information", runVersion},
 		"toy":     {"train the generalized AuxUE on the paper's 1D toy data sets", runToy},
+		"sim":     {"render, corrupt or serve the simulated driving world", runSim},
 	}
 }
 
