@@ -31,8 +31,16 @@ type cliEnv struct {
 func commands() map[string]command {
 	return map[string]command{
 		"version": {"print the version and build information", runVersion},
+		"broker":  {"run the embedded MQTT broker standalone", runBroker},
 		"toy":     {"train the generalized AuxUE on the paper's 1D toy data sets", runToy},
 		"sim":     {"render, corrupt or serve the simulated driving world", runSim},
+		"camera":  {"probe an RTSP camera: codec, size, fps, per-frame latency", runCamera},
+		"model":   {"inspect an ONNX model or expose an intermediate tensor as an output", runModel},
+		"run":     {"run the streaming pipeline of a config file (camera -> depth -> AuxUE -> alerts)", runRun},
+		"demo":    {"run everything on the simulated camera, embedded broker and reference models", runDemo},
+		"train":   {"train the reference depth network or the AuxUE (train depth|auxue)", runTrain},
+
+		"eval-quick": {"evaluate the reference depth and AuxUE models through ONNX Runtime", runEvalQuick},
 	}
 }
 

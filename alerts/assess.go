@@ -1,0 +1,272 @@
+package alerts
+
+import (
+	"fmt"
+	"math"
+)
+
+// Maps are the per-pixel outputs of one frame, row-major, Width*Height each.
+type Maps struct {
+	Width, Height int
+	// Epistemic is the DIDO epistemic uncertainty K/S, in (0,1].
+	Epistemic []float32
+	// Scale is the Laplace scale b of the depth error, in metres.
+	Scale []float32
+	// Depth is the predicted depth, in metres.
+	Depth []float32
+}
+
+// ZoneRisk are the metrics of one zone in one frame. Fractions are over
+// the zone's valid pixels: finite depth > 0, finite K/S, finite b >= 0.
+type ZoneRisk struct {
+	Zone string
+	// Pixels is the size of the zone's raster; Valid how many were valid.
+	Pixels, Valid int
+	// OODFraction is the fraction of valid pixels with K/S > tau_e.
+	OODFraction float32
+	// EpistemicP95 is the 95th percentile (nearest rank) of K/S.
+	EpistemicP95 float32
+	// AleatoricFraction is the fraction of valid pixels with b'/depth > tau_a,
+	// where b' = scale_correction * b.
+	AleatoricFraction float32
+	// NearestDepth is the smallest depth, in metres.
+	NearestDepth float32
+	// PessimisticDepth is the smallest lower end of the Laplace interval at
+	// the calibrated coverage: max(0, depth - b' ln(1/(1-coverage))).
+	PessimisticDepth float32
+}
+
+// HasDepth reports whether the zone had a valid pixel.
+func (r ZoneRisk) HasDepth() bool { return r.Valid > 0 }
+
+// Assessor computes ZoneRisk for every zone of every frame. It rasterizes
+// the zones once per map size and reuses its buffers, so that Assess does
+// not allocate. An Assessor is not safe for concurrent use.
+type Assessor struct {
+	zones  []Zone
+	ignore []Zone
+	tauE   []float32
+	tauA   float32
+	corr   float32
+	// lnCov is ln(1/(1-coverage)): the half-width of the central Laplace
+	// interval at that coverage is b*lnCov, since P(|X-mu| <= t) = 1-exp(-t/b).
+	lnCov float32
+
+	width, height int
+	spans         [][]span // per zone: runs of contiguous pixel indices
+	scratch       []float32
+	hist          [histBins]uint32
+	out           []ZoneRisk
+}
+
+// span is a run [start, end) of row-major pixel indices. Zones are stored
+// as runs rather than index lists so that the per-frame loop reads
+// contiguous memory.
+type span struct{ start, end int32 }
+
+// histBins is the resolution of the histogram that narrows the search for
+// the 95th percentile to one bin before an exact selection inside it.
+const histBins = 1024
+
+// toSpans compresses a sorted index list into runs.
+func toSpans(idx []int32) []span {
+	var out []span
+	for i := 0; i < len(idx); {
+		j := i + 1
+		for j < len(idx) && idx[j] == idx[j-1]+1 {
+			j++
+		}
+		out = append(out, span{idx[i], idx[j-1] + 1})
+		i = j
+	}
+	return out
+}
+
+// NewAssessor validates cal and prepares an assessor for the zones.
+func NewAssessor(zones, ignore []Zone, cal Calibration) (*Assessor, error) {
+	if err := cal.Validate(); err != nil {
+		return nil, fmt.Errorf("new assessor: calibration: %w", err)
+	}
+	if len(zones) == 0 {
+		return nil, fmt.Errorf("new assessor: no zones")
+	}
+	a := &Assessor{
+		zones:  zones,
+		ignore: ignore,
+		tauE:   make([]float32, len(zones)),
+		tauA:   float32(cal.TauA),
+		corr:   float32(cal.ScaleCorrection),
+		lnCov:  float32(math.Log(1 / (1 - cal.Coverage))),
+		out:    make([]ZoneRisk, len(zones)),
+	}
+	for i, z := range zones {
+		a.tauE[i] = float32(cal.tauEFor(z.Name))
+		a.out[i].Zone = z.Name
+	}
+	return a, nil
+}
+
+// Zones returns the zones in assessment order.
+func (a *Assessor) Zones() []Zone { return a.zones }
+
+// prepare rasterizes the zones when the map size changes.
+func (a *Assessor) prepare(w, h int) error {
+	if w == a.width && h == a.height && a.spans != nil {
+		return nil
+	}
+	r, err := Rasterize(a.zones, a.ignore, w, h)
+	if err != nil {
+		return err
+	}
+	largest := 0
+	a.spans = make([][]span, len(r))
+	for i, idx := range r {
+		largest = max(largest, len(idx))
+		a.out[i].Pixels = len(idx)
+		a.spans[i] = toSpans(idx)
+	}
+	a.width, a.height = w, h
+	a.scratch = make([]float32, largest)
+	return nil
+}
+
+// Assess computes the metrics of every zone. The returned slice is owned
+// by the Assessor and overwritten by the next call.
+func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
+	n := m.Width * m.Height
+	if m.Width <= 0 || m.Height <= 0 {
+		return nil, fmt.Errorf("assess: bad map size %dx%d", m.Width, m.Height)
+	}
+	if len(m.Epistemic) != n || len(m.Scale) != n || len(m.Depth) != n {
+		return nil, fmt.Errorf("assess: map lengths epistemic %d, scale %d, depth %d, want %d (%dx%d)",
+			len(m.Epistemic), len(m.Scale), len(m.Depth), n, m.Width, m.Height)
+	}
+	if err := a.prepare(m.Width, m.Height); err != nil {
+		return nil, fmt.Errorf("assess: %w", err)
+	}
+	for zi, spans := range a.spans {
+		tauE, tauA, corr, lnCov := a.tauE[zi], a.tauA, a.corr, a.lnCov
+		buf := a.scratch
+		hist := &a.hist
+		clear(hist[:])
+		n, ood, alea := 0, 0, 0
+		nearest, pess := float32(math.MaxFloat32), float32(math.MaxFloat32)
+		for _, sp := range spans {
+			epi := m.Epistemic[sp.start:sp.end]
+			depth := m.Depth[sp.start:sp.end]
+			depth = depth[:len(epi)]
+			scale := m.Scale[sp.start:sp.end]
+			scale = scale[:len(epi)]
+			for j, e := range epi {
+				d, b := depth[j], scale[j]*corr
+				// x*0 is 0 for finite x and NaN for NaN or Inf, and every
+				// comparison with NaN is false: one test covers all three.
+				if !(d*0+e*0+b*0 == 0 && d > 0 && b >= 0) {
+					continue
+				}
+				buf[n] = e
+				n++
+				hist[min(max(int(e*histBins), 0), histBins-1)]++
+				// Written as conditional moves: the branches are unpredictable.
+				o, al := 0, 0
+				if e > tauE {
+					o = 1
+				}
+				if b > tauA*d {
+					al = 1
+				}
+				ood += o
+				alea += al
+				nearest = min(nearest, d)
+				pess = min(pess, d-b*lnCov)
+			}
+		}
+		r := &a.out[zi]
+		r.Valid = n
+		if n == 0 {
+			r.OODFraction, r.AleatoricFraction, r.EpistemicP95 = 0, 0, 0
+			r.NearestDepth, r.PessimisticDepth = 0, 0
+			continue
+		}
+		inv := 1 / float32(n)
+		r.OODFraction = float32(ood) * inv
+		r.AleatoricFraction = float32(alea) * inv
+		r.NearestDepth = nearest
+		r.PessimisticDepth = max(pess, 0)
+		r.EpistemicP95 = percentileHist(buf[:n], hist, 0.95)
+	}
+	return a.out, nil
+}
+
+// percentileHist returns the q-quantile of v by the nearest-rank rule (the
+// ceil(q*n)-th smallest value), exactly: the histogram of v (built with
+// the same binning as here) finds the bin holding that rank, and an
+// nth-element selection among the values of that bin finishes. v is
+// reordered; nothing is allocated.
+func percentileHist(v []float32, hist *[histBins]uint32, q float64) float32 {
+	k := int(math.Ceil(q*float64(len(v)))) - 1
+	k = min(max(k, 0), len(v)-1)
+	below, bin := 0, 0
+	for ; bin < histBins-1; bin++ {
+		if below+int(hist[bin]) > k {
+			break
+		}
+		below += int(hist[bin])
+	}
+	m := 0
+	lo, hi := float32(math.MaxFloat32), float32(-math.MaxFloat32)
+	for _, e := range v {
+		if min(max(int(e*histBins), 0), histBins-1) == bin {
+			v[m] = e
+			m++
+			lo, hi = min(lo, e), max(hi, e)
+		}
+	}
+	if lo == hi { // quantized maps: the whole bin is one value
+		return lo
+	}
+	return nthElement(v[:m], k-below)
+}
+
+// nthElement returns the k-th smallest value of v (0-based), partially
+// reordering v: Hoare partitioning around a median of three, which handles
+// runs of equal values (common in saturated K/S maps) without degrading.
+func nthElement(v []float32, k int) float32 {
+	lo, hi := 0, len(v)-1
+	for hi > lo {
+		mid := lo + (hi-lo)/2
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[hi] < v[mid] {
+			v[hi], v[mid] = v[mid], v[hi]
+		}
+		pivot := v[mid]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
+}

@@ -1,0 +1,317 @@
+package alerts
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Config is the alerts section of a didoedge deployment: identity, zones,
+// event tuning, the MQTT connection, the outbox and the embedded broker.
+type Config struct {
+	Vehicle     string `yaml:"vehicle"`
+	Camera      string `yaml:"camera"`
+	TopicPrefix string `yaml:"topic_prefix"`
+	// Calibration is the path of the calibration file, relative to the
+	// config file; empty means DefaultCalibration.
+	Calibration string `yaml:"calibration"`
+
+	ZoneSet `yaml:",inline"`
+
+	Events   EventConfig    `yaml:"events"`
+	MQTT     MQTTConfig     `yaml:"mqtt"`
+	Outbox   OutboxConfig   `yaml:"outbox"`
+	Embedded EmbeddedConfig `yaml:"embedded"`
+}
+
+// EventConfig tunes levels and events (see EngineConfig).
+type EventConfig struct {
+	InertiaFrames  int           `yaml:"inertia_frames"`
+	MinHold        time.Duration `yaml:"min_hold"`
+	UpdateInterval time.Duration `yaml:"update_interval"`
+	CameraStall    time.Duration `yaml:"camera_stall"`
+}
+
+// MQTTConfig configures the publisher's connection.
+type MQTTConfig struct {
+	// Broker is a URL (tcp://host:port, ssl://host:port) or "embedded".
+	Broker   string `yaml:"broker"`
+	ClientID string `yaml:"client_id"`
+	// Username, and the password from a file or an environment variable.
+	Username     string     `yaml:"username"`
+	PasswordFile string     `yaml:"password_file"`
+	PasswordEnv  string     `yaml:"password_env"`
+	TLS          *TLSConfig `yaml:"tls"`
+	// StatsQoS is the QoS of stats messages (0 or 1); events are always QoS 1.
+	StatsQoS      int           `yaml:"stats_qos"`
+	StatsInterval time.Duration `yaml:"stats_interval"`
+	KeepAlive     time.Duration `yaml:"keepalive"`
+	// InFlight is how many events may await PUBACK at once.
+	InFlight int `yaml:"in_flight"`
+	// CloseTimeout bounds the flush on shutdown.
+	CloseTimeout time.Duration `yaml:"close_timeout"`
+}
+
+// TLSConfig names PEM files; paths are relative to the config file.
+type TLSConfig struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// ServerName overrides the name checked in the broker's certificate.
+	ServerName string `yaml:"server_name"`
+}
+
+// OutboxConfig configures the durable event queue.
+type OutboxConfig struct {
+	Dir          string `yaml:"dir"`
+	MaxBytes     int64  `yaml:"max_bytes"`
+	MaxRecords   int    `yaml:"max_records"`
+	SegmentBytes int64  `yaml:"segment_bytes"`
+}
+
+// EmbeddedConfig configures the embedded broker used when mqtt.broker is "embedded".
+type EmbeddedConfig struct {
+	Listen         string       `yaml:"listen"`
+	AllowAnonymous bool         `yaml:"allow_anonymous"`
+	Users          []UserConfig `yaml:"users"`
+}
+
+// UserConfig is one broker account; the password comes from a file or the environment.
+type UserConfig struct {
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+}
+
+// EmbeddedBroker is the value of mqtt.broker that starts the embedded broker.
+const EmbeddedBroker = "embedded"
+
+var (
+	vehiclePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	prefixPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$`)
+	brokerPattern  = regexp.MustCompile(`^(tcp|ssl|tls|mqtt|mqtts)://[^/]+$`)
+)
+
+// LoadConfig reads, defaults and validates a config file. Relative paths
+// in it are made relative to the file's directory.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("load alerts config: %w", err)
+	}
+	c, err := ParseConfig(path, data)
+	if err != nil {
+		return Config{}, err
+	}
+	c.resolvePaths(filepath.Dir(path))
+	return c, nil
+}
+
+// ParseConfig parses, defaults and validates config data; name labels errors.
+func ParseConfig(name string, data []byte) (Config, error) {
+	var c Config
+	if err := decodeStrict(data, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.TopicPrefix == "" {
+		c.TopicPrefix = "didoedge"
+	}
+	e := &c.Events
+	if e.InertiaFrames == 0 {
+		e.InertiaFrames = 2
+	}
+	if e.MinHold == 0 {
+		e.MinHold = time.Second
+	}
+	if e.CameraStall == 0 {
+		e.CameraStall = 2 * time.Second
+	}
+	m := &c.MQTT
+	if m.Broker == "" {
+		m.Broker = "tcp://127.0.0.1:1883"
+	}
+	if m.ClientID == "" {
+		m.ClientID = "didoedge-" + c.Vehicle
+	}
+	if m.StatsInterval == 0 {
+		m.StatsInterval = 5 * time.Second
+	}
+	if m.KeepAlive == 0 {
+		m.KeepAlive = 10 * time.Second
+	}
+	if m.InFlight == 0 {
+		m.InFlight = 16
+	}
+	if m.CloseTimeout == 0 {
+		m.CloseTimeout = 5 * time.Second
+	}
+	o := &c.Outbox
+	if o.MaxBytes == 0 {
+		o.MaxBytes = 64 << 20
+	}
+	if o.MaxRecords == 0 {
+		o.MaxRecords = 100000
+	}
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = 4 << 20
+	}
+	if c.Embedded.Listen == "" {
+		c.Embedded.Listen = "127.0.0.1:1883"
+	}
+}
+
+// Validate checks the config; errors name the key path.
+func (c *Config) Validate() error {
+	if !vehiclePattern.MatchString(c.Vehicle) {
+		return fmt.Errorf("vehicle: %q must match %s", c.Vehicle, vehiclePattern)
+	}
+	if !cameraPattern.MatchString(c.Camera) {
+		return fmt.Errorf("camera: %q must match %s", c.Camera, cameraPattern)
+	}
+	if !prefixPattern.MatchString(c.TopicPrefix) {
+		return fmt.Errorf("topic_prefix: %q must match %s (no wildcards)", c.TopicPrefix, prefixPattern)
+	}
+	if err := c.ZoneSet.Validate(""); err != nil {
+		return err
+	}
+	e := c.Events
+	if e.InertiaFrames < 1 || e.InertiaFrames > 1000 {
+		return fmt.Errorf("events.inertia_frames: %d outside [1,1000]", e.InertiaFrames)
+	}
+	if e.MinHold < 0 {
+		return fmt.Errorf("events.min_hold: %v is negative", e.MinHold)
+	}
+	if e.UpdateInterval < 0 {
+		return fmt.Errorf("events.update_interval: %v is negative", e.UpdateInterval)
+	}
+	if e.CameraStall < 0 {
+		return fmt.Errorf("events.camera_stall: %v is negative", e.CameraStall)
+	}
+	m := c.MQTT
+	if m.Broker != EmbeddedBroker && !brokerPattern.MatchString(m.Broker) {
+		return fmt.Errorf("mqtt.broker: %q is neither %q nor a tcp:// or ssl:// URL", m.Broker, EmbeddedBroker)
+	}
+	if m.ClientID == "" || len(m.ClientID) > 128 || strings.ContainsAny(m.ClientID, "/+# ") {
+		return fmt.Errorf("mqtt.client_id: %q must be 1..128 characters without '/', '+', '#' or spaces", m.ClientID)
+	}
+	if m.PasswordFile != "" && m.PasswordEnv != "" {
+		return fmt.Errorf("mqtt.password_file: give password_file or password_env, not both")
+	}
+	if (m.PasswordFile != "" || m.PasswordEnv != "") && m.Username == "" {
+		return fmt.Errorf("mqtt.username: required with a password")
+	}
+	if t := m.TLS; t != nil {
+		if (t.Cert == "") != (t.Key == "") {
+			return fmt.Errorf("mqtt.tls.cert: cert and key go together")
+		}
+	}
+	if m.StatsQoS != 0 && m.StatsQoS != 1 {
+		return fmt.Errorf("mqtt.stats_qos: %d, want 0 or 1", m.StatsQoS)
+	}
+	if m.StatsInterval < 100*time.Millisecond {
+		return fmt.Errorf("mqtt.stats_interval: %v below 100ms", m.StatsInterval)
+	}
+	if m.KeepAlive < time.Second {
+		return fmt.Errorf("mqtt.keepalive: %v below 1s", m.KeepAlive)
+	}
+	if m.InFlight < 1 || m.InFlight > 1000 {
+		return fmt.Errorf("mqtt.in_flight: %d outside [1,1000]", m.InFlight)
+	}
+	if m.CloseTimeout <= 0 {
+		return fmt.Errorf("mqtt.close_timeout: %v must be > 0", m.CloseTimeout)
+	}
+	o := c.Outbox
+	if o.Dir == "" {
+		return fmt.Errorf("outbox.dir: required (events must survive restarts)")
+	}
+	if o.MaxBytes < 64<<10 {
+		return fmt.Errorf("outbox.max_bytes: %d below 65536", o.MaxBytes)
+	}
+	if o.MaxRecords < 16 {
+		return fmt.Errorf("outbox.max_records: %d below 16", o.MaxRecords)
+	}
+	if o.SegmentBytes < 4<<10 || o.SegmentBytes > o.MaxBytes {
+		return fmt.Errorf("outbox.segment_bytes: %d outside [4096, max_bytes]", o.SegmentBytes)
+	}
+	for i, u := range c.Embedded.Users {
+		p := fmt.Sprintf("embedded.users[%d]", i)
+		if u.Username == "" {
+			return fmt.Errorf("%s.username: required", p)
+		}
+		if (u.PasswordFile == "") == (u.PasswordEnv == "") {
+			return fmt.Errorf("%s.password_file: give exactly one of password_file or password_env", p)
+		}
+	}
+	if m.Broker == EmbeddedBroker && len(c.Embedded.Users) == 0 && !c.Embedded.AllowAnonymous {
+		return fmt.Errorf("embedded.users: no users and allow_anonymous is false: nobody could connect")
+	}
+	return nil
+}
+
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&c.Calibration)
+	abs(&c.MQTT.PasswordFile)
+	abs(&c.Outbox.Dir)
+	if t := c.MQTT.TLS; t != nil {
+		abs(&t.CA)
+		abs(&t.Cert)
+		abs(&t.Key)
+	}
+	for i := range c.Embedded.Users {
+		abs(&c.Embedded.Users[i].PasswordFile)
+	}
+}
+
+// LoadCalibrationFor returns the calibration the config names, or the
+// defaults when it names none.
+func (c *Config) LoadCalibrationFor() (Calibration, error) {
+	if c.Calibration == "" {
+		return DefaultCalibration(), nil
+	}
+	return LoadCalibration(c.Calibration)
+}
+
+// EngineConfig derives the engine's configuration.
+func (c *Config) EngineConfig() EngineConfig {
+	return EngineConfig{Vehicle: c.Vehicle, Camera: c.Camera, InertiaFrames: c.Events.InertiaFrames,
+		MinHold: c.Events.MinHold, UpdateInterval: c.Events.UpdateInterval, StallAfter: c.Events.CameraStall}
+}
+
+// Topics returns the topic builder of the config.
+func (c *Config) Topics() Topics { return Topics{Prefix: c.TopicPrefix, Vehicle: c.Vehicle} }
+
+// ReadSecret reads a password from a file (trailing newline trimmed) or an
+// environment variable; key names the config key in errors.
+func ReadSecret(key, file, env string) (string, error) {
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", key, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	case env != "":
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			return "", fmt.Errorf("%s: environment variable %s is not set", key, env)
+		}
+		return v, nil
+	}
+	return "", nil
+}

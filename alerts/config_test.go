@@ -1,0 +1,76 @@
+package alerts
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadExampleConfig(t *testing.T) {
+	path := filepath.Join("..", "configs", "alerts-example.yaml")
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Vehicle != "van-07" || c.Camera != "front" || len(c.Zones) != 3 || c.Grid.Cols != 4 ||
+		c.Events.MinHold != time.Second || c.MQTT.InFlight != 16 || len(c.Embedded.Users) != 1 {
+		t.Fatalf("config %+v", c)
+	}
+	if !filepath.IsAbs(c.Calibration) && !strings.HasPrefix(c.Calibration, filepath.Join("..", "configs")) {
+		t.Fatalf("calibration path %q not resolved next to the config", c.Calibration)
+	}
+	cal, err := c.LoadCalibrationFor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones, ignore, err := c.ZoneSet.Resolve("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewEngine(c.EngineConfig(), zones, ignore, cal); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Topics().ZoneState("front", "ego_lane_near"); got != "didoedge/van-07/front/zones/ego_lane_near/state" {
+		t.Fatalf("topic %q", got)
+	}
+}
+
+func TestParseConfigErrorsNameKey(t *testing.T) {
+	base := "vehicle: v1\ncamera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /tmp/x}\n"
+	tests := []struct{ name, extra, want string }{
+		{"unknown", "colour: red\n", "a.yaml: colour: unknown key"},
+		{"unknown nested", "mqtt: {brokr: x}\n", "a.yaml: mqtt.brokr: unknown key"},
+		{"broker", "mqtt: {broker: 'http://x'}\n", "a.yaml: mqtt.broker:"},
+		{"stats qos", "mqtt: {stats_qos: 2}\n", "a.yaml: mqtt.stats_qos: 2, want 0 or 1"},
+		{"duration type", "events: {min_hold: soon}\n", "a.yaml: events.min_hold: cannot unmarshal"},
+		{"inertia", "events: {inertia_frames: -1}\n", "a.yaml: events.inertia_frames: -1 outside"},
+		{"password without user", "mqtt: {password_env: X}\n", "a.yaml: mqtt.username: required with a password"},
+		{"tls half", "mqtt: {tls: {cert: c.pem}}\n", "a.yaml: mqtt.tls.cert: cert and key go together"},
+		{"embedded nobody", "mqtt: {broker: embedded}\n", "a.yaml: embedded.users: no users"},
+		{"embedded user", "embedded: {users: [{username: u}]}\n", "a.yaml: embedded.users[0].password_file:"},
+		{"segment", "outbox: {dir: /tmp/x, segment_bytes: 10}\n", "a.yaml: outbox.segment_bytes:"},
+		{"zone", "zones: [{name: a, polygon: [[0,0]]}]\n", "a.yaml: zones[0].polygon: needs at least 3 points"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := base + tc.extra
+			if strings.HasPrefix(tc.extra, "outbox:") {
+				doc = strings.Replace(base, "outbox: {dir: /tmp/x}\n", "", 1) + tc.extra
+			}
+			_, err := ParseConfig("a.yaml", []byte(doc))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v, want prefix %q", err, tc.want)
+			}
+		})
+	}
+	for _, missing := range []struct{ doc, want string }{
+		{"camera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /x}\n", "a.yaml: vehicle:"},
+		{"vehicle: v\ncamera: front\ngrid: {rows: 1, cols: 1}\n", "a.yaml: outbox.dir: required"},
+		{"vehicle: v\ncamera: fr-ont\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /x}\n", "a.yaml: camera:"},
+	} {
+		if _, err := ParseConfig("a.yaml", []byte(missing.doc)); err == nil || !strings.HasPrefix(err.Error(), missing.want) {
+			t.Errorf("error %v, want prefix %q", err, missing.want)
+		}
+	}
+}

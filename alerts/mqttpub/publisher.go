@@ -1,0 +1,312 @@
+package mqttpub
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/outbox"
+)
+
+// Availability payloads (bare words, retained).
+const (
+	Online  = "online"
+	Offline = "offline"
+)
+
+// Options configure a Publisher.
+type Options struct {
+	// Broker is the broker URL, e.g. tcp://127.0.0.1:1883 or ssl://host:8883.
+	Broker string
+	// ClientID must be stable across restarts: the broker keeps the
+	// session (CleanSession false) under it.
+	ClientID           string
+	Username, Password string
+	TLS                *tls.Config
+	Topics             alerts.Topics
+	// StatsQoS is the QoS of stats (0 or 1). Events are always QoS 1.
+	StatsQoS  byte
+	KeepAlive time.Duration
+	// InFlight is the number of events awaiting PUBACK at once.
+	InFlight int
+	// RetryInterval is the connect retry interval.
+	RetryInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// Publisher sends outbox records and state over one MQTT connection.
+type Publisher struct {
+	opts   Options
+	box    *outbox.Outbox
+	client mqtt.Client
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	states map[string][]byte // retained state payloads by topic
+	closed bool
+
+	store *ackStore
+	// epoch counts connection attempts; see run for why.
+	epoch     atomic.Uint64
+	published atomic.Uint64
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// Open starts a publisher on the outbox. It does not wait for the broker:
+// events are queued durably and sent once a connection exists.
+func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
+	if opts.Broker == "" || opts.ClientID == "" {
+		return nil, errors.New("open publisher: broker and client id are required")
+	}
+	if opts.StatsQoS > 1 {
+		return nil, fmt.Errorf("open publisher: stats qos %d, want 0 or 1", opts.StatsQoS)
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 10 * time.Second
+	}
+	if opts.InFlight <= 0 {
+		opts.InFlight = 16
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Publisher{opts: opts, box: box, log: opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID),
+		states: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
+	p.store = newAckStore()
+	avail := opts.Topics.Availability()
+	co := mqtt.NewClientOptions().
+		AddBroker(opts.Broker).
+		SetClientID(opts.ClientID).
+		// CleanSession false: the broker keeps our session, and paho does
+		// not wipe its store on the first connect.
+		SetCleanSession(false).
+		// The ordered store resends in publish order after a reconnect; the
+		// wrapper tells us about PUBACKs.
+		SetStore(p.store).
+		SetAutoReconnect(true).
+		SetConnectRetry(true).
+		SetConnectRetryInterval(opts.RetryInterval).
+		SetMaxReconnectInterval(max(opts.RetryInterval, 2*time.Second)).
+		SetConnectTimeout(5*time.Second).
+		SetWriteTimeout(5*time.Second).
+		SetKeepAlive(opts.KeepAlive).
+		SetResumeSubs(false).
+		SetWill(avail, Offline, 1, true).
+		SetConnectionAttemptHandler(func(_ *url.URL, c *tls.Config) *tls.Config {
+			p.epoch.Add(1) // runs before the attempt, so before the connection is up
+			return c
+		}).
+		SetOnConnectHandler(func(c mqtt.Client) {
+			// Handlers must not block on tokens: publish and return.
+			p.log.Info("mqtt connected")
+			c.Publish(avail, 1, true, Online)
+			p.mu.Lock()
+			for topic, payload := range p.states {
+				c.Publish(topic, 1, true, payload)
+			}
+			p.mu.Unlock()
+		}).
+		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
+			p.log.Warn("mqtt connection lost", "err", err)
+		})
+	if opts.Username != "" {
+		co.SetUsername(opts.Username).SetPassword(opts.Password)
+	}
+	if opts.TLS != nil {
+		co.SetTLSConfig(opts.TLS)
+	}
+	p.client = mqtt.NewClient(co)
+	p.client.Connect() // retries in the background (SetConnectRetry)
+	go p.run()
+	return p, nil
+}
+
+// Emit queues an event durably: it assigns the event's Seq, stores it and
+// returns once it is on disk. Delivery happens in the background.
+func (p *Publisher) Emit(ev *alerts.Event) (uint64, error) {
+	topic := p.opts.Topics.Events(ev.Camera)
+	seq, err := p.box.Append(func(seq uint64) (outbox.Record, error) {
+		ev.Seq = seq
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return outbox.Record{}, err
+		}
+		return outbox.Record{Topic: topic, QoS: 1, Droppable: ev.Droppable(), Payload: payload}, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("emit %s event %s: %w", ev.Type, ev.ID, err)
+	}
+	return seq, nil
+}
+
+// SetState records a zone's retained state and publishes it when
+// connected; every connect republishes the latest state of every zone.
+func (p *Publisher) SetState(s *alerts.State) error {
+	payload, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("state of zone %s: %w", s.Zone, err)
+	}
+	topic := p.opts.Topics.ZoneState(s.Camera, s.Zone)
+	p.mu.Lock()
+	p.states[topic] = payload
+	p.mu.Unlock()
+	if p.client.IsConnectionOpen() {
+		p.client.Publish(topic, 1, true, payload)
+	}
+	return nil
+}
+
+// PublishStats fills in the connection and outbox figures and publishes
+// s with the stats QoS. Stats are not queued: QoS 0 stats are lost while
+// disconnected, by design.
+func (p *Publisher) PublishStats(s *alerts.Stats) error {
+	s.Connected = p.client.IsConnectionOpen()
+	st := p.box.Stats()
+	s.Outbox = alerts.OutboxStats{Pending: st.Pending, PendingBytes: st.PendingBytes,
+		Published: p.published.Load(), DroppedUpdates: st.DroppedUpdates, Refused: st.Refused}
+	payload, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("stats: %w", err)
+	}
+	if s.Connected {
+		p.client.Publish(p.opts.Topics.Stats(s.Camera), p.opts.StatsQoS, false, payload)
+	}
+	return nil
+}
+
+// Connected reports whether the connection is up.
+func (p *Publisher) Connected() bool { return p.client.IsConnectionOpen() }
+
+// Published counts events acknowledged by the broker since Open.
+func (p *Publisher) Published() uint64 { return p.published.Load() }
+
+type flight struct {
+	seq   uint64
+	epoch uint64
+	tok   mqtt.Token
+}
+
+// run publishes pending records in order, at most InFlight awaiting
+// PUBACK, and acknowledges them in the outbox in order.
+//
+// Two paho behaviours shape it. First, after a reconnect paho resends the
+// unacknowledged publishes from its store (in order: ordered store) and
+// completes their original tokens without error before any PUBACK, so a
+// token says nothing about delivery: acknowledgements come from the store
+// (ackStore), which paho empties on PUBACK. Second, that resend runs while
+// the new connection already accepts publishes, so a new publish could
+// overtake a resent one. Hence: records are published only while
+// connected, each is tagged with the connection-attempt epoch read before
+// the connectivity check, and no new record is published while any record
+// from an earlier epoch is unacknowledged.
+func (p *Publisher) run() {
+	defer close(p.done)
+	var (
+		cursor   uint64 // last seq handed to paho
+		inflight []flight
+		recs     []outbox.Record
+		acked    = map[uint64]bool{}
+	)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, seq := range p.store.takeAcked() {
+			acked[seq] = true
+		}
+		n := 0
+		for n < len(inflight) && acked[inflight[n].seq] {
+			delete(acked, inflight[n].seq)
+			n++
+		}
+		if n > 0 {
+			if err := p.box.Ack(inflight[n-1].seq); err != nil {
+				p.log.Error("outbox ack", "seq", inflight[n-1].seq, "err", err)
+			}
+			p.published.Add(uint64(n))
+			inflight = append(inflight[:0], inflight[n:]...)
+		}
+		ep := p.epoch.Load()
+		if len(inflight) < p.opts.InFlight && p.client.IsConnectionOpen() &&
+			(len(inflight) == 0 || inflight[0].epoch == ep) {
+			recs = p.box.Pending(cursor, p.opts.InFlight-len(inflight), recs[:0])
+			for _, r := range recs {
+				p.store.track(r.Payload, r.Seq)
+				tok := p.client.Publish(r.Topic, r.QoS, r.Retain, r.Payload)
+				inflight = append(inflight, flight{seq: r.Seq, epoch: ep, tok: tok})
+				cursor = r.Seq
+			}
+		}
+		for _, f := range inflight {
+			select {
+			case <-f.tok.Done():
+				if err := f.tok.Error(); err != nil {
+					// The packet stays in paho's store and is resent after
+					// the next reconnect.
+					p.log.Warn("publish", "seq", f.seq, "err", err)
+				}
+			default:
+			}
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-p.store.acks:
+		case <-p.box.Ready():
+		case <-tick.C:
+		}
+	}
+}
+
+// Pending is the number of events not yet acknowledged by the broker.
+func (p *Publisher) Pending() int { return p.box.Stats().Pending }
+
+// Close flushes: it waits until every queued event is acknowledged or ctx
+// ends, then publishes availability "offline" and disconnects. Events not
+// acknowledged stay in the outbox for the next start; Close reports them.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	var flushErr error
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for p.Pending() > 0 {
+		select {
+		case <-ctx.Done():
+			flushErr = fmt.Errorf("close publisher: %d events not acknowledged, kept in the outbox: %w", p.Pending(), ctx.Err())
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	close(p.stop)
+	<-p.done
+	if p.client.IsConnectionOpen() {
+		tok := p.client.Publish(p.opts.Topics.Availability(), 1, true, Offline)
+		wait := 2 * time.Second
+		if d, ok := ctx.Deadline(); ok {
+			wait = min(wait, max(time.Until(d), 100*time.Millisecond))
+		}
+		tok.WaitTimeout(wait)
+	}
+	p.client.Disconnect(250)
+	return flushErr
+}

@@ -1,0 +1,304 @@
+package outbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func testOptions(dir string) Options {
+	return Options{Dir: dir, MaxBytes: 1 << 20, MaxRecords: 1000, SegmentBytes: 1 << 16}
+}
+
+func mustOpen(t *testing.T, o Options) *Outbox {
+	t.Helper()
+	b, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func appendN(t *testing.T, b *Outbox, n int, droppable bool, tag string) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for i := 0; i < n; i++ {
+		seq, err := b.Append(func(seq uint64) (Record, error) {
+			return Record{Topic: "t/" + tag, QoS: 1, Droppable: droppable, Payload: []byte(fmt.Sprintf(`{"seq":%d}`, seq))}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
+func pendingSeqs(b *Outbox) []uint64 {
+	var out []uint64
+	for _, r := range b.Pending(0, 1<<30, nil) {
+		out = append(out, r.Seq)
+	}
+	return out
+}
+
+func TestReplayAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	b := mustOpen(t, testOptions(dir))
+	appendN(t, b, 5, false, "a")
+	if err := b.Ack(2); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	b = mustOpen(t, testOptions(dir))
+	if got := pendingSeqs(b); !slices.Equal(got, []uint64{3, 4, 5}) {
+		t.Fatalf("pending after reopen %v, want [3 4 5]", got)
+	}
+	recs := b.Pending(3, 1, nil)
+	if len(recs) != 1 || recs[0].Seq != 4 || string(recs[0].Payload) != `{"seq":4}` || recs[0].Topic != "t/a" || recs[0].QoS != 1 {
+		t.Fatalf("record %+v", recs)
+	}
+	if seqs := appendN(t, b, 1, false, "a"); seqs[0] != 6 {
+		t.Fatalf("next seq %d, want 6", seqs[0])
+	}
+	if err := b.Ack(9); err == nil {
+		t.Fatal("ack beyond the last seq accepted")
+	}
+	b.Close()
+}
+
+func TestSecondOpenIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	b := mustOpen(t, testOptions(dir))
+	defer b.Close()
+	if _, err := Open(testOptions(dir)); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("second open: %v", err)
+	}
+}
+
+func lastSegment(t *testing.T, dir string) string {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(dir, segPrefix+"*"+segSuffix))
+	if len(segs) == 0 {
+		t.Fatal("no segment")
+	}
+	slices.Sort(segs)
+	return segs[len(segs)-1]
+}
+
+func TestTornAndCorruptTail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(path string)
+	}{
+		{"torn", func(p string) {
+			st, _ := os.Stat(p)
+			os.Truncate(p, st.Size()-5)
+		}},
+		{"bad checksum", func(p string) {
+			data, _ := os.ReadFile(p)
+			data[len(data)-1] ^= 0xff
+			os.WriteFile(p, data, 0o640)
+		}},
+		{"half header", func(p string) {
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			f.Write([]byte{0x4f, 0x44, 0x42})
+			f.Close()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := mustOpen(t, testOptions(dir))
+			appendN(t, b, 3, false, "a")
+			b.Close()
+			seg := lastSegment(t, dir)
+			tc.damage(seg)
+
+			var logs bytes.Buffer
+			o := testOptions(dir)
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			b = mustOpen(t, o)
+			defer b.Close()
+			want := []uint64{1, 2, 3}
+			if tc.name != "half header" {
+				want = want[:2]
+			}
+			if got := pendingSeqs(b); !slices.Equal(got, want) {
+				t.Fatalf("pending %v, want %v", got, want)
+			}
+			if b.Stats().TornRecords != 1 || !strings.Contains(logs.String(), "torn last record") {
+				t.Fatalf("torn records %d, log %q", b.Stats().TornRecords, logs.String())
+			}
+			// The damaged tail was cut: appending after it replays cleanly.
+			appendN(t, b, 1, false, "b")
+			b.Close()
+			b = mustOpen(t, testOptions(dir))
+			if got := pendingSeqs(b); len(got) != len(want)+1 || b.Stats().TornRecords != 0 {
+				t.Fatalf("after repair pending %v torn %d", got, b.Stats().TornRecords)
+			}
+		})
+	}
+}
+
+func TestFullPolicy(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(dir)
+	o.MaxRecords = 4
+	b := mustOpen(t, o)
+	kinds := []struct {
+		droppable bool
+		want      []uint64
+		err       error
+	}{
+		{false, []uint64{1}, nil},          // new
+		{true, []uint64{1, 2}, nil},        // update
+		{true, []uint64{1, 2, 3}, nil},     // update
+		{false, []uint64{1, 2, 3, 4}, nil}, // end
+		{false, []uint64{1, 3, 4, 5}, nil}, // new: the oldest update (2) goes
+		{true, []uint64{1, 4, 5, 6}, nil},  // update: update 3 goes
+		{false, []uint64{1, 4, 5, 7}, nil}, // new: update 6 goes
+		{false, []uint64{1, 4, 5, 7}, ErrFull},
+		{true, []uint64{1, 4, 5, 7}, ErrFull},
+	}
+	for i, k := range kinds {
+		_, err := b.Append(func(seq uint64) (Record, error) {
+			return Record{Topic: "e", QoS: 1, Droppable: k.droppable, Payload: []byte("x")}, nil
+		})
+		if !errors.Is(err, k.err) {
+			t.Fatalf("append %d: error %v, want %v", i, err, k.err)
+		}
+		if got := pendingSeqs(b); !slices.Equal(got, k.want) {
+			t.Fatalf("append %d: pending %v, want %v", i, got, k.want)
+		}
+	}
+	st := b.Stats()
+	if st.DroppedUpdates != 3 || st.Refused != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	b.Close()
+	b = mustOpen(t, o)
+	defer b.Close()
+	if got := pendingSeqs(b); !slices.Equal(got, []uint64{1, 4, 5, 7}) {
+		t.Fatalf("drops not durable: pending %v", got)
+	}
+	// A refused record consumed no seq: the next one follows the last stored.
+	b.Ack(7)
+	if s := appendN(t, b, 1, false, "x"); s[0] != 8 {
+		t.Fatalf("next seq %d, want 8", s[0])
+	}
+}
+
+func TestSegmentsDeletedWhenAcked(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(dir)
+	o.SegmentBytes = 4096
+	b := mustOpen(t, o)
+	seqs := appendN(t, b, 200, false, strings.Repeat("x", 100))
+	segs, _ := filepath.Glob(filepath.Join(dir, segPrefix+"*"))
+	if len(segs) < 5 {
+		t.Fatalf("%d segments for 200 records of ~130 bytes in 4 KiB segments", len(segs))
+	}
+	if err := b.Ack(seqs[len(seqs)-1]); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ = filepath.Glob(filepath.Join(dir, segPrefix+"*"))
+	if len(segs) != 1 {
+		t.Fatalf("%d segments left after acking everything, want the active one", len(segs))
+	}
+	b.Close()
+	// Without the ack file every record of the active segment is resent,
+	// but sequence numbers continue (the segment's base record keeps them).
+	os.Remove(filepath.Join(dir, ackFile))
+	b = mustOpen(t, o)
+	defer b.Close()
+	if s := appendN(t, b, 1, false, "y"); s[0] != 201 {
+		t.Fatalf("next seq %d after losing the ack file, want 201", s[0])
+	}
+}
+
+func TestCompactionBoundsDisk(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Dir: dir, MaxBytes: 64 << 10, MaxRecords: 100000, SegmentBytes: 8 << 10}
+	b := mustOpen(t, o)
+	appendN(t, b, 1, false, "new") // never acked: pins the oldest segment
+	payload := bytes.Repeat([]byte("u"), 2000)
+	for i := 0; i < 300; i++ {
+		if _, err := b.Append(func(uint64) (Record, error) {
+			return Record{Topic: "upd", QoS: 1, Droppable: true, Payload: payload}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := b.Stats()
+	if st.DiskBytes > 2*o.MaxBytes+o.SegmentBytes+4096 {
+		t.Fatalf("disk %d bytes, bound %d", st.DiskBytes, 2*o.MaxBytes+o.SegmentBytes)
+	}
+	if st.PendingBytes > o.MaxBytes || st.DroppedUpdates == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	want := pendingSeqs(b)
+	b.Close()
+	b = mustOpen(t, o)
+	defer b.Close()
+	if got := pendingSeqs(b); !slices.Equal(got, want) || got[0] != 1 {
+		t.Fatalf("after compaction and reopen: %d pending (first %d), want %d", len(got), got[0], len(want))
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	for _, r := range []Record{
+		{Seq: 1, Topic: "a/b", QoS: 1, Payload: []byte("{}")},
+		{Seq: 1 << 60, Topic: "", QoS: 0, Retain: true, Droppable: true, Payload: nil},
+		{Seq: 7, Topic: strings.Repeat("t", 300), QoS: 2, Payload: bytes.Repeat([]byte{0}, 1000)},
+	} {
+		enc := appendRecord(nil, KindData, &r)
+		got, kind, n, err := DecodeRecord(append(enc, 1, 2, 3))
+		if err != nil || kind != KindData || n != len(enc) || got.Seq != r.Seq || got.Topic != r.Topic ||
+			got.QoS != r.QoS || got.Retain != r.Retain || got.Droppable != r.Droppable || !bytes.Equal(got.Payload, r.Payload) {
+			t.Fatalf("round trip of %+v: %+v kind %d n %d err %v", r, got, kind, n, err)
+		}
+		for cut := 0; cut < len(enc); cut++ {
+			if _, _, _, err := DecodeRecord(enc[:cut]); !errors.Is(err, ErrTorn) {
+				t.Fatalf("cut at %d of %d: %v, want ErrTorn", cut, len(enc), err)
+			}
+		}
+		for i := range enc {
+			bad := bytes.Clone(enc)
+			bad[i] ^= 0x40
+			if _, _, _, err := DecodeRecord(bad); err == nil {
+				t.Fatalf("flipped bit in byte %d accepted", i)
+			}
+		}
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(appendRecord(nil, KindData, &Record{Seq: 3, Topic: "x/y", QoS: 1, Payload: []byte(`{"a":1}`)}))
+	f.Add(appendRecord(nil, KindDrop, &Record{Seq: 9}))
+	f.Add(appendRecord(nil, KindBase, &Record{Seq: 0}))
+	f.Add([]byte{0x4f, 0x44, 0x42, 0x4f, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, kind, n, err := DecodeRecord(data)
+		if err != nil {
+			if !errors.Is(err, ErrTorn) && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("unexpected error class: %v", err)
+			}
+			return
+		}
+		if n < headerSize || n > len(data) {
+			t.Fatalf("length %d outside (header, %d]", n, len(data))
+		}
+		// A decodable record re-encodes to the same bytes.
+		if enc := appendRecord(nil, kind, &r); !bytes.Equal(enc, data[:n]) {
+			t.Fatalf("re-encoding differs:\n%x\n%x", enc, data[:n])
+		}
+	})
+}

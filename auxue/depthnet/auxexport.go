@@ -1,0 +1,186 @@
+package depthnet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/onnx"
+)
+
+// AuxUE graph names. The exported AuxUE reads one tensor, "features"
+// (1,4,H,W): channels 0-2 the depth model's normalized input image, channel
+// 3 the depth model's output in metres. It runs at half resolution (2x2
+// average pooling in the graph) and returns the Laplace scale b and the DIDO
+// epistemic K/S bilinearly upsampled to (1,1,H,W), and the Dirichlet alpha
+// at half resolution (1,K,H/2,W/2).
+const (
+	AuxInputName     = "features"
+	AuxScaleName     = onnx.OutputScale
+	AuxEpistemicName = onnx.OutputEpistemic
+	AuxAlphaName     = onnx.OutputAlpha
+)
+
+// AuxInputChannels is the AuxUE's input width: RGB + predicted depth.
+const AuxInputChannels = 4
+
+// ExportAuxUE wraps the generalized AuxUE export of package auxue/onnx for
+// full-resolution (1,4,height,width) inputs: features are scaled (depth /
+// maxDepth), pooled 2x2, fed to the AuxUE, and its scale and epistemic maps
+// upsampled back. The Go side builds the same half-resolution features with
+// AuxFeatures.
+func ExportAuxUE(m *auxue.Model, height, width int, maxDepth float64) (*onnx.Model, error) {
+	if height%2 != 0 || width%2 != 0 || height < 2 || width < 2 {
+		return nil, fmt.Errorf("export auxue: size %dx%d must be even", height, width)
+	}
+	if m.Config.In != AuxInputChannels {
+		return nil, fmt.Errorf("export auxue: model reads %d channels, want %d (RGB + depth)", m.Config.In, AuxInputChannels)
+	}
+	inner, err := onnx.ExportAuxUE(m, []int64{1, AuxInputChannels, int64(height / 2), int64(width / 2)})
+	if err != nil {
+		return nil, err
+	}
+	g := inner.Graph
+	const pooled = "wrap_pooled_features"
+	for _, n := range g.Nodes {
+		for i, s := range n.Inputs {
+			if s == AuxInputName {
+				n.Inputs[i] = pooled
+			}
+		}
+		for i, s := range n.Outputs {
+			switch s {
+			case AuxScaleName, AuxEpistemicName:
+				n.Outputs[i] = "wrap_half_" + s
+			}
+		}
+	}
+	h, w := int64(height), int64(width)
+	g.Initializers = append(g.Initializers,
+		onnx.FloatTensor("wrap_channel_scale", []int64{1, AuxInputChannels, 1, 1}, []float32{1, 1, 1, float32(1 / maxDepth)}),
+		onnx.FloatTensor("wrap_resize_scales", []int64{4}, []float32{1, 1, 2, 2}))
+	pre := []*onnx.Node{
+		{Name: "wrap_scale_node", OpType: "Mul", Inputs: []string{AuxInputName, "wrap_channel_scale"}, Outputs: []string{"wrap_scaled"}},
+		{Name: "wrap_pool_node", OpType: "AveragePool", Inputs: []string{"wrap_scaled"}, Outputs: []string{pooled},
+			Attributes: []*onnx.Attribute{onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntsAttr("strides", 2, 2)}},
+	}
+	g.Nodes = append(pre, g.Nodes...)
+	for _, name := range []string{AuxScaleName, AuxEpistemicName} {
+		g.Nodes = append(g.Nodes, &onnx.Node{Name: "wrap_up_" + name, OpType: "Resize",
+			Inputs: []string{"wrap_half_" + name, "", "wrap_resize_scales"}, Outputs: []string{name},
+			Attributes: []*onnx.Attribute{onnx.StringAttr("mode", "linear"),
+				onnx.StringAttr("coordinate_transformation_mode", "half_pixel")}})
+	}
+	g.Name = "didoedge_depth_auxue"
+	g.Inputs = []*onnx.ValueInfo{onnx.TensorValueInfo(AuxInputName, onnx.DataTypeFloat, []int64{1, AuxInputChannels, h, w})}
+	g.Outputs = []*onnx.ValueInfo{
+		onnx.TensorValueInfo(AuxScaleName, onnx.DataTypeFloat, []int64{1, 1, h, w}),
+		onnx.TensorValueInfo(AuxEpistemicName, onnx.DataTypeFloat, []int64{1, 1, h, w}),
+		onnx.TensorValueInfo(AuxAlphaName, onnx.DataTypeFloat, []int64{1, int64(m.Config.K), h / 2, w / 2}),
+	}
+	return inner, nil
+}
+
+// AuxFeatures builds the AuxUE's half-resolution input (4,H/2,W/2) from the
+// normalized image (3,H,W) and the predicted depth (H,W): the mean of each
+// 2x2 block, depth divided by maxDepth, as the exported graph computes.
+func AuxFeatures(img, depth []float32, height, width int, maxDepth float64, dst []float32) {
+	h2, w2 := height/2, width/2
+	hw := height * width
+	inv := float32(1 / maxDepth)
+	for c := 0; c < AuxInputChannels; c++ {
+		var src []float32
+		scale := float32(0.25)
+		if c < 3 {
+			src = img[c*hw : (c+1)*hw]
+		} else {
+			src, scale = depth, 0.25*inv
+		}
+		out := dst[c*h2*w2 : (c+1)*h2*w2]
+		for v := 0; v < h2; v++ {
+			r0, r1 := src[2*v*width:], src[(2*v+1)*width:]
+			for u := 0; u < w2; u++ {
+				out[v*w2+u] = (r0[2*u] + r0[2*u+1] + r1[2*u] + r1[2*u+1]) * scale
+			}
+		}
+	}
+}
+
+// HalfResErrors turns full-resolution absolute errors |depth - gt| on the
+// ground-truth pixels (gt > 0) into the AuxUE's half-resolution targets: a
+// 2x2 block is valid when any of its pixels has ground truth, and its error
+// is the mean over those pixels.
+func HalfResErrors(depth, gt []float32, height, width int, errs []float32, valid []bool) {
+	h2, w2 := height/2, width/2
+	for v := 0; v < h2; v++ {
+		for u := 0; u < w2; u++ {
+			var s float32
+			n := 0
+			for dv := 0; dv < 2; dv++ {
+				for du := 0; du < 2; du++ {
+					i := (2*v+dv)*width + 2*u + du
+					if y := gt[i]; y > 0 {
+						e := depth[i] - y
+						if e < 0 {
+							e = -e
+						}
+						s += e
+						n++
+					}
+				}
+			}
+			j := v*w2 + u
+			valid[j] = n > 0
+			errs[j] = 0
+			if n > 0 {
+				errs[j] = s / float32(n)
+			}
+		}
+	}
+}
+
+// WriteAuxArtifacts exports the AuxUE to DIR/NAME.onnx and describes its IO
+// in DIR/NAME.yaml; depthModel names the main model it was trained on.
+func WriteAuxArtifacts(m *auxue.Model, dir, name string, height, width int, maxDepth float64, depthModel string) (model, spec string, err error) {
+	om, err := ExportAuxUE(m, height, width, maxDepth)
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("create %q: %w", dir, err)
+	}
+	model = filepath.Join(dir, name+".onnx")
+	if err := onnx.WriteFile(model, om); err != nil {
+		return "", "", fmt.Errorf("write %q: %w", model, err)
+	}
+	c := m.Config
+	text := fmt.Sprintf(`# IO of the didoedge reference AuxUE (auxue/depthnet, ExportAuxUE); not a runtime/infer depth spec.
+main_model: %s
+input:
+  name: %s
+  layout: NCHW
+  shape: [1, %d, %d, %d]
+  channels: [image_r, image_g, image_b, depth]   # channels 0-2: the main model's normalized input; 3: its output in metres
+outputs:
+  - {name: %s, shape: [1, 1, %d, %d], meaning: laplace_scale_b_metres}
+  - {name: %s, shape: [1, 1, %d, %d], meaning: dido_epistemic_k_over_s}
+  - {name: %s, shape: [1, %d, %d, %d], meaning: dirichlet_alpha_half_resolution}
+auxue:
+  resolution: half        # 2x2 average pooling in the graph; scale and epistemic are upsampled bilinearly
+  depth_divisor: %g
+  encoders: separate
+  encoder_width: %d
+  hidden: %d
+  aleatoric: laplace
+  k: %d
+  lambda: %g
+`, depthModel, AuxInputName, AuxInputChannels, height, width,
+		AuxScaleName, height, width, AuxEpistemicName, height, width, AuxAlphaName, c.K, height/2, width/2,
+		maxDepth, c.EncoderWidth, c.Hidden, c.K, c.Lambda)
+	spec = filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		return "", "", fmt.Errorf("write %q: %w", spec, err)
+	}
+	return model, spec, nil
+}

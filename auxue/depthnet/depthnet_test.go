@@ -1,0 +1,278 @@
+package depthnet
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/auxue/nn/gradcheck"
+	"github.com/didoedge/didoedge/runtime/infer"
+)
+
+// logitFor returns z with MaxDepth*sigmoid(z) = d.
+func logitFor(d, maxDepth float64) float32 { return float32(-math.Log(maxDepth/d - 1)) }
+
+func TestSILogClosedForm(t *testing.T) {
+	// pred = c*y everywhere: g = ln c on every pixel, so
+	// L = sqrt(ln^2 c - lambda ln^2 c) = |ln c| sqrt(1 - lambda).
+	for _, tc := range []struct{ c, lambda float64 }{{1.5, 0.85}, {0.5, 0.85}, {2, 0}, {1, 0.85}} {
+		gt := []float32{2, 0, 5, 10, 0, 30}
+		z := make([]float32, len(gt))
+		for i, y := range gt {
+			if y > 0 {
+				z[i] = logitFor(tc.c*float64(y), 80)
+			} else {
+				z[i] = 3 // no ground truth: must not matter
+			}
+		}
+		grad := make([]float32, len(z))
+		l, n, err := SILog{Lambda: tc.lambda, MaxDepth: 80}.LossGrad(z, gt, grad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Abs(math.Log(tc.c)) * math.Sqrt(1-tc.lambda)
+		if n != 4 || math.Abs(l-want) > 1e-5 {
+			t.Errorf("c=%v lambda=%v: loss %v over %d pixels, want %v over 4", tc.c, tc.lambda, l, n, want)
+		}
+		if grad[1] != 0 || grad[4] != 0 {
+			t.Errorf("gradient on pixels without ground truth: %v", grad)
+		}
+	}
+}
+
+func TestSILogGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	gt := make([]float32, 40)
+	z := make([]float32, 40)
+	for i := range gt {
+		if i%3 != 0 {
+			gt[i] = 1 + 60*rng.Float32()
+		}
+		z[i] = float32(rng.NormFloat64())
+	}
+	loss := SILog{Lambda: 0.85, MaxDepth: 80}
+	grad := make([]float32, len(z))
+	if _, _, err := loss.LossGrad(z, gt, grad); err != nil {
+		t.Fatal(err)
+	}
+	scratch := make([]float32, len(z))
+	num := gradcheck.NumericGrad(func() float64 {
+		l, _, _ := loss.LossGrad(z, gt, scratch)
+		return l
+	}, z, 1e-2)
+	if err := gradcheck.Check(grad, num, gradcheck.Tolerance{Rel: 1e-2, Abs: 1e-4}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNetGradient(t *testing.T) {
+	net, err := New(Config{Height: 32, MaxDepth: 80, Width: 1, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Smooth activations, so that central differences do not straddle ReLU
+	// kinks; the wiring (skips, concats, upsamplings) is what is under test.
+	for _, seq := range []*nn.Sequential{net.Enc1, net.Enc2, net.Enc3, net.Enc4, net.Dec3, net.Dec2, net.Dec1} {
+		for i, l := range seq.Layers {
+			if _, ok := l.(*nn.ReLU); ok {
+				seq.Layers[i] = &nn.Softplus{}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := nn.NewDense(2, 3, 32, 48)
+	for i := range nn.Data(x) {
+		nn.Data(x)[i] = float32(rng.NormFloat64())
+	}
+	r := make([]float32, 2*32*48)
+	for i := range r {
+		r[i] = float32(rng.NormFloat64())
+	}
+	f := func() float64 { // L = sum r_i z_i
+		z, err := net.Forward(x, nn.Eval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s float64
+		for i, v := range nn.Data(z) {
+			s += float64(v) * float64(r[i])
+		}
+		return s
+	}
+	f()
+	nn.ZeroGrad(net.Params())
+	if _, err := net.Forward(x, nn.Train); err != nil {
+		t.Fatal(err)
+	}
+	dz := nn.NewDense(2, 1, 32, 48)
+	copy(nn.Data(dz), r)
+	if err := net.Backward(dz); err != nil {
+		t.Fatal(err)
+	}
+	// The first and last layers check every path through the skips.
+	for _, p := range []*nn.Param{net.Enc1.Params()[0], net.Enc4.Params()[2], net.Dec1.Params()[1], net.Head.Weight} {
+		vals := nn.Data(p.Value)[:min(24, len(nn.Data(p.Value)))]
+		num := gradcheck.NumericGrad(f, vals, 3e-2)
+		if err := gradcheck.Check(nn.Data(p.Grad)[:len(vals)], num, gradcheck.Tolerance{Rel: 2e-2, Abs: 2e-3}); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	net, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shape := range [][]int{{1, 3, 64, 64}, {1, 4, 192, 64}, {1, 3, 192, 40}, {3, 192, 64}} {
+		if _, err := net.Forward(nn.NewDense(shape...), nn.Eval); err == nil {
+			t.Errorf("shape %v accepted", shape)
+		}
+	}
+	if err := net.Backward(nn.NewDense(1, 1, 192, 64)); err == nil {
+		t.Error("Backward without Forward accepted")
+	}
+	for _, c := range []Config{{Height: 100, MaxDepth: 80, Width: 1}, {Height: 192, MaxDepth: 0, Width: 1}, {Height: 192, MaxDepth: 80}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+// TestTrainSmoke trains both networks for a few steps on tiny frames, checks
+// that the losses fall, and runs the exported models in ONNX Runtime against
+// the Go forward passes.
+func TestTrainSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two networks")
+	}
+	ctx := context.Background()
+	const W, H = 128, 64
+	cfg := TrainConfig{Width: W, Height: H, CropWidth: 64, Steps: 40, Batch: 2, Drives: 3, FramesPerDrive: 20,
+		ValFrames: 1, ValDrives: 1, ValEvery: 1000, LR: 2e-3, Seed: 3}
+	net, st, err := Train(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(st.LastLoss < st.FirstLoss) {
+		t.Fatalf("depth loss did not fall: first %v last %v", st.FirstLoss, st.LastLoss)
+	}
+	dir := t.TempDir()
+	model, spec, err := net.WriteArtifacts(dir, "depth", W)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Parity: ONNX Runtime through runtime/infer against the Go forward pass.
+	src, err := NewSimSource(99, 1, 5, W, H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := src.Render(0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := OpenDepthRunner(ctx, model, spec, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, depthORT, err := runner.Predict(ctx, fr.RGB, W, H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := nn.NewDense(1, 3, H, W)
+	NormalizeRGB(fr.RGB, W, H, 0, W, false, nn.Data(x))
+	for i, v := range nn.Data(x) {
+		if math.Abs(float64(v-img[i])) > 1e-5 {
+			t.Fatalf("normalized input %d: Go %v, runtime %v", i, v, img[i])
+		}
+	}
+	z, err := net.Forward(x, nn.Eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	depthGo := make([]float32, W*H)
+	net.Depth(nn.Data(z), depthGo)
+	worst := 0.0
+	for i := range depthGo {
+		worst = math.Max(worst, math.Abs(float64(depthGo[i]-depthORT[i]))/float64(depthGo[i]))
+	}
+	if worst > 1e-4 {
+		t.Fatalf("depth parity: worst relative difference %v", worst)
+	}
+	imgCopy, depthCopy := append([]float32(nil), img...), append([]float32(nil), depthORT...)
+	runner.Close()
+
+	aux, ast, err := AuxTrain(ctx, AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
+		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, Epochs: 4, Batch: 2, LR: 2e-3, K: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(ast.LastLoss < ast.FirstLoss) {
+		t.Fatalf("auxue loss did not fall: first %v last %v", ast.FirstLoss, ast.LastLoss)
+	}
+	auxPath, _, err := WriteAuxArtifacts(aux, dir, "auxue", H, W, 80, "depth.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, err := OpenAuxRunner(auxPath, "", W, H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	scale, epis, err := ar.Predict(imgCopy, depthCopy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scale) != W*H || len(epis) != W*H {
+		t.Fatalf("auxue outputs %d and %d values, want %d", len(scale), len(epis), W*H)
+	}
+	// Go side at half resolution, upsampled by nn.Upsample (equal to the
+	// graph's Resize), must match ONNX Runtime pixel by pixel.
+	feats := nn.NewDense(1, AuxInputChannels, H/2, W/2)
+	AuxFeatures(imgCopy, depthCopy, H, W, 80, nn.Data(feats))
+	var pred auxue.Prediction
+	if err := aux.Predict(feats, 0.9, &pred); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		go2, ort []float32
+	}{{"scale", pred.Scale, scale}, {"epistemic", pred.Epistemic, epis}} {
+		half := nn.NewDense(1, 1, H/2, W/2)
+		copy(nn.Data(half), c.go2)
+		full, err := (&nn.Upsample{Factor: 2}).Forward(half, nn.Eval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range nn.Data(full) {
+			o := c.ort[i]
+			if !(o > 0) || math.Abs(float64(v-o)) > 1e-4*math.Abs(float64(v))+1e-6 {
+				t.Fatalf("%s pixel %d: Go %v, ONNX Runtime %v", c.name, i, v, o)
+			}
+		}
+	}
+}
+
+func TestIOSpecParses(t *testing.T) {
+	net, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "depth.yaml")
+	if err := os.WriteFile(path, []byte(net.IOSpecYAML(640)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := infer.ParseIOSpec([]byte(net.IOSpecYAML(640)), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Input.Name != InputName || s.Input.Width != 640 || s.Input.Height != 192 || s.Depth.Name != OutputName || s.Input.Std[2] != Std[2] {
+		t.Fatalf("spec %+v", s)
+	}
+}

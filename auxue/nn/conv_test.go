@@ -1,0 +1,222 @@
+package nn
+
+import (
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"gorgonia.org/tensor"
+)
+
+// naiveConv is the textbook seven-loop convolution with its gradients, the
+// independent reference for the im2col path.
+func naiveConv(c *Conv2d, x, dy []float32, n, h, w int) (y, dx, dw, db []float32) {
+	g := c.Config
+	ho, wo := g.OutputSize(h, w)
+	k := g.Kernel
+	wt := Data(c.Weight.Value)
+	y = make([]float32, n*g.Out*ho*wo)
+	dx = make([]float32, len(x))
+	dw = make([]float32, len(wt))
+	db = make([]float32, g.Out)
+	for b := 0; b < n; b++ {
+		for o := 0; o < g.Out; o++ {
+			for i := 0; i < ho; i++ {
+				for j := 0; j < wo; j++ {
+					yi := ((b*g.Out+o)*ho+i)*wo + j
+					var s float64
+					if c.Bias != nil {
+						s = float64(Data(c.Bias.Value)[o])
+					}
+					var gy float32
+					if dy != nil {
+						gy = dy[yi]
+						db[o] += gy
+					}
+					for ch := 0; ch < g.In; ch++ {
+						for kh := 0; kh < k; kh++ {
+							for kw := 0; kw < k; kw++ {
+								ih, iw := i*g.Stride-g.Padding+kh*g.Dilation, j*g.Stride-g.Padding+kw*g.Dilation
+								if ih < 0 || ih >= h || iw < 0 || iw >= w {
+									continue
+								}
+								xi := ((b*g.In+ch)*h+ih)*w + iw
+								wi := ((o*g.In+ch)*k+kh)*k + kw
+								s += float64(x[xi]) * float64(wt[wi])
+								dx[xi] += gy * wt[wi]
+								dw[wi] += gy * x[xi]
+							}
+						}
+					}
+					y[yi] = float32(s)
+				}
+			}
+		}
+	}
+	return y, dx, dw, db
+}
+
+var convCases = []struct {
+	name string
+	cfg  Conv2dConfig
+	n    int
+	h, w int
+}{
+	{"3x3 s1 p1", Conv2dConfig{In: 3, Out: 4, Kernel: 3, Stride: 1, Padding: 1, Bias: true}, 2, 5, 6},
+	{"1x1", Conv2dConfig{In: 4, Out: 2, Kernel: 1, Bias: true}, 1, 3, 3},
+	{"3x3 s2 p1 odd", Conv2dConfig{In: 2, Out: 3, Kernel: 3, Stride: 2, Padding: 1, Bias: true}, 2, 7, 5},
+	{"5x5 s1 p2", Conv2dConfig{In: 2, Out: 2, Kernel: 5, Stride: 1, Padding: 2}, 1, 6, 7},
+	{"3x3 dilation 2 p2", Conv2dConfig{In: 2, Out: 3, Kernel: 3, Stride: 1, Padding: 2, Dilation: 2, Bias: true}, 1, 7, 6},
+	{"2x2 s2 p0 even", Conv2dConfig{In: 3, Out: 2, Kernel: 2, Stride: 2}, 2, 6, 4},
+	{"3x3 s3 d2 p1", Conv2dConfig{In: 2, Out: 2, Kernel: 3, Stride: 3, Padding: 1, Dilation: 2, Bias: true}, 1, 9, 8},
+	{"4x4 s1 p0 valid", Conv2dConfig{In: 1, Out: 2, Kernel: 4, Stride: 1}, 3, 5, 4},
+}
+
+func TestConv2dGradients(t *testing.T) {
+	for i, tc := range convCases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewConv2d(tc.cfg, testRNG(uint64(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Bias != nil {
+				for j := range Data(c.Bias.Value) {
+					Data(c.Bias.Value)[j] = 0.1 * float32(j+1)
+				}
+			}
+			x := randDense(testRNG(uint64(100+i)), -1, 1, tc.n, tc.cfg.In, tc.h, tc.w)
+			checkLayerGrads(t, c, x, 1e-2, defaultTol, nil)
+		})
+	}
+}
+
+// TestConv2dMatchesNaive covers shapes with several im2col tiles per image and
+// batches larger than the worker count, against the direct loops.
+func TestConv2dMatchesNaive(t *testing.T) {
+	tests := []struct {
+		cfg     Conv2dConfig
+		n, h, w int
+	}{
+		{Conv2dConfig{In: 5, Out: 7, Kernel: 3, Stride: 1, Padding: 1, Bias: true}, 3, 19, 23},
+		{Conv2dConfig{In: 3, Out: 70, Kernel: 3, Stride: 2, Padding: 1, Dilation: 1, Bias: true}, 1, 33, 41},
+		{Conv2dConfig{In: 1, Out: 2, Kernel: 5, Stride: 1, Padding: 4, Dilation: 2}, 5, 17, 30},
+	}
+	for i, tc := range tests {
+		c, err := NewConv2d(tc.cfg, testRNG(uint64(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Bias != nil {
+			for j := range Data(c.Bias.Value) {
+				Data(c.Bias.Value)[j] = float32(j) / 10
+			}
+		}
+		x := randDense(testRNG(uint64(10+i)), -1, 1, tc.n, tc.cfg.In, tc.h, tc.w)
+		y, err := c.Forward(x, Train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dy := randDense(testRNG(uint64(20+i)), -1, 1, y.Shape()...)
+		ZeroGrad(c.Params())
+		dx, err := c.Backward(dy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wy, wdx, wdw, wdb := naiveConv(c, Data(x), Data(dy), tc.n, tc.h, tc.w)
+		compare := func(what string, got, want []float32) {
+			t.Helper()
+			if len(got) != len(want) {
+				t.Fatalf("case %d %s: %d values, want %d", i, what, len(got), len(want))
+			}
+			for j := range got {
+				if d := math.Abs(float64(got[j] - want[j])); d > 1e-4*(1+math.Abs(float64(want[j]))) {
+					t.Fatalf("case %d %s[%d] = %v, want %v", i, what, j, got[j], want[j])
+				}
+			}
+		}
+		compare("y", Data(y), wy)
+		compare("dx", Data(dx), wdx)
+		compare("dw", Data(c.Weight.Grad), wdw)
+		if c.Bias != nil {
+			compare("db", Data(c.Bias.Grad), wdb)
+		}
+	}
+}
+
+func TestConv2dConfigErrors(t *testing.T) {
+	bad := []Conv2dConfig{
+		{In: 0, Out: 1, Kernel: 3},
+		{In: 1, Out: 1, Kernel: 0},
+		{In: 1, Out: 1, Kernel: 3, Stride: -1},
+		{In: 1, Out: 1, Kernel: 3, Padding: -1},
+		{In: 1, Out: 1, Kernel: 3, Dilation: -2},
+		{In: 1, Out: 1, Kernel: 3, Padding: 3},
+	}
+	for _, cfg := range bad {
+		if _, err := NewConv2d(cfg, nil); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+	c, err := NewConv2d(Conv2dConfig{In: 2, Out: 3, Kernel: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.Stride != 1 || c.Config.Dilation != 1 || c.Bias != nil || len(c.Params()) != 1 {
+		t.Errorf("defaults: %+v, bias %v", c.Config, c.Bias)
+	}
+	for _, x := range []*tensor.Dense{NewDense(1, 3, 5, 5), NewDense(2, 5, 5), NewDense(1, 2, 2, 2)} {
+		if _, err := c.Forward(x, Train); err == nil {
+			t.Errorf("input %v accepted", x.Shape())
+		}
+	}
+}
+
+func TestConv2dSteadyStateAllocs(t *testing.T) {
+	c, err := NewConv2d(Conv2dConfig{In: 4, Out: 8, Kernel: 3, Padding: 1, Bias: true}, testRNG(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randDense(testRNG(2), -1, 1, 2, 4, 20, 30)
+	dy := NewDense(2, 8, 20, 30)
+	allocs := testing.AllocsPerRun(10, func() {
+		if _, err := c.Forward(x, Train); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Backward(dy); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("allocs per forward+backward: %v", allocs)
+	if allocs > 0 {
+		t.Errorf("steady-state forward+backward allocates %v times", allocs)
+	}
+}
+
+// TestConv2dWorkersReleased checks that the worker goroutines of a dropped
+// layer exit once the layer is collected.
+func TestConv2dWorkersReleased(t *testing.T) {
+	if workers() < 2 {
+		t.Skip("single worker: no pool goroutines")
+	}
+	base := runtime.NumGoroutine()
+	func() {
+		for i := 0; i < 3; i++ {
+			c := mustConv(Conv2dConfig{In: 2, Out: 2, Kernel: 3, Padding: 1})
+			if _, err := c.Forward(NewDense(2, 2, 8, 8), Eval); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	if runtime.NumGoroutine() <= base {
+		t.Fatalf("no worker goroutines started (%d before, %d after)", base, runtime.NumGoroutine())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		t.Errorf("%d goroutines remain, %d before the layers were created", n, base)
+	}
+}

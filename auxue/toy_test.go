@@ -1,0 +1,89 @@
+package auxue
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// Real (shortened) toy trainings; the thresholds are the paper's qualitative
+// claims of Fig. 2 turned into numbers.
+func TestToyA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two networks")
+	}
+	r, err := RunToy(context.Background(), ToyConfig{Dataset: ToyA, EpochsScale: 0.5, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auc, err := r.OODAUC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, right := r.MeanOn(r.Aleatoric, -3, 0), r.MeanOn(r.Aleatoric, 0, 3)
+	t.Logf("AUC %.4f, Laplace scale %.3f on [-3,0], %.3f on [0,3]", auc, left, right)
+	if auc < 0.95 {
+		t.Errorf("epistemic AUC outside vs inside [-3,3] = %.4f, want >= 0.95", auc)
+	}
+	if !(left > right) {
+		t.Errorf("mean Laplace scale %.3f on [-3,0] not above %.3f on [0,3]", left, right)
+	}
+}
+
+func TestToyB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two networks")
+	}
+	r, err := RunToy(context.Background(), ToyConfig{Dataset: ToyB, EpochsScale: 0.5, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gap := r.MeanOn(r.Epistemic, -1, 3)
+	train := (r.MeanOn(r.Epistemic, -3, -1) + r.MeanOn(r.Epistemic, 3, 5)) / 2
+	t.Logf("mean K/S %.4f on (-1,3), %.4f on the training regions", gap, train)
+	if !(gap >= 2*train) {
+		t.Errorf("mean epistemic on (-1,3) = %.4f, want >= 2 x %.4f", gap, train)
+	}
+}
+
+// BenchmarkToyStep measures one training step of each toy network on a
+// batch of 64 (buffers are reused, so steady state should not allocate).
+func BenchmarkToyStep(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y := ToySample(ToyA, 256, rng)
+	main := newToyMain(rng)
+	reg := &regression{model: main, x: x, y: y, in: map[int]*tensor.Dense{}, dy: map[int]*tensor.Dense{}}
+	idx := make([]int, 64)
+	for i := range idx {
+		idx[i] = i
+	}
+	b.Run("main", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := reg.Step(idx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	s := &Samples{Shape: []int{toyHidden}}
+	pred, _ := toyPredict(main, x, &s.X)
+	s.Err = make([]float32, len(x))
+	for i := range x {
+		s.Err[i] = y[i] - pred[i]
+	}
+	if err := s.Discretize(5); err != nil {
+		b.Fatal(err)
+	}
+	m, _ := NewModel(Config{Form: FormVector, In: toyHidden, Hidden: toyHidden, K: 5, Lambda: 1e-3})
+	obj, _ := NewAuxObjective(m, s, nil)
+	b.Run("auxue", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := obj.Step(idx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/infer"
+)
+
+// runDemo runs the whole system on embedded defaults: the simulated camera
+// over RTSP, the reference models, the embedded broker and the debug page.
+func runDemo(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "demo")
+	models := fs.String("models", "models", "directory of the reference models")
+	mqttURL := fs.String("mqtt", "", "publish to this external broker (tcp://host:port) instead of the embedded one")
+	brokerAddr := fs.String("broker", "127.0.0.1:1883", "embedded broker listen address")
+	httpAddr := fs.String("http", "127.0.0.1:8080", `debug page address ("off" disables)`)
+	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
+	fps := fs.Float64("fps", 15, "simulated camera frame rate")
+	seed := fs.Int64("seed", 1, "simulated world seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := demo.CheckLibrary(); err != nil {
+		return err
+	}
+	if err := demo.CheckModels(*models); err != nil {
+		return err
+	}
+	specPath := filepath.Join(*models, demo.DepthIOSpec)
+	data, err := os.ReadFile(specPath)
+	if err != nil {
+		return err
+	}
+	spec, err := infer.ParseIOSpec(data, specPath)
+	if err != nil {
+		return err
+	}
+	outbox, err := os.MkdirTemp("", "didoedge-demo-outbox-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(outbox)
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	opts := demo.Options{ModelsDir: *models, MQTT: *mqttURL, BrokerListen: *brokerAddr, HTTP: *httpAddr,
+		OutboxDir: outbox, FPS: *fps, Seed: *seed}
+	cam, err := demo.StartCamera(opts, spec.Input.Width, spec.Input.Height)
+	if err != nil {
+		return err
+	}
+	defer cam.Server.Close()
+	cfg, err := demo.Config(opts, cam.URL, spec.Input.Width, spec.Input.Height)
+	if err != nil {
+		return err
+	}
+	started := func(p *runtime.Pipeline, page string) {
+		fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
+		if b := p.BrokerAddr(); b != "" {
+			host, port := splitHostPort(b)
+			fmt.Fprintf(env.stdout, "didoedge demo: embedded MQTT broker %s; watch: mosquitto_sub -h %s -p %s -t '%s/#' -v\n",
+				b, host, port, cfg.AlertsConfig.TopicPrefix)
+		} else {
+			fmt.Fprintf(env.stdout, "didoedge demo: publishing to %s\n", *mqttURL)
+		}
+		if page != "" {
+			fmt.Fprintf(env.stdout, "didoedge demo: debug page http://%s/  (metrics: /metrics)\n", page)
+		}
+		fmt.Fprintf(env.stdout, "didoedge demo: scenario:")
+		for _, ph := range cam.Scenario.Phases() {
+			fmt.Fprintf(env.stdout, " %s %v,", ph.Name, ph.Duration)
+		}
+		fmt.Fprintf(env.stdout, " looping; alert events follow, one line each\n")
+		go announcePhases(ctx, env, cam.Scenario)
+	}
+	return servePipeline(ctx, env, cfg, runtime.Options{}, true, started)
+}
+
+// announcePhases prints a line when the simulated scene changes.
+func announcePhases(ctx context.Context, env *cliEnv, sc *demo.Scenario) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	last := -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if cur := sc.Current(); cur >= 0 && cur != last {
+				last = cur
+				fmt.Fprintf(env.stdout, "%s scene  %s\n", time.Now().Format("15:04:05.000"), sc.Phases()[cur].Name)
+			}
+		}
+	}
+}
+
+func splitHostPort(addr string) (string, string) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:]
+		}
+	}
+	return addr, ""
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/runtime/infer"
+)
+
+const modelUsage = `usage:
+  didoedge model inspect FILE
+  didoedge model expose FILE --tensor NAME --out FILE2
+  didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
+  didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --config FILE --library FILE]
+  didoedge model compare DIR1 DIR2 [--tol 1e-3]`
+
+// runModel dispatches `didoedge model inspect|expose|export-test|run|compare`.
+func runModel(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return errors.New("missing subcommand (inspect, expose, export-test, run or compare)")
+	}
+	switch args[0] {
+	case "inspect":
+		return runModelInspect(env, args[1:])
+	case "expose":
+		return runModelExpose(env, args[1:])
+	case "export-test":
+		return runModelExportTest(env, args[1:])
+	case "run":
+		return runModelRun(ctx, env, args[1:])
+	case "compare":
+		return runModelCompare(env, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintln(env.stderr, modelUsage)
+		return flag.ErrHelp
+	}
+	fmt.Fprintln(env.stderr, modelUsage)
+	return fmt.Errorf("unknown subcommand %q (want inspect, expose, export-test, run or compare)", args[0])
+}
+
+func runModelInspect(env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "model inspect")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("inspect: want one model file, got %d arguments", len(pos))
+	}
+	s, err := onnx.Inspect(pos[0])
+	if err != nil {
+		return err
+	}
+	return s.Write(env.stdout)
+}
+
+func runModelExpose(env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "model expose")
+	tensor := fs.String("tensor", "", "name of the intermediate tensor to add as a graph output")
+	out := fs.String("out", "", "path of the edited model")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *tensor == "" || *out == "" {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return errors.New("expose: want FILE, --tensor NAME and --out FILE2")
+	}
+	if *out == pos[0] {
+		return fmt.Errorf("expose: --out %q would overwrite the input model", *out)
+	}
+	m, err := onnx.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	if err := onnx.Expose(m, *tensor); err != nil {
+		return fmt.Errorf("expose %q in %q: %w", *tensor, pos[0], err)
+	}
+	if err := onnx.WriteFile(*out, m); err != nil {
+		return err
+	}
+	env.log.Info("exposed tensor as graph output", "model", pos[0], "tensor", *tensor, "out", *out)
+	return nil
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("expose FILE --tensor X") and returns the positionals.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// runModelExportTest writes the smoke test's networks: seeded random
+// weights, clearly named as test networks (not reference models).
+func runModelExportTest(env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "model export-test")
+	out := fs.String("out", "", "directory for "+smoke.TestDepthFile+" and "+smoke.TestAuxUEFile)
+	height := fs.Int("height", 64, "input height (divisible by 4)")
+	width := fs.Int("width", 192, "input width (divisible by 4)")
+	seed := fs.Uint64("seed", 1, "weight seed")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *out == "" {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return errors.New("export-test: want --out DIR and no positional arguments")
+	}
+	m, err := smoke.ExportTestModels(*out, smoke.TestModelConfig{Height: *height, Width: *width, Seed: *seed})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s  %s\n%s  %s\n", m.DepthSHA256, m.Depth, m.AuxUESHA256, m.AuxUE)
+	env.log.Info("exported TEST networks with seeded random weights (not reference models)", "dir", *out, "seed", *seed)
+	return nil
+}
+
+// runModelRun runs the depth model then the AuxUE on synthetic frames and
+// writes the maps and summary.json.
+func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "model run")
+	depth := fs.String("depth", "", "depth model (input image NCHW, output depth)")
+	aux := fs.String("auxue", "", "AuxUE model (input features = image + depth, outputs scale, epistemic)")
+	out := fs.String("out", "", "output directory for the maps and "+smoke.SummaryFile)
+	frames := fs.Int("frames", 3, "number of synthetic frames")
+	seed := fs.Uint64("seed", 1, "synthetic frame seed")
+	height := fs.Int("height", 64, "frame height (the models' input height)")
+	width := fs.Int("width", 192, "frame width (the models' input width)")
+	config := fs.String("config", "", "YAML config whose inference section selects library and providers (default: CPU)")
+	library := fs.String("library", "", "ONNX Runtime library (overrides the config's library key)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 || *depth == "" || *aux == "" || *out == "" {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return errors.New("run: want --depth FILE, --auxue FILE and --out DIR")
+	}
+	var cfg infer.Config
+	if *config != "" {
+		if cfg, err = smoke.LoadInferenceConfig(*config); err != nil {
+			return err
+		}
+	}
+	if *library != "" {
+		cfg.Library = *library
+	}
+	sum, err := smoke.Run(ctx, smoke.RunConfig{
+		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width,
+		Frames: *frames, Seed: *seed, OutDir: *out, Inference: cfg, Log: env.log,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%d frames %dx%d on %s, ONNX Runtime %s (%s, %s), providers depth=%s auxue=%s\n",
+		sum.Frames, sum.Height, sum.Width, sum.GOARCH, sum.Library.Version, sum.Library.Path, sum.Library.Source,
+		sum.Models[0].Provider, sum.Models[1].Provider)
+	for _, m := range sum.Maps {
+		fmt.Fprintf(env.stdout, "  %-24s min %10.4g  max %10.4g  mean %10.4g\n", m.File, m.Min, m.Max, m.Mean)
+	}
+	return nil
+}
+
+// runModelCompare compares two run directories map by map; it fails when a
+// map differs by more than --tol (max abs).
+func runModelCompare(env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "model compare")
+	tol := fs.Float64("tol", 1e-3, "largest allowed absolute difference per value")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return fmt.Errorf("compare: want two run directories, got %d arguments", len(pos))
+	}
+	c, err := smoke.Compare(pos[0], pos[1], *tol)
+	if err != nil {
+		return err
+	}
+	if err := c.Write(env.stdout); err != nil {
+		return err
+	}
+	if !c.OK() {
+		return fmt.Errorf("compare %q and %q: maps differ by more than %g", pos[0], pos[1], *tol)
+	}
+	return nil
+}

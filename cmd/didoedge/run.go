@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/debugpage"
+)
+
+// runRun runs the streaming pipeline of a config file until SIGINT or
+// SIGTERM; SIGHUP reloads zones and thresholds.
+func runRun(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "run")
+	path := fs.String("config", "", "runtime config file (YAML; see configs/vehicle.yaml)")
+	quiet := fs.Bool("quiet", false, "do not print alert events on stdout")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *path == "" {
+		return errors.New("--config FILE is required")
+	}
+	cfg, err := runtime.Load(*path)
+	if err != nil {
+		return err
+	}
+	return servePipeline(ctx, env, cfg, runtime.Options{}, !*quiet, nil)
+}
+
+// servePipeline builds the pipeline, serves the debug page, handles SIGHUP
+// and runs until ctx ends; started (if set) is called once everything runs.
+func servePipeline(ctx context.Context, env *cliEnv, cfg *runtime.Config, opts runtime.Options, printEvents bool,
+	started func(p *runtime.Pipeline, httpAddr string)) error {
+	opts.Logger = env.log
+	if printEvents {
+		opts.OnEvent = func(ev *alerts.Event) { fmt.Fprintln(env.stdout, runtime.FormatEvent(ev)) }
+	}
+	p, err := runtime.New(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	httpAddr := ""
+	if cfg.HTTP.Listen != runtime.HTTPOff {
+		srv, err := debugpage.Start(ctx, cfg.HTTP.Listen, p, env.log)
+		if err != nil {
+			p.Close()
+			return err
+		}
+		defer srv.Close()
+		httpAddr = srv.Addr()
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				env.log.Info("SIGHUP: reloading zones and thresholds", "config", cfg.Path)
+				if err := p.Reload(ctx); err != nil {
+					env.log.Error("reload", "err", err)
+				}
+			}
+		}
+	}()
+	if started != nil {
+		started(p, httpAddr)
+	}
+	if httpAddr != "" {
+		env.log.Info("debug page", "url", "http://"+httpAddr+"/")
+	}
+	return p.Run(ctx)
+}

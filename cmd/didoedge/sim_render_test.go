@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/camera/sim"
+)
+
+func simRenderEnv() (*cliEnv, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return &cliEnv{stdout: &out, stderr: &errb, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, &out, &errb
+}
+
+func TestSimRenderWritesReadableDataSet(t *testing.T) {
+	for _, world := range []string{sim.WorldOutdoor, sim.WorldIndoor} {
+		dir := filepath.Join(t.TempDir(), world)
+		env, out, _ := simRenderEnv()
+		args := []string{"sim", "render", "--world", world, "--frames", "7", "--size", "48x160", "--seed", "4", "--workers", "2", "--out", dir}
+		if code := run(context.Background(), env, args); code != 0 {
+			t.Fatalf("%s: exit %d: %s", world, code, out.String())
+		}
+		ds, err := dataset.OpenSim(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds.Meta.World != world || ds.Meta.Width != 160 || ds.Meta.Height != 48 || len(ds.Meta.Drives) != 3 {
+			t.Fatalf("%s: meta %+v", world, ds.Meta)
+		}
+		n := 0
+		for _, split := range dataset.SplitNames() {
+			items, err := ds.Split(split)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(items) == 0 {
+				t.Fatalf("%s: empty %s split", world, split)
+			}
+			for _, it := range items {
+				s, err := ds.Load(it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				// the files hold what the renderer produces, quantized
+				var seed int64
+				for _, d := range ds.Meta.Drives {
+					if d.Name == it.Drive {
+						seed = d.Seed
+					}
+				}
+				r, _ := sim.NewRenderer(sim.Config{World: world, Width: 160, Height: 48, Seed: seed})
+				f := sim.NewFrame(160, 48)
+				if err := r.Render(it.Frame, f); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(s.RGB, f.RGB) || !bytes.Equal(s.Semantic, f.Semantic) {
+					t.Fatalf("%s %s: RGB or labels differ from a fresh render", world, s.Name)
+				}
+				for i := range f.Sparse {
+					if got, want := s.Sparse[i], float32(dataset.QuantizeDepth(f.Sparse[i], 256))/256; got != want {
+						t.Fatalf("%s %s: sparse %v, want %v", world, s.Name, got, want)
+					}
+					if got, want := s.Dense[i], float32(dataset.QuantizeDepth(f.Depth[i], 256))/256; got != want {
+						t.Fatalf("%s %s: dense %v, want %v", world, s.Name, got, want)
+					}
+				}
+			}
+		}
+		if n != 7 {
+			t.Fatalf("%s: %d frames in the splits, want 7", world, n)
+		}
+	}
+}
+
+func TestSimRenderFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--frames", "3"}, "--out"},
+		{[]string{"--out", "x", "--size", "640"}, "--size"},
+		{[]string{"--out", "x", "--size", "0x5"}, "--size"},
+		{[]string{"--out", "x", "--world", "moon"}, "World"},
+		{[]string{"--out", "x", "--frames", "0"}, "--frames"},
+		{[]string{"--out", "x", "--frames", "2", "--drives", "3"}, "--drives"},
+	}
+	for _, c := range cases {
+		env, _, _ := simRenderEnv()
+		err := runSimRender(context.Background(), env, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}

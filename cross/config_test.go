@@ -1,0 +1,207 @@
+package cross
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/runtime/infer"
+)
+
+const jetsonConfig = "../configs/jetson-orin.yaml"
+
+// deployment is the layout of configs/jetson-orin.yaml. Sections with a real
+// parser (inference, models.*.io, alerts) are kept raw here and handed to it;
+// the others (camera, http: the runtime's, a later issue) are checked
+// against the keys the file documents.
+type deployment struct {
+	Inference yaml.Node `yaml:"inference"`
+	Models    struct {
+		Depth struct {
+			Path string    `yaml:"path"`
+			IO   yaml.Node `yaml:"io"`
+		} `yaml:"depth"`
+		AuxUE struct {
+			Path string `yaml:"path"`
+		} `yaml:"auxue"`
+	} `yaml:"models"`
+	Camera struct {
+		URL            string        `yaml:"url"`
+		SourceID       string        `yaml:"source_id"`
+		Transport      string        `yaml:"transport"`
+		StallTimeout   time.Duration `yaml:"stall_timeout"`
+		BackoffMin     time.Duration `yaml:"backoff_min"`
+		BackoffMax     time.Duration `yaml:"backoff_max"`
+		RequestTimeout time.Duration `yaml:"request_timeout"`
+	} `yaml:"camera"`
+	Alerts yaml.Node `yaml:"alerts"`
+	HTTP   struct {
+		Listen string `yaml:"listen"`
+	} `yaml:"http"`
+}
+
+func loadDeployment(t *testing.T) ([]byte, deployment) {
+	t.Helper()
+	data, err := os.ReadFile(jetsonConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d deployment
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("%s: %v", jetsonConfig, err)
+	}
+	return data, d
+}
+
+func section(t *testing.T, n *yaml.Node, name string) []byte {
+	t.Helper()
+	if n.Kind == 0 {
+		t.Fatalf("%s: section %s missing", jetsonConfig, name)
+	}
+	out, err := yaml.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestJetsonOrinConfigParses runs every section of the Jetson config through
+// the parser that owns it.
+func TestJetsonOrinConfigParses(t *testing.T) {
+	data, d := loadDeployment(t)
+
+	inf, err := smoke.ParseInferenceConfig(data, jetsonConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range inf.Providers {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "tensorrt,cuda,cpu" {
+		t.Fatalf("providers %s, want tensorrt,cuda,cpu (TensorRT first, CPU last)", got)
+	}
+	trt := inf.Providers[0]
+	if !trt.FP16 || !filepath.IsAbs(trt.EngineCacheDir) {
+		t.Errorf("tensorrt: fp16 %v, engine_cache_dir %q: want fp16 and an absolute cache path", trt.FP16, trt.EngineCacheDir)
+	}
+
+	spec, err := infer.ParseIOSpec(section(t, &d.Models.Depth.IO, "models.depth.io"), jetsonConfig+" models.depth.io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Input.Height%4 != 0 || spec.Input.Width%4 != 0 {
+		t.Errorf("models.depth.io input %dx%d: want sizes divisible by 4", spec.Input.Height, spec.Input.Width)
+	}
+	for _, p := range []string{d.Models.Depth.Path, d.Models.AuxUE.Path} {
+		if !filepath.IsAbs(p) || filepath.Ext(p) != ".onnx" {
+			t.Errorf("model path %q: want an absolute .onnx path", p)
+		}
+	}
+
+	cfg, err := alerts.ParseConfig(jetsonConfig+" alerts", section(t, &d.Alerts, "alerts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Outbox.Dir != "/var/lib/didoedge/outbox" {
+		t.Errorf("alerts.outbox.dir %q: the systemd unit only lets the service write /var/lib/didoedge/outbox", cfg.Outbox.Dir)
+	}
+	if !strings.HasPrefix(trt.EngineCacheDir, "/var/cache/didoedge") {
+		t.Errorf("engine_cache_dir %q: the systemd unit only lets the service write /var/cache/didoedge", trt.EngineCacheDir)
+	}
+
+	c := d.Camera
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "rtsp" && u.Scheme != "rtsps") || u.Host == "" {
+		t.Errorf("camera.url %q: want rtsp://host/path (%v)", c.URL, err)
+	}
+	if c.Transport != "tcp" && c.Transport != "udp" {
+		t.Errorf("camera.transport %q: want tcp or udp", c.Transport)
+	}
+	if c.StallTimeout <= 0 || c.RequestTimeout <= 0 || c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
+		t.Errorf("camera durations: stall %v, request %v, backoff %v..%v", c.StallTimeout, c.RequestTimeout, c.BackoffMin, c.BackoffMax)
+	}
+	if !strings.HasPrefix(d.HTTP.Listen, "127.0.0.1:") {
+		t.Errorf("http.listen %q: the health check curls 127.0.0.1", d.HTTP.Listen)
+	}
+}
+
+// TestJetsonOrinProvidersFallBackToCPU creates a session with the Jetson
+// provider list on this machine's CPU-only ONNX Runtime: TensorRT and CUDA
+// must each fail with one WARN line and the model must run on the CPU, with
+// the TensorRT engine cache directory keyed by model, precision and shape.
+func TestJetsonOrinProvidersFallBackToCPU(t *testing.T) {
+	data, d := loadDeployment(t)
+	inf, err := smoke.ParseInferenceConfig(data, jetsonConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := infer.ParseIOSpec(section(t, &d.Models.Depth.IO, "models.depth.io"), jetsonConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf.Library = "" // the GPU build's path exists only on the Jetson: use $ONNXRUNTIME_LIB
+	cache := t.TempDir()
+	inf.Providers[0].EngineCacheDir = cache
+
+	net, err := onnx.NewTinyUNet(2, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, w := int64(spec.Input.Height), int64(spec.Input.Width)
+	m, err := net.Export([]int64{1, 3, h, w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "depth.onnx")
+	if err := onnx.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sess, err := infer.NewSession(context.Background(), path, spec, inf, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if sess.Provider() != infer.ProviderCPU {
+		t.Fatalf("provider %q, want cpu on a CPU-only ONNX Runtime", sess.Provider())
+	}
+	for _, want := range []string{"provider=tensorrt next=cuda", "provider=cuda next=cpu"} {
+		if n := strings.Count(logs.String(), want); n != 1 {
+			t.Errorf("%d log lines with %q, want 1:\n%s", n, want, logs.String())
+		}
+	}
+	entries, err := os.ReadDir(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSuffix := fmt.Sprintf("_fp16_1x3x%dx%d", h, w)
+	if len(entries) != 1 || !strings.HasSuffix(entries[0].Name(), wantSuffix) {
+		t.Errorf("engine cache entries %v, want one <sha256[:16]>%s", entries, wantSuffix)
+	}
+	rgb := make([]byte, 3*h*w)
+	smoke.SyntheticFrame(rgb, int(w), int(h), 1, 0)
+	if err := sess.SetImageRGB8(rgb, int(w), int(h), 3*int(w)); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := sess.Run(context.Background())
+	if err != nil || !fr.Valid {
+		t.Fatalf("run: %v, valid %v", err, fr.Valid)
+	}
+}

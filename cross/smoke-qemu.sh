@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# arm64 smoke test under qemu-user: runs the depth model and the AuxUE on a
+# few deterministic synthetic frames with the amd64 binary (x64 ONNX Runtime)
+# and with the arm64 binary under qemu-aarch64 (arm64 ONNX Runtime), then
+# checks that the depth, Laplace scale and epistemic maps agree within
+# SMOKE_TOL (max abs, default 1e-3; the relative figure is printed too).
+#
+# Models: when models/MANIFEST exists, the reference models models/depth*.onnx
+# and models/auxue*.onnx (first match each; frame size read from the depth
+# model's input); otherwise TEST networks with seeded random weights exported
+# by `didoedge model export-test` (64x192).
+#
+# Needs: bin/linux-arm64/didoedge (rebuilt with cross/build-arm64.sh when
+# missing or older than a .go file), qemu-user (installed when missing), and
+# the ONNX Runtime libraries from scripts/deps.sh.
+# Environment: SMOKE_FRAMES (3), SMOKE_SEED (1), SMOKE_TOL (1e-3), SMOKE_OUT
+# (a temporary directory, removed afterwards unless set).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TRIPLET=aarch64-linux-gnu
+ARM_BIN=bin/linux-arm64/didoedge
+HOST_BIN=bin/linux-amd64/didoedge
+ORT_DIR=third_party/onnxruntime/1.24.1
+FRAMES=${SMOKE_FRAMES:-3}
+SEED=${SMOKE_SEED:-1}
+TOL=${SMOKE_TOL:-1e-3}
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+say() { echo "smoke-qemu: $*"; }
+
+if [ "$(uname -m)" != x86_64 ]; then
+  say "this script compares an amd64 host run with an emulated arm64 run; host is $(uname -m)" >&2
+  exit 1
+fi
+if ! command -v qemu-aarch64 >/dev/null; then
+  say "installing qemu-user"
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user >/dev/null
+fi
+if [ ! -f "$ORT_DIR/linux-arm64/libonnxruntime.so.1" ] || [ ! -f "$ORT_DIR/linux-x64/libonnxruntime.so.1" ]; then
+  bash scripts/deps.sh
+fi
+if [ ! -x "$ARM_BIN" ] || [ -n "$(find . -name '*.go' -not -path './third_party/*' -newer "$ARM_BIN" -print -quit)" ]; then
+  bash cross/build-arm64.sh
+fi
+mkdir -p "$(dirname "$HOST_BIN")"
+go build -o "$HOST_BIN" ./cmd/didoedge
+
+if [ -n "${SMOKE_OUT:-}" ]; then
+  out=$SMOKE_OUT
+  rm -rf "$out/amd64" "$out/arm64" "$out/models"
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
+
+if [ -f models/MANIFEST ]; then
+  depth=$(ls models/depth*.onnx 2>/dev/null | head -n1 || true)
+  auxue=$(ls models/auxue*.onnx 2>/dev/null | head -n1 || true)
+  if [ -z "$depth" ] || [ -z "$auxue" ]; then
+    say "models/MANIFEST exists but models/depth*.onnx or models/auxue*.onnx is missing" >&2
+    exit 1
+  fi
+  # The depth model's input line reads e.g. "  image float (1,3,192,640)".
+  shape=$("$HOST_BIN" model inspect "$depth" | sed -n 's/^  [^ ]* float (1,3,\([0-9]*\),\([0-9]*\))$/\1 \2/p' | head -n1)
+  if [ -z "$shape" ]; then
+    say "cannot read a fixed (1,3,H,W) input shape from $depth" >&2
+    exit 1
+  fi
+  read -r height width <<<"$shape"
+  say "reference models from models/MANIFEST: $depth, $auxue (${height}x${width})"
+else
+  height=64 width=192
+  "$HOST_BIN" model export-test --out "$out/models" --height $height --width $width --seed "$SEED" >/dev/null
+  depth=$out/models/test-depth-tinyunet.onnx
+  auxue=$out/models/test-auxue.onnx
+  say "no models/MANIFEST: using TEST networks with seeded random weights (${height}x${width})"
+fi
+
+run_args=(model run --depth "$depth" --auxue "$auxue" --frames "$FRAMES" --seed "$SEED" --height "$height" --width "$width")
+
+say "amd64 run"
+ONNXRUNTIME_LIB="$PWD/$ORT_DIR/linux-x64/libonnxruntime.so.1" "$HOST_BIN" "${run_args[@]}" --out "$out/amd64"
+
+# The arm64 run finds its ONNX Runtime through the project-local lookup
+# (third_party/.../linux-arm64/), which is what this checks: ONNXRUNTIME_LIB
+# is unset. The cross glibc comes first so that the loader and libc match;
+# the multiarch directories supply libavcodec and its dependencies.
+say "arm64 run under qemu-aarch64"
+start=$(date +%s)
+env -u ONNXRUNTIME_LIB \
+  QEMU_LD_PREFIX=/usr/$TRIPLET \
+  LD_LIBRARY_PATH=/usr/$TRIPLET/lib:/usr/lib/$TRIPLET:/lib/$TRIPLET \
+  qemu-aarch64 -L /usr/$TRIPLET "$ARM_BIN" "${run_args[@]}" --out "$out/arm64"
+say "arm64 run took $(( $(date +%s) - start )) s"
+
+if ! grep -q '"goarch": "arm64"' "$out/arm64/summary.json" || ! grep -q 'linux-arm64/libonnxruntime.so.1' "$out/arm64/summary.json"; then
+  say "the arm64 run did not report goarch arm64 with the arm64 ONNX Runtime library" >&2
+  exit 1
+fi
+"$HOST_BIN" model compare "$out/amd64" "$out/arm64" --tol "$TOL"
+say "ok: arm64 maps match amd64 within $TOL"

@@ -1,0 +1,230 @@
+package smoke
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/runtime/infer"
+)
+
+// Map names, in the order each frame's files are written.
+const (
+	MapDepth     = "depth"     // metres, from the depth model (0 = no depth)
+	MapScale     = "scale"     // AuxUE Laplace scale b (aleatoric)
+	MapEpistemic = "epistemic" // AuxUE DIDO K/S in (0, 1]
+)
+
+// SummaryFile is the name of the run description inside a run directory.
+const SummaryFile = "summary.json"
+
+// RunConfig describes one smoke run.
+type RunConfig struct {
+	DepthModel, AuxUEModel string
+	Height, Width          int    // frame size; must match the models' inputs
+	Frames                 int    // number of synthetic frames
+	Seed                   uint64 // seeds the synthetic frames
+	OutDir                 string
+	Inference              infer.Config // library and execution providers
+	Log                    *slog.Logger
+}
+
+// Run runs the depth model on Frames synthetic frames, then the AuxUE on
+// each frame's normalized image with the predicted depth as a fourth channel,
+// and writes the depth, scale and epistemic maps and summary.json to OutDir.
+// A non-finite value in any output fails the run.
+func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
+	if cfg.Height <= 0 || cfg.Width <= 0 || cfg.Frames <= 0 || cfg.Frames > 1000 {
+		return nil, fmt.Errorf("smoke run: size %dx%d and frames %d must be positive (frames at most 1000)", cfg.Height, cfg.Width, cfg.Frames)
+	}
+	if cfg.DepthModel == "" || cfg.AuxUEModel == "" || cfg.OutDir == "" {
+		return nil, errors.New("smoke run: depth model, AuxUE model and output directory are required")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	depthSHA, err := fileSHA256(cfg.DepthModel)
+	if err != nil {
+		return nil, err
+	}
+	auxSHA, err := fileSHA256(cfg.AuxUEModel)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("smoke run: %w", err)
+	}
+
+	depthSpec := infer.IOSpec{
+		Input: infer.InputSpec{Name: DepthInput, Layout: "NCHW", Channels: 3, Height: cfg.Height, Width: cfg.Width},
+		Depth: infer.OutputSpec{Name: DepthOutput, Meaning: infer.MeaningMetricDepth},
+	}
+	depthSess, err := infer.NewSession(ctx, cfg.DepthModel, depthSpec, cfg.Inference, log)
+	if err != nil {
+		return nil, err
+	}
+	defer depthSess.Close()
+	// infer.Session is shaped for depth models: the AuxUE's scale output
+	// rides in the "depth" slot (read raw through Output, never DepthInto)
+	// and epistemic is its one extra output.
+	auxSpec := infer.IOSpec{
+		Input:    infer.InputSpec{Name: AuxUEInput, Layout: "NCHW", Channels: 4, Height: cfg.Height, Width: cfg.Width},
+		Depth:    infer.OutputSpec{Name: onnx.OutputScale, Meaning: infer.MeaningMetricDepth},
+		Features: []infer.FeatureSpec{{Name: onnx.OutputEpistemic}},
+	}
+	auxSess, err := infer.NewSession(ctx, cfg.AuxUEModel, auxSpec, cfg.Inference, log)
+	if err != nil {
+		return nil, err
+	}
+	defer auxSess.Close()
+
+	plane := cfg.Height * cfg.Width
+	for i, sess := range []*infer.Session{depthSess, auxSess} {
+		for o := range sess.OutputNames() {
+			if i == 0 && o > 0 {
+				break // the depth model's extra outputs are not used
+			}
+			if n := len(sess.Output(o)); n != plane {
+				return nil, fmt.Errorf("smoke run: output %q has shape %v (%d values), want one %dx%d map",
+					sess.OutputNames()[o], sess.OutputShape(o), n, cfg.Height, cfg.Width)
+			}
+		}
+	}
+
+	lib := depthSess.Library()
+	sum := &Summary{
+		Tool: "didoedge model run", GOARCH: runtime.GOARCH,
+		Height: cfg.Height, Width: cfg.Width, Frames: cfg.Frames, Seed: cfg.Seed,
+		Library: LibraryInfo{Path: lib.Path, Source: lib.Source, Version: lib.Version},
+		Models: []ModelInfo{
+			{Role: "depth", Path: cfg.DepthModel, SHA256: depthSHA, Provider: depthSess.Provider()},
+			{Role: "auxue", Path: cfg.AuxUEModel, SHA256: auxSHA, Provider: auxSess.Provider()},
+		},
+	}
+	rgb := make([]byte, 3*plane)
+	depth := make([]float32, plane)
+	buf := make([]byte, 4*plane)
+	for f := range cfg.Frames {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		SyntheticFrame(rgb, cfg.Width, cfg.Height, cfg.Seed, f)
+		if err := depthSess.SetImageRGB8(rgb, cfg.Width, cfg.Height, 3*cfg.Width); err != nil {
+			return nil, err
+		}
+		fr, err := depthSess.Run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !fr.Valid {
+			return nil, fmt.Errorf("smoke run: frame %d: depth model %q gave non-finite outputs %v", f, cfg.DepthModel, fr.NonFinite)
+		}
+		invalid, err := depthSess.DepthInto(depth)
+		if err != nil {
+			return nil, err
+		}
+		in := auxSess.Input()
+		copy(in[:3*plane], depthSess.Input())
+		copy(in[3*plane:], depth)
+		fr, err = auxSess.Run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !fr.Valid {
+			return nil, fmt.Errorf("smoke run: frame %d: AuxUE %q gave non-finite outputs %v", f, cfg.AuxUEModel, fr.NonFinite)
+		}
+		maps := []struct {
+			name    string
+			data    []float32
+			invalid int
+		}{{MapDepth, depth, invalid}, {MapScale, auxSess.Output(0), 0}, {MapEpistemic, auxSess.Output(1), 0}}
+		for _, m := range maps {
+			name := fmt.Sprintf("frame%03d_%s.f32", f, m.name)
+			if err := writeFloat32(filepath.Join(cfg.OutDir, name), m.data, buf); err != nil {
+				return nil, err
+			}
+			st := stats(m.data)
+			sum.Maps = append(sum.Maps, MapFile{Frame: f, Map: m.name, File: name,
+				Min: st.min, Max: st.max, Mean: st.mean, Invalid: m.invalid})
+		}
+	}
+	data, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("smoke run: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, SummaryFile), append(data, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("smoke run: %w", err)
+	}
+	return sum, nil
+}
+
+// SyntheticFrame fills dst (interleaved RGB8, stride 3*width) with frame f
+// of a seeded pattern: three gradients that drift with f plus uniform noise
+// in [-24, 24]. Integer arithmetic only, so every architecture produces the
+// same bytes (float code may be fused into FMA on arm64).
+func SyntheticFrame(dst []byte, width, height int, seed uint64, f int) {
+	rng := rand.New(rand.NewPCG(seed, uint64(f)+1))
+	wd, hd := max(width-1, 1), max(height-1, 1)
+	for y := range height {
+		for x := range width {
+			base := [3]int{
+				(x*255/wd + 29*f) % 256,
+				y * 255 / hd,
+				((x+y)*255/(wd+hd) + 255 - 13*f%256) % 256,
+			}
+			p := dst[3*(y*width+x):]
+			for c, v := range base {
+				v += rng.IntN(49) - 24
+				p[c] = byte(min(max(v, 0), 255))
+			}
+		}
+	}
+}
+
+func writeFloat32(path string, data []float32, buf []byte) error {
+	buf = buf[:0]
+	for _, v := range data {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		return fmt.Errorf("smoke run: write map: %w", err)
+	}
+	return nil
+}
+
+type mapStats struct{ min, max, mean float64 }
+
+func stats(xs []float32) mapStats {
+	s := mapStats{min: math.Inf(1), max: math.Inf(-1)}
+	var total float64
+	for _, v := range xs {
+		f := float64(v)
+		s.min, s.max = math.Min(s.min, f), math.Max(s.max, f)
+		total += f
+	}
+	if len(xs) > 0 {
+		s.mean = total / float64(len(xs))
+	}
+	return s
+}
+
+func fileSHA256(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("smoke run: read model: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}

@@ -1,0 +1,177 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// configDir holds (empty) model files and a calibration, enough for the
+// config checks, which look at paths but do not load models.
+func configDir(t testing.TB) string {
+	dir := t.TempDir()
+	for _, f := range []string{"depth.onnx", "auxue.onnx"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "quiet.yaml"), []byte(quietCalibration), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "frames"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := "input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n"
+	if err := os.WriteFile(filepath.Join(dir, "depth.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func validConfig() string {
+	return fmt.Sprintf(testConfigYAML, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "quiet.yaml", testZones)
+}
+
+func TestParseConfig(t *testing.T) {
+	dir := configDir(t)
+	tests := []struct {
+		name  string
+		edit  func(string) string
+		parts []string // the error must contain each; none: valid
+	}{
+		{"valid", func(s string) string { return s }, nil},
+		{"unknown top-level key", func(s string) string { return s + "extra: 1\n" }, []string{"cfg.yaml", "extra: unknown key"}},
+		{"unknown nested key", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_thread: 1", 1)
+		}, []string{"cfg.yaml", "inference.intra_op_thread: unknown key"}},
+		{"unknown key in the io spec", func(s string) string {
+			return strings.Replace(s, "depth: {name: depth, meaning: metric_depth}", "depth: {name: depth, meanin: metric_depth}", 1)
+		}, []string{"depth.io.depth.meanin: unknown key"}},
+		{"unknown key in alerts", func(s string) string {
+			return strings.Replace(s, "  vehicle: testcar", "  vehicle: testcar\n  vehicel: x", 1)
+		}, []string{"cfg.yaml", "vehicel: unknown key"}},
+		{"bad alerts value", func(s string) string {
+			return strings.Replace(s, "inertia_frames: 1", "inertia_frames: 5000", 1)
+		}, []string{"cfg.yaml", "events.inertia_frames"}},
+		{"type error names the key", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: many", 1)
+		}, []string{"inference.intra_op_threads", "many"}},
+		{"missing model file", func(s string) string {
+			return strings.Replace(s, "model: depth.onnx", "model: nope.onnx", 1)
+		}, []string{"depth.model", "nope.onnx"}},
+		{"io spec file", func(s string) string {
+			return strings.Replace(s, "model: depth.onnx\n  io:\n    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}\n    depth: {name: depth, meaning: metric_depth}\n    features: [{name: features}]",
+				"model: depth.onnx\n  io_spec: depth.yaml", 1)
+		}, nil},
+		{"missing io spec file", func(s string) string {
+			return strings.Replace(s, "model: depth.onnx\n  io:\n    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}\n    depth: {name: depth, meaning: metric_depth}\n    features: [{name: features}]",
+				"model: depth.onnx\n  io_spec: gone.yaml", 1)
+		}, []string{"depth.io_spec", "gone.yaml"}},
+		{"missing calibration", func(s string) string {
+			return strings.Replace(s, "calibration: quiet.yaml", "calibration: none.yaml", 1)
+		}, []string{"alerts.calibration", "none.yaml"}},
+		{"camera url and sequence", func(s string) string {
+			return strings.Replace(s, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "  url: rtsp://127.0.0.1/x\n  sequence: {dir: frames}", 1)
+		}, []string{"camera: url and sequence are exclusive"}},
+		{"camera sequence", func(s string) string {
+			return strings.Replace(s, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "  sequence: {dir: frames, fps: 10}", 1)
+		}, nil},
+		{"camera sequence dir missing", func(s string) string {
+			return strings.Replace(s, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "  sequence: {dir: nowhere}", 1)
+		}, []string{"camera.sequence.dir", "nowhere"}},
+		{"camera url scheme hides credentials", func(s string) string {
+			return strings.Replace(s, "rtsp://user:secret@", "http://user:secret@", 1)
+		}, []string{"camera.url", "***@127.0.0.1"}},
+		{"auxue input unknown", func(s string) string {
+			return strings.Replace(s, "inputs: [image, depth]", "inputs: [image, dpeth]", 1)
+		}, []string{"auxue.inputs[1]", "dpeth", "image, depth, features"}},
+		{"http listen", func(s string) string {
+			return strings.Replace(s, `listen: "off"`, "listen: localhost", 1)
+		}, []string{"http.listen", "localhost"}},
+		{"provider name", func(s string) string {
+			return strings.Replace(s, "providers: [{name: cpu}]", "providers: [{name: gpu}]", 1)
+		}, []string{"inference.providers[0].name", "gpu"}},
+		{"missing alerts", func(s string) string {
+			i := strings.Index(s, "alerts:")
+			j := strings.Index(s, "http:")
+			return s[:i] + s[j:]
+		}, []string{"alerts: missing section"}},
+		{"not yaml", func(string) string { return "camera: [\n" }, []string{"cfg.yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse(filepath.Join(dir, "cfg.yaml"), []byte(tc.edit(validConfig())), dir)
+			if tc.parts == nil {
+				if err != nil {
+					t.Fatalf("valid config rejected: %v", err)
+				}
+				if cfg.Depth.IO == nil || cfg.Depth.IO.Input.Width != 64 {
+					t.Fatalf("depth io spec not loaded: %+v", cfg.Depth.IO)
+				}
+				if !filepath.IsAbs(cfg.AlertsConfig.Outbox.Dir) || filepath.Dir(cfg.AlertsConfig.Outbox.Dir) != dir {
+					t.Fatalf("outbox dir %q not resolved against %q", cfg.AlertsConfig.Outbox.Dir, dir)
+				}
+				return
+			}
+			mustContain(t, err, tc.parts...)
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error leaks the camera password: %v", err)
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	dir := configDir(t)
+	text := strings.Replace(validConfig(), "http:\n  listen: \"off\"\n", "", 1)
+	text = strings.Replace(text, "  inputs: [image, depth]\n", "", 1)
+	cfg, err := Parse("cfg.yaml", []byte(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.HTTP.MaxFPS != 4 || cfg.Pipeline.Tick.Milliseconds() != 250 {
+		t.Fatalf("defaults: %+v %+v", cfg.HTTP, cfg.Pipeline)
+	}
+	if strings.Join(cfg.AuxUE.Inputs, ",") != "image,depth" || cfg.AuxUE.DepthScale != 1 {
+		t.Fatalf("auxue defaults: %v %g", cfg.AuxUE.Inputs, cfg.AuxUE.DepthScale)
+	}
+}
+
+// TestShippedConfigsParse keeps configs/*.yaml of the runtime valid
+// (their model paths aside, which need the trained models).
+func TestShippedConfigsParse(t *testing.T) {
+	for _, name := range []string{"vehicle.yaml", "demo.yaml"} {
+		path := filepath.Join("..", "configs", name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(path, data, filepath.Dir(path))
+		if err == nil {
+			continue
+		}
+		// Only missing files outside the repository may fail here.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !strings.Contains(line, "no such file or directory") && !strings.Contains(line, "is not a directory") && !strings.HasSuffix(line, ":") {
+				t.Errorf("%s: %s", name, line)
+			}
+		}
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	dir := configDir(f)
+	f.Add(validConfig())
+	f.Add("camera: {url: rtsp://x}\n")
+	f.Add("alerts: [1, 2]\n")
+	f.Add("depth: {io: {input: {name: a, height: -1, width: 0}}}\n")
+	f.Add("camera:\n  sequence: {dir: frames, fps: -3}\nhttp: {max_fps: .nan}\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		cfg, err := Parse("fuzz.yaml", []byte(text), dir)
+		if err == nil && (cfg.Depth.IO == nil || cfg.AuxUE.IO == nil) {
+			t.Fatalf("accepted a config without IO specs: %q", text)
+		}
+	})
+}

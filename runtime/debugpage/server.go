@@ -1,0 +1,237 @@
+package debugpage
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/didoedge/didoedge/runtime"
+)
+
+//go:embed index.html
+var indexHTML []byte
+
+// Pipeline is what the page reads; *runtime.Pipeline implements it.
+type Pipeline interface {
+	// Watch tells the pipeline a client wants snapshots.
+	Watch()
+	// View calls fn with the latest snapshot under a read lock.
+	View(fn func(*runtime.Snapshot))
+	// Events are the recent alert events, oldest first.
+	Events() []runtime.EventRecord
+	Metrics() *runtime.Metrics
+	// Ready reports whether frames are being assessed.
+	Ready() bool
+}
+
+// Server is the running HTTP server.
+type Server struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+// Start listens on addr (host:port; port 0 picks a free one) and serves
+// until Close or ctx ends.
+func Start(ctx context.Context, addr string, p Pipeline, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("debug page: listen %s: %w", addr, err)
+	}
+	s := &Server{srv: &http.Server{Handler: Handler(p), ReadHeaderTimeout: 5 * time.Second},
+		ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("debug page stopped", "err", err)
+		}
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-s.done:
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the server, waiting at most 2 s for requests in flight.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}
+
+// Handler returns the debug endpoints.
+func Handler(p Pipeline) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(indexHTML)
+	})
+	mux.HandleFunc("GET /api/state", func(w http.ResponseWriter, r *http.Request) {
+		p.Watch()
+		writeJSON(w, stateOf(p))
+	})
+	mux.HandleFunc("GET /img/{name}", func(w http.ResponseWriter, r *http.Request) {
+		p.Watch()
+		kind := r.PathValue("name")
+		var buf bytes.Buffer
+		var err error
+		p.View(func(s *runtime.Snapshot) { err = encodeImage(&buf, kind, s) })
+		if errors.Is(err, errUnknownImage) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "image/jpeg")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(buf.Bytes())
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		p.Metrics().WriteTo(w)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !p.Ready() {
+			http.Error(w, "not ready: no frame assessed in the last 2 s", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// State is the JSON the page polls.
+type State struct {
+	Seq       uint64                `json:"seq"`
+	CaptureMS int64                 `json:"capture_ms"`
+	FPS       float64               `json:"fps"`
+	Ready     bool                  `json:"ready"`
+	Frames    uint64                `json:"frames"`
+	Dropped   uint64                `json:"dropped"`
+	Zones     []ZoneState           `json:"zones"`
+	Events    []runtime.EventRecord `json:"events"`
+}
+
+// ZoneState is one zone outline and its level.
+type ZoneState struct {
+	Name    string       `json:"name"`
+	Polygon [][2]float64 `json:"polygon"`
+	Level   string       `json:"level"`
+}
+
+func stateOf(p Pipeline) State {
+	m := p.Metrics()
+	st := State{FPS: math.Round(m.FPS()*10) / 10, Ready: p.Ready(), Frames: m.Frames.Load(), Dropped: m.Dropped.Load(), Events: p.Events()}
+	p.View(func(s *runtime.Snapshot) {
+		st.Seq = s.Seq
+		if !s.Capture.IsZero() {
+			st.CaptureMS = s.Capture.UnixMilli()
+		}
+		for i, z := range s.Zones {
+			st.Zones = append(st.Zones, ZoneState{Name: z.Name, Polygon: z.Polygon, Level: s.Levels[i].String()})
+		}
+	})
+	if st.Events == nil {
+		st.Events = []runtime.EventRecord{}
+	}
+	return st
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+var errUnknownImage = errors.New("unknown image")
+
+// encodeImage renders one view of the snapshot as JPEG: frame (the model
+// input), depth (inverse depth, near is bright), aleatoric (b / depth,
+// 0 to 0.5), epistemic (K/S, 0 to 1).
+func encodeImage(buf *bytes.Buffer, kind string, s *runtime.Snapshot) error {
+	var img *image.RGBA
+	switch kind {
+	case "frame.jpg":
+		img = image.NewRGBA(image.Rect(0, 0, s.ImageW, s.ImageH))
+		for i, j := 0, 0; i+2 < len(s.RGB); i, j = i+3, j+4 {
+			img.Pix[j], img.Pix[j+1], img.Pix[j+2], img.Pix[j+3] = s.RGB[i], s.RGB[i+1], s.RGB[i+2], 255
+		}
+	case "depth.jpg":
+		img = heat(s.MapW, s.MapH, func(i int) float64 {
+			d := float64(s.Depth[i])
+			if !(d > 0) {
+				return math.NaN()
+			}
+			return math.Min(1, 2/d) // 2 m and nearer is 1, 80 m is 0.025
+		})
+	case "aleatoric.jpg":
+		img = heat(s.MapW, s.MapH, func(i int) float64 {
+			d, b := float64(s.Depth[i]), float64(s.Scale[i])
+			if !(d > 0) || !(b >= 0) {
+				return math.NaN()
+			}
+			return b / d / 0.5
+		})
+	case "epistemic.jpg":
+		img = heat(s.MapW, s.MapH, func(i int) float64 { return float64(s.Epistemic[i]) })
+	default:
+		return errUnknownImage
+	}
+	return jpeg.Encode(buf, img, &jpeg.Options{Quality: 80})
+}
+
+// heat maps values in [0,1] through a blue-green-yellow-red ramp; NaN is
+// drawn black.
+func heat(w, h int, value func(int) float64) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range w * h {
+		v := value(i)
+		var r, g, b uint8
+		if !math.IsNaN(v) {
+			r, g, b = ramp(math.Max(0, math.Min(1, v)))
+		}
+		img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = r, g, b, 255
+	}
+	return img
+}
+
+// ramp interpolates between five colours: dark blue, cyan, green, yellow, red.
+func ramp(v float64) (r, g, b uint8) {
+	stops := [5][3]float64{{20, 20, 120}, {0, 170, 220}, {40, 190, 60}, {250, 220, 30}, {220, 30, 30}}
+	x := v * 4
+	i := int(x)
+	if i >= 4 {
+		i, x = 3, 4
+	}
+	f := x - float64(i)
+	c := func(k int) uint8 { return uint8(stops[i][k] + f*(stops[i+1][k]-stops[i][k]) + 0.5) }
+	return c(0), c(1), c(2)
+}

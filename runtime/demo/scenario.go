@@ -1,0 +1,114 @@
+package demo
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/didoedge/didoedge/camera/sim"
+)
+
+// Phase is one part of a scripted scenario: a world and a fog density for
+// a duration.
+type Phase struct {
+	Name     string
+	World    string  // sim.WorldOutdoor or sim.WorldIndoor
+	Fog      float32 // extinction coefficient in 1/m, 0 = clear
+	Duration time.Duration
+}
+
+// DefaultScenario shows in-distribution driving, then heavy fog, driving
+// again, then the indoor world (a data-set change), and loops.
+func DefaultScenario() []Phase {
+	return []Phase{
+		{Name: "outdoor", World: sim.WorldOutdoor, Duration: 12 * time.Second},
+		{Name: "heavy fog", World: sim.WorldOutdoor, Fog: 0.12, Duration: 10 * time.Second},
+		{Name: "outdoor", World: sim.WorldOutdoor, Duration: 12 * time.Second},
+		{Name: "indoor", World: sim.WorldIndoor, Duration: 10 * time.Second},
+	}
+}
+
+// Scenario is an rtspserver.FrameSource that plays phases in a loop at a
+// fixed frame rate: frame i belongs to the phase covering i/fps. Each
+// distinct (world, fog) has its own renderer; frame i of every phase is the
+// renderer's frame i, so the drive continues where it would be.
+type Scenario struct {
+	phases    []Phase
+	fps       float64
+	w, h      int
+	renderers []*sim.Renderer // per phase (shared between equal phases)
+	frame     *sim.Frame
+	period    time.Duration
+
+	mu      sync.Mutex
+	current int // index of the phase of the last rendered frame
+}
+
+// NewScenario builds the renderers for the phases.
+func NewScenario(phases []Phase, fps float64, width, height int, seed int64) (*Scenario, error) {
+	if len(phases) == 0 {
+		return nil, fmt.Errorf("scenario: no phases")
+	}
+	if !(fps > 0) {
+		return nil, fmt.Errorf("scenario: fps %g must be positive", fps)
+	}
+	s := &Scenario{phases: phases, fps: fps, w: width, h: height, frame: sim.NewFrame(width, height), current: -1}
+	byKey := map[string]*sim.Renderer{}
+	for i, p := range phases {
+		if p.Duration <= 0 {
+			return nil, fmt.Errorf("scenario: phase %d (%s): duration %v must be positive", i, p.Name, p.Duration)
+		}
+		s.period += p.Duration
+		key := fmt.Sprintf("%s/%g", p.World, p.Fog)
+		r, ok := byKey[key]
+		if !ok {
+			var err error
+			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog}); err != nil {
+				return nil, fmt.Errorf("scenario: phase %d (%s): %w", i, p.Name, err)
+			}
+			byKey[key] = r
+		}
+		s.renderers = append(s.renderers, r)
+	}
+	return s, nil
+}
+
+// PhaseAt returns the phase index of frame index.
+func (s *Scenario) PhaseAt(index int) int {
+	t := time.Duration(float64(index) / s.fps * float64(time.Second))
+	t %= s.period
+	for i, p := range s.phases {
+		if t < p.Duration {
+			return i
+		}
+		t -= p.Duration
+	}
+	return len(s.phases) - 1
+}
+
+// Phases returns the phases.
+func (s *Scenario) Phases() []Phase { return s.phases }
+
+// Current returns the phase of the most recently rendered frame (-1 before
+// the first).
+func (s *Scenario) Current() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Size implements rtspserver.FrameSource.
+func (s *Scenario) Size() (int, int) { return s.w, s.h }
+
+// Render implements rtspserver.FrameSource: frame index of its phase.
+func (s *Scenario) Render(index int, rgb []uint8) error {
+	ph := s.PhaseAt(index)
+	if err := s.renderers[ph].Render(index, s.frame); err != nil {
+		return err
+	}
+	copy(rgb, s.frame.RGB)
+	s.mu.Lock()
+	s.current = ph
+	s.mu.Unlock()
+	return nil
+}

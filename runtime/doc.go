@@ -1,0 +1,18 @@
+// Package runtime is the streaming pipeline of didoedge: it takes the newest
+// camera frame, resizes and normalizes it into the depth model's
+// pre-allocated input tensor, runs the depth model and the AuxUE (package
+// runtime/infer), reads out depth, the Laplace scale b and the DIDO
+// epistemic map K/S, and hands them to the alert engine, which publishes
+// events over MQTT through its durable outbox.
+//
+// Frames are never queued: the camera's single-slot mailbox keeps only the
+// newest frame, and every frame the pipeline did not take is counted as
+// dropped. Each stage is timed into Prometheus histograms (Metrics). The
+// steady-state frame path allocates nothing; the debug page (runtime/debugpage)
+// gets copies of the maps only while a browser is watching, at a bounded rate.
+//
+// A Config embeds the sub-configurations of the camera, the inference
+// (providers and model IO specs), the alerts and the HTTP server; Load
+// validates all of it up front, rejecting unknown keys and naming the key
+// and the file in every error.
+package runtime

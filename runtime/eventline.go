@@ -1,0 +1,30 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+)
+
+// FormatEvent renders an alert event as one human-readable line, e.g.
+//
+//	00:41:07.412 NEW    critical zone=ego_lane_near reasons=ood_fraction ood=0.62 p95=0.93 alea=0.01 seq=3 id=front-ego_lane_near-1763772067412-1
+func FormatEvent(ev *alerts.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-6s %-8s", time.UnixMilli(ev.TimeMS).Format("15:04:05.000"), strings.ToUpper(string(ev.Type)), ev.Level)
+	if ev.Kind == alerts.KindZone {
+		fmt.Fprintf(&b, " zone=%s", ev.Zone)
+	} else {
+		fmt.Fprintf(&b, " %s=%s", ev.Kind, ev.Fault)
+	}
+	if len(ev.Reasons) > 0 {
+		fmt.Fprintf(&b, " reasons=%s", strings.Join(ev.Reasons, ","))
+	}
+	if m := ev.Metrics; m != nil {
+		fmt.Fprintf(&b, " ood=%.2f p95=%.2f alea=%.2f", m.OODFraction, m.EpistemicP95, m.AleatoricFraction)
+	}
+	fmt.Fprintf(&b, " seq=%d id=%s", ev.Seq, ev.ID)
+	return b.String()
+}

@@ -1,0 +1,83 @@
+package infer
+
+import (
+	"strings"
+	"testing"
+)
+
+const goodSpec = `
+input: {name: image, layout: NCHW, channels: 3, height: 192, width: 640, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
+depth: {name: depth, meaning: disparity, scale: 0.54}
+features: [{name: enc4}]
+`
+
+func TestParseIOSpec(t *testing.T) {
+	s, err := ParseIOSpec([]byte(goodSpec), "model.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Input.Width != 640 || s.Depth.Scale != 0.54 || s.Features[0].Name != "enc4" || s.Input.Std[2] != 0.225 {
+		t.Fatalf("parsed %+v", s)
+	}
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "input: {name: image, height: 2, width: 2, colour: rgb}\ndepth: {name: d, meaning: metric_depth}", "field colour not found"},
+		{"bad meaning", "input: {name: image, height: 2, width: 2}\ndepth: {name: d, meaning: depthish}", `depth.meaning: "depthish"`},
+		{"no input name", "input: {height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", "input.name: empty"},
+		{"layout", "input: {name: i, layout: NHWC, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", `input.layout: "NHWC"`},
+		{"mean count", "input: {name: i, height: 2, width: 2, mean: [0.5]}\ndepth: {name: d, meaning: metric_depth}", "input.mean: 1 values for 3 channels"},
+		{"zero std", "input: {name: i, height: 2, width: 2, std: [1, 0, 1]}\ndepth: {name: d, meaning: metric_depth}", "input.std[1]"},
+		{"negative scale", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth, scale: -1}", "depth.scale"},
+		{"duplicate feature", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}\nfeatures: [{name: d}]", `features[0].name: "d" is listed twice`},
+		{"no size", "input: {name: i}\ndepth: {name: d, meaning: metric_depth}", "must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseIOSpec([]byte(tc.yaml), "model.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "model.yaml") {
+				t.Fatalf("err = %v, want %q and the file name", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseIOSpec(f *testing.F) {
+	f.Add([]byte(goodSpec))
+	f.Add([]byte("input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}"))
+	f.Add([]byte("input: [1, 2]"))
+	f.Add([]byte("{{{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseIOSpec(data, "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("accepted spec fails Validate: %v", err)
+		}
+		if s.Input.Height <= 0 || s.Input.Width <= 0 || s.Input.Name == "" || s.scale() <= 0 {
+			t.Fatalf("accepted invalid spec %+v", s)
+		}
+	})
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Providers: []ProviderConfig{{Name: "tensorrt"}, {Name: "cuda"}, {Name: "cpu"}}}, ""},
+		{Config{}, ""},
+		{Config{Providers: []ProviderConfig{{Name: "rocm"}}}, `providers[0].name: "rocm"`},
+		{Config{Providers: []ProviderConfig{{Name: "cpu"}, {Name: "cpu"}}}, "listed twice"},
+		{Config{Providers: []ProviderConfig{{Name: "cuda", FP16: true}}}, "apply to tensorrt only"},
+		{Config{Providers: []ProviderConfig{{Name: "cuda", DeviceID: -1}}}, "device_id"},
+		{Config{IntraOpThreads: -2}, "intra_op_threads"},
+	}
+	for _, tc := range tests {
+		err := tc.cfg.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"sync"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera"
+)
+
+// Snapshot is a copy of one assessed frame for the debug page: the model
+// input image and the maps, with the zones and their levels. The pipeline
+// fills it only while a client is watching, at most http.max_fps times a
+// second, into buffers allocated once.
+type Snapshot struct {
+	mu sync.RWMutex
+
+	Seq     uint64
+	Capture time.Time
+	// ImageW x ImageH RGB8 (the depth model's input after resizing).
+	ImageW, ImageH int
+	RGB            []uint8
+	// MapW x MapH maps: depth (m), Laplace scale b (m), epistemic K/S.
+	MapW, MapH              int
+	Depth, Scale, Epistemic []float32
+	Zones                   []alerts.Zone
+	Levels                  []alerts.Level
+}
+
+func (s *Snapshot) init(imgW, imgH, mapW, mapH int, zones []alerts.Zone) {
+	s.ImageW, s.ImageH, s.MapW, s.MapH = imgW, imgH, mapW, mapH
+	s.RGB = make([]uint8, 3*imgW*imgH)
+	n := mapW * mapH
+	s.Depth, s.Scale, s.Epistemic = make([]float32, n), make([]float32, n), make([]float32, n)
+	s.setZones(zones)
+}
+
+func (s *Snapshot) setZones(zones []alerts.Zone) {
+	s.mu.Lock()
+	s.Zones = zones
+	s.Levels = make([]alerts.Level, len(zones))
+	s.mu.Unlock()
+}
+
+// watchWindow is how long after a debug request the pipeline keeps copying.
+const watchWindow = 2 * time.Second
+
+// Watch tells the pipeline that a debug client wants data; without calls
+// for watchWindow it stops copying maps.
+func (p *Pipeline) Watch() { p.watchNS.Store(time.Now().UnixNano()) }
+
+// View calls fn with the latest snapshot under a read lock; fn must not
+// keep references to its slices.
+func (p *Pipeline) View(fn func(*Snapshot)) {
+	p.snap.mu.RLock()
+	defer p.snap.mu.RUnlock()
+	fn(&p.snap)
+}
+
+// maybeSnapshot copies the frame into the snapshot when a client watches
+// and the rate allows. It never waits for a reader: if the page is
+// encoding the previous snapshot, this frame is skipped.
+func (p *Pipeline) maybeSnapshot(now time.Time, f *camera.Frame, rgb []uint8, m alerts.Maps) {
+	w := p.watchNS.Load()
+	if w == 0 || now.Sub(time.Unix(0, w)) > watchWindow {
+		return
+	}
+	if now.Sub(p.lastSnap) < time.Duration(float64(time.Second)/p.cfg.HTTP.MaxFPS) {
+		return
+	}
+	s := &p.snap
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	p.lastSnap = now
+	s.Seq, s.Capture = f.Seq, f.Capture
+	copy(s.RGB, rgb)
+	copy(s.Depth, m.Depth)
+	copy(s.Scale, m.Scale)
+	copy(s.Epistemic, m.Epistemic)
+	for i := range s.Levels {
+		if i < len(p.sink.track) {
+			s.Levels[i] = p.sink.track[i].level
+		}
+	}
+}
