@@ -12,7 +12,6 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // Options are the parts of a pipeline that are not in the config file.
@@ -38,18 +37,12 @@ type Pipeline struct {
 	log  *slog.Logger
 	opts Options
 
-	src       camera.Source
-	rtsp      *camera.RTSPSource
-	depth     *infer.Session
-	aux       *infer.Session
-	resizer   *Resizer
-	inW, inH  int // depth model input size
-	mapW      int // map size (depth output, AuxUE outputs)
-	mapH      int
-	depthBuf  []float32
-	auxCopies []auxCopy
-	sink      *alertSink
-	metrics   *Metrics
+	src     camera.Source
+	rtsp    *camera.RTSPSource
+	models  *Models
+	sink    *alertSink
+	metrics *Metrics
+	times   StageTimes
 
 	frame   camera.Frame
 	lastSeq uint64
@@ -62,12 +55,6 @@ type Pipeline struct {
 	eventLog  []EventRecord
 	ready     atomic.Bool
 	closeOnce sync.Once
-}
-
-// auxCopy is one block of the AuxUE input: src (times scale) into dst.
-type auxCopy struct {
-	dst, src []float32
-	scale    float32
 }
 
 // EventRecord is an alert event as the debug page lists it.
@@ -100,20 +87,12 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Pipeline, err error
 			p.closeModels()
 		}
 	}()
-	if p.depth, err = infer.NewSession(ctx, cfg.Depth.Model, *cfg.Depth.IO, cfg.Inference, log); err != nil {
-		return nil, fmt.Errorf("depth model: %w", err)
-	}
-	if p.aux, err = infer.NewSession(ctx, cfg.AuxUE.Model, *cfg.AuxUE.IO, cfg.Inference, log); err != nil {
-		return nil, fmt.Errorf("auxue model: %w", err)
-	}
-	if err = p.wire(); err != nil {
+	if p.models, err = OpenModels(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	p.metrics.SetProvider("depth", p.depth.Provider())
-	p.metrics.SetProvider("auxue", p.aux.Provider())
-	log.Info("models loaded", "depth", cfg.Depth.Model, "auxue", cfg.AuxUE.Model,
-		"provider", p.depth.Provider(), "library", p.depth.Library().Path, "input", fmt.Sprintf("%dx%d", p.inW, p.inH))
-
+	mo := p.models
+	p.metrics.SetProvider("depth", mo.depth.Provider())
+	p.metrics.SetProvider("auxue", mo.aux.Provider())
 	if p.src = opts.Source; p.src == nil {
 		if p.src, err = p.openCamera(); err != nil {
 			return nil, err
@@ -122,7 +101,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Pipeline, err error
 	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
-	p.snap.init(p.inW, p.inH, p.mapW, p.mapH, p.sink.zones)
+	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones)
 	p.metrics.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
 		func() float64 { return float64(p.sink.pending()) })
 	p.metrics.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 {
@@ -138,70 +117,6 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Pipeline, err error
 			func() float64 { return float64(p.rtsp.Stats().Failures) })
 	}
 	return p, nil
-}
-
-// wire checks the models against each other and lays out the buffers.
-func (p *Pipeline) wire() error {
-	in := p.depth.InputShape()
-	if len(in) != 4 || in[1] != 3 {
-		return fmt.Errorf("depth model %q: input shape %v, want (1,3,H,W)", p.cfg.Depth.Model, in)
-	}
-	p.inH, p.inW = int(in[2]), int(in[3])
-	dsh := p.depth.OutputShape(0)
-	if len(dsh) != 4 || dsh[0] != 1 || dsh[1] != 1 {
-		return fmt.Errorf("depth model %q: depth output %q has shape %v, want (1,1,H,W)", p.cfg.Depth.Model, p.depth.OutputNames()[0], dsh)
-	}
-	p.mapH, p.mapW = int(dsh[2]), int(dsh[3])
-	plane := p.mapW * p.mapH
-	p.depthBuf = make([]float32, plane)
-	p.resizer = NewResizer(p.inW, p.inH)
-
-	auxOut := p.aux.OutputNames()
-	for i := range auxOut {
-		if n := len(p.aux.Output(i)); n != plane {
-			return fmt.Errorf("auxue model %q: output %q has shape %v (%d values); it must be one %dx%d map like the depth",
-				p.cfg.AuxUE.Model, auxOut[i], p.aux.OutputShape(i), n, p.mapW, p.mapH)
-		}
-	}
-	ash := p.aux.InputShape()
-	if len(ash) != 4 || ash[0] != 1 {
-		return fmt.Errorf("auxue model %q: input shape %v, want (1,C,H,W)", p.cfg.AuxUE.Model, ash)
-	}
-	aplane := int(ash[2] * ash[3])
-	dst := p.aux.Input()
-	off := 0
-	var layout []string
-	for _, name := range p.cfg.AuxUE.Inputs {
-		var src []float32
-		scale := float32(1)
-		switch name {
-		case InputImage:
-			src = p.depth.Input()
-		case InputDepth:
-			src, scale = p.depthBuf, p.cfg.AuxUE.DepthScale
-		default:
-			for i, n := range p.depth.OutputNames() {
-				if n == name {
-					src = p.depth.Output(i)
-				}
-			}
-		}
-		if len(src)%aplane != 0 {
-			return fmt.Errorf("auxue.inputs: %q has %d values, not a whole number of %dx%d planes (the AuxUE input is %v)",
-				name, len(src), ash[3], ash[2], ash)
-		}
-		if off+len(src) > len(dst) {
-			return fmt.Errorf("auxue.inputs %v: more channels than the AuxUE input %v has", p.cfg.AuxUE.Inputs, ash)
-		}
-		p.auxCopies = append(p.auxCopies, auxCopy{dst: dst[off : off+len(src)], src: src, scale: scale})
-		layout = append(layout, fmt.Sprintf("%s:%d", name, len(src)/aplane))
-		off += len(src)
-	}
-	if off != len(dst) {
-		return fmt.Errorf("auxue.inputs %v give %d channels (%v), the AuxUE input %v wants %d",
-			p.cfg.AuxUE.Inputs, off/aplane, layout, ash, ash[1])
-	}
-	return nil
 }
 
 func (p *Pipeline) openCamera() (camera.Source, error) {
@@ -231,7 +146,9 @@ func (p *Pipeline) openCamera() (camera.Source, error) {
 func (p *Pipeline) Metrics() *Metrics { return p.metrics }
 
 // Providers returns the execution providers of the depth model and the AuxUE.
-func (p *Pipeline) Providers() (depth, auxue string) { return p.depth.Provider(), p.aux.Provider() }
+func (p *Pipeline) Providers() (depth, auxue string) {
+	return p.models.depth.Provider(), p.models.aux.Provider()
+}
 
 // BrokerAddr is the embedded broker's host:port, "" when publishing to an
 // external broker.
@@ -379,56 +296,21 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	}
 	p.lastSeq = f.Seq
 
-	rgb, err := p.resizer.Resize(f.RGB, f.Width, f.Height)
-	if err == nil {
-		err = p.depth.SetImageRGB8(rgb, p.inW, p.inH, 3*p.inW)
-	}
+	maps, rgb, err := p.models.infer(ctx, f.RGB, f.Width, f.Height, &p.times)
 	if err != nil {
-		p.frameError("preprocess", f.Seq, err)
-		return
-	}
-	t1 := time.Now()
-	m.Stages[StagePreprocess].Observe(t1.Sub(t0))
-
-	fr, err := p.depth.Run(ctx)
-	if err != nil {
-		p.frameError("depth", f.Seq, err)
-		return
-	}
-	t2 := time.Now()
-	m.Stages[StageDepth].Observe(t2.Sub(t1))
-	if !fr.Valid {
-		m.Invalid.Add(1)
-		return
-	}
-	if _, err := p.depth.DepthInto(p.depthBuf); err != nil {
-		p.frameError("depth", f.Seq, err)
-		return
-	}
-	for _, c := range p.auxCopies {
-		if c.scale == 1 {
-			copy(c.dst, c.src)
-			continue
+		if errors.Is(err, ErrInvalidOutput) {
+			m.Invalid.Add(1)
+			return
 		}
-		for i, v := range c.src {
-			c.dst[i] = v * c.scale
-		}
-	}
-	t3 := time.Now()
-	fr, err = p.aux.Run(ctx)
-	if err != nil {
-		p.frameError("auxue", f.Seq, err)
+		p.frameError(f.Seq, err)
 		return
 	}
+	tm := &p.times
+	m.Stages[StagePreprocess].Observe(tm.Preprocess)
+	m.Stages[StageDepth].Observe(tm.Depth)
+	m.Stages[StageAuxUE].Observe(tm.AuxUE)
+	m.Stages[StageReadout].Observe(tm.Readout)
 	t4 := time.Now()
-	m.Stages[StageAuxUE].Observe(t4.Sub(t3))
-	if !fr.Valid {
-		m.Invalid.Add(1)
-		return
-	}
-	maps := alerts.Maps{Width: p.mapW, Height: p.mapH, Depth: p.depthBuf,
-		Scale: p.aux.Output(0), Epistemic: p.aux.Output(1)}
-	m.Stages[StageReadout].Observe(t3.Sub(t2))
 	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture}, maps); err != nil {
 		p.log.Warn("alerts", "frame", f.Seq, "err", err)
 	}
@@ -437,14 +319,14 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	m.Latency.Observe(t5.Sub(f.Capture))
 	m.frameDone(t5)
 	if p.opts.OnFrame != nil {
-		p.opts.OnFrame(f.Seq, f.Capture, t2.Sub(t1)+t4.Sub(t3))
+		p.opts.OnFrame(f.Seq, f.Capture, tm.Depth+tm.AuxUE)
 	}
 	p.maybeSnapshot(t5, f, rgb, maps)
 }
 
-func (p *Pipeline) frameError(stage string, seq uint64, err error) {
+func (p *Pipeline) frameError(seq uint64, err error) {
 	p.metrics.Errors.Add(1)
-	p.log.Warn("frame failed", "stage", stage, "frame", seq, "err", err)
+	p.log.Warn("frame failed", "frame", seq, "err", err)
 }
 
 // handleEvent counts, records and forwards one alert event.
@@ -491,12 +373,8 @@ func (p *Pipeline) Close() error {
 }
 
 func (p *Pipeline) closeModels() error {
-	var err error
-	if p.aux != nil {
-		err = p.aux.Close()
+	if p.models == nil {
+		return nil
 	}
-	if p.depth != nil {
-		err = errors.Join(err, p.depth.Close())
-	}
-	return err
+	return p.models.Close()
 }

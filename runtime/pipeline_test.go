@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -222,6 +223,13 @@ func newIdlePipeline(t testing.TB, calibration string) *Pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
+	// Let the publisher connect and publish its initial states: its
+	// goroutines allocate, and AllocsPerRun counts the whole process.
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.sink.pub.Connected() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
 	return p
 }
 
@@ -255,14 +263,19 @@ func TestProcessAllocatesNothing(t *testing.T) {
 				p.Watch()
 				p.lastSnap = time.Time{}
 			}
-			allocs := testing.AllocsPerRun(20, func() {
-				f.Seq++
-				f.Capture = time.Now()
-				if tc.watching {
-					p.lastSnap = time.Time{} // snapshot on every frame
-				}
-				p.process(ctx, f)
-			})
+			// Other goroutines (broker, MQTT client) can only add to the
+			// process-wide count, so the least of three runs is the frame's.
+			allocs := math.Inf(1)
+			for range 3 {
+				allocs = min(allocs, testing.AllocsPerRun(20, func() {
+					f.Seq++
+					f.Capture = time.Now()
+					if tc.watching {
+						p.lastSnap = time.Time{} // snapshot on every frame
+					}
+					p.process(ctx, f)
+				}))
+			}
 			if allocs != 0 {
 				t.Fatalf("%v allocations per frame, want 0", allocs)
 			}
@@ -322,5 +335,5 @@ func BenchmarkProcess(b *testing.B) {
 		p.process(ctx, f)
 	}
 	m := p.Metrics()
-	b.ReportMetric(float64((m.Stages[StageDepth].Mean()+m.Stages[StageAuxUE].Mean()).Microseconds()), "infer-us/op")
+	b.ReportMetric(float64((m.Stages[StageDepth].Mean() + m.Stages[StageAuxUE].Mean()).Microseconds()), "infer-us/op")
 }

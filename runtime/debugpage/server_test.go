@@ -1,0 +1,200 @@
+package debugpage
+
+import (
+	"bytes"
+	"context"
+	"image/jpeg"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/runtime"
+)
+
+// fakePipeline stands in for *runtime.Pipeline: the tests script its
+// frames, zone levels and events.
+type fakePipeline struct {
+	mu      sync.RWMutex
+	snap    runtime.Snapshot
+	events  []runtime.EventRecord
+	metrics runtime.Metrics
+	ready   bool
+	watched int
+}
+
+func newFake(w, h int) *fakePipeline {
+	f := &fakePipeline{ready: true}
+	s := &f.snap
+	s.ImageW, s.ImageH, s.MapW, s.MapH = w, h, w, h
+	s.RGB = make([]uint8, 3*w*h)
+	s.Depth, s.Scale, s.Epistemic = make([]float32, w*h), make([]float32, w*h), make([]float32, w*h)
+	s.Zones = []alerts.Zone{
+		{Name: "r0c0", Polygon: [][2]float64{{0, 0}, {0.5, 0}, {0.5, 1}, {0, 1}}},
+		{Name: "r0c1", Polygon: [][2]float64{{0.5, 0}, {1, 0}, {1, 1}, {0.5, 1}}},
+	}
+	s.Levels = make([]alerts.Level, 2)
+	return f
+}
+
+// frame draws frame seq: a gradient, depth 2..80 m, b = 0.1*depth,
+// epistemic rising left to right.
+func (f *fakePipeline) frame(seq uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &f.snap
+	s.Seq, s.Capture = seq, time.Now()
+	for y := range s.ImageH {
+		for x := range s.ImageW {
+			i := y*s.ImageW + x
+			s.RGB[3*i], s.RGB[3*i+1], s.RGB[3*i+2] = uint8(x+int(seq)), uint8(y), 128
+			s.Depth[i] = 2 + 78*float32(y)/float32(s.ImageH)
+			s.Scale[i] = 0.1 * s.Depth[i]
+			s.Epistemic[i] = float32(x) / float32(s.ImageW)
+		}
+	}
+}
+
+func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snap.Levels[zone] = l
+	f.events = append(f.events, runtime.EventRecord{Seq: uint64(len(f.events) + 1), Type: "new", Kind: "zone",
+		Zone: f.snap.Zones[zone].Name, Level: l.String(), Previous: "ok", Reasons: "ood_fraction"})
+}
+
+func (f *fakePipeline) Watch() { f.mu.Lock(); f.watched++; f.mu.Unlock() }
+func (f *fakePipeline) View(fn func(*runtime.Snapshot)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(&f.snap)
+}
+func (f *fakePipeline) Events() []runtime.EventRecord {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return append([]runtime.EventRecord(nil), f.events...)
+}
+func (f *fakePipeline) Metrics() *runtime.Metrics { return &f.metrics }
+func (f *fakePipeline) Ready() bool               { f.mu.RLock(); defer f.mu.RUnlock(); return f.ready }
+
+func startServer(t *testing.T, p Pipeline) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := Start(ctx, "127.0.0.1:0", p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); srv.Close() })
+	return "http://" + srv.Addr()
+}
+
+func get(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+func TestEndpoints(t *testing.T) {
+	f := newFake(64, 32)
+	f.frame(1)
+	f.metrics.Dropped.Add(2)
+	base := startServer(t, f)
+	tests := []struct {
+		path        string
+		status      int
+		contentType string
+		contains    string
+	}{
+		{"/", 200, "text/html; charset=utf-8", `id="img-epistemic"`},
+		{"/metrics", 200, "text/plain; version=0.0.4; charset=utf-8", "didoedge_frames_dropped_total 2"},
+		{"/healthz", 200, "text/plain; charset=utf-8", "ok"},
+		{"/readyz", 200, "text/plain; charset=utf-8", "ready"},
+		{"/api/state", 200, "application/json", `"name":"r0c1"`},
+		{"/img/nothing.jpg", 404, "", ""},
+		{"/nope", 404, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			resp, body := get(t, base+tc.path)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if tc.contentType != "" && resp.Header.Get("Content-Type") != tc.contentType {
+				t.Fatalf("content type %q, want %q", resp.Header.Get("Content-Type"), tc.contentType)
+			}
+			if !bytes.Contains(body, []byte(tc.contains)) {
+				t.Fatalf("body does not contain %q:\n%.400s", tc.contains, body)
+			}
+		})
+	}
+	for _, name := range []string{"frame", "depth", "aleatoric", "epistemic"} {
+		resp, body := get(t, base+"/img/"+name+".jpg")
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/jpeg" {
+			t.Fatalf("%s: status %d type %q", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		img, err := jpeg.Decode(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b := img.Bounds(); b.Dx() != 64 || b.Dy() != 32 {
+			t.Fatalf("%s: %v, want 64x32", name, b)
+		}
+	}
+	f.mu.Lock()
+	f.ready = false
+	watched := f.watched
+	f.mu.Unlock()
+	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz %d while not ready", resp.StatusCode)
+	}
+	if watched < 5 {
+		t.Fatalf("state and image requests called Watch %d times, want 5", watched)
+	}
+}
+
+// TestEpistemicColours: the heat map follows the ramp (K/S 0 is dark
+// blue, 1 is red), decoded from the JPEG within compression error.
+func TestEpistemicColours(t *testing.T) {
+	f := newFake(64, 32)
+	f.frame(1)
+	base := startServer(t, f)
+	_, body := get(t, base+"/img/epistemic.jpg")
+	img, err := jpeg.Decode(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		x       int
+		r, g, b uint8
+	}{{1, 20, 20, 120}, {62, 220, 30, 30}} {
+		want := [3]uint8{}
+		want[0], want[1], want[2] = ramp(float64(tc.x) / 64)
+		r, g, b, _ := img.At(tc.x, 16).RGBA()
+		got := [3]int{int(r >> 8), int(g >> 8), int(b >> 8)}
+		for c := range 3 {
+			if d := got[c] - int(want[c]); d < -24 || d > 24 {
+				t.Fatalf("x=%d: colour %v, want about %v", tc.x, got, want)
+			}
+		}
+	}
+	if r, g, b := ramp(0); r != 20 || g != 20 || b != 120 {
+		t.Fatalf("ramp(0) = %d,%d,%d", r, g, b)
+	}
+	if r, g, b := ramp(1); r != 220 || g != 30 || b != 30 {
+		t.Fatalf("ramp(1) = %d,%d,%d", r, g, b)
+	}
+	if !strings.Contains(string(indexHTML), "polygon.critical") {
+		t.Fatal("page has no style for critical zones")
+	}
+}
