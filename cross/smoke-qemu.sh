@@ -5,10 +5,10 @@
 # checks that the depth, Laplace scale and epistemic maps agree within
 # SMOKE_TOL (max abs, default 1e-3; the relative figure is printed too).
 #
-# Models: when models/MANIFEST exists, the reference models models/depth*.onnx
-# and models/auxue*.onnx (first match each; frame size read from the depth
-# model's input); otherwise TEST networks with seeded random weights exported
-# by `didoedge model export-test` (64x192).
+# Models: when models/MANIFEST exists, the reference models models/depth.onnx
+# (with its IO spec models/depth.yaml, which also sets the frame size) and
+# models/auxue.onnx; otherwise TEST networks with seeded random weights
+# exported by `didoedge model export-test` (64x192).
 #
 # Needs: bin/linux-arm64/didoedge (rebuilt with cross/build-arm64.sh when
 # missing or older than a .go file), qemu-user (installed when missing), and
@@ -56,30 +56,24 @@ else
   trap 'rm -rf "$out"' EXIT
 fi
 
+spec_args=()
 if [ -f models/MANIFEST ]; then
-  depth=$(ls models/depth*.onnx 2>/dev/null | head -n1 || true)
-  auxue=$(ls models/auxue*.onnx 2>/dev/null | head -n1 || true)
-  if [ -z "$depth" ] || [ -z "$auxue" ]; then
-    say "models/MANIFEST exists but models/depth*.onnx or models/auxue*.onnx is missing" >&2
-    exit 1
-  fi
-  # The depth model's input line reads e.g. "  image float (1,3,192,640)".
-  shape=$("$HOST_BIN" model inspect "$depth" | sed -n 's/^  [^ ]* float (1,3,\([0-9]*\),\([0-9]*\))$/\1 \2/p' | head -n1)
-  if [ -z "$shape" ]; then
-    say "cannot read a fixed (1,3,H,W) input shape from $depth" >&2
-    exit 1
-  fi
-  read -r height width <<<"$shape"
-  say "reference models from models/MANIFEST: $depth, $auxue (${height}x${width})"
+  # The reference models as `didoedge train` writes them (auxue/depthnet).
+  depth=models/depth.onnx auxue=models/auxue.onnx spec=models/depth.yaml
+  for f in "$depth" "$auxue" "$spec"; do
+    [ -f "$f" ] || { say "models/MANIFEST exists but $f is missing" >&2; exit 1; }
+  done
+  spec_args=(--depth-spec "$spec")
+  say "reference models from models/MANIFEST: $depth ($spec), $auxue"
 else
-  height=64 width=192
-  "$HOST_BIN" model export-test --out "$out/models" --height $height --width $width --seed "$SEED" >/dev/null
+  "$HOST_BIN" model export-test --out "$out/models" --height 64 --width 192 --seed "$SEED" >/dev/null
   depth=$out/models/test-depth-tinyunet.onnx
   auxue=$out/models/test-auxue.onnx
-  say "no models/MANIFEST: using TEST networks with seeded random weights (${height}x${width})"
+  spec_args=(--height 64 --width 192)
+  say "no models/MANIFEST: using TEST networks with seeded random weights (64x192)"
 fi
 
-run_args=(model run --depth "$depth" --auxue "$auxue" --frames "$FRAMES" --seed "$SEED" --height "$height" --width "$width")
+run_args=(model run --depth "$depth" --auxue "$auxue" --frames "$FRAMES" --seed "$SEED" "${spec_args[@]}")
 
 say "amd64 run"
 ONNXRUNTIME_LIB="$PWD/$ORT_DIR/linux-x64/libonnxruntime.so.1" "$HOST_BIN" "${run_args[@]}" --out "$out/amd64"

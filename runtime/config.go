@@ -30,7 +30,8 @@ type Config struct {
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.
 	AlertsConfig alerts.Config `yaml:"-"`
-	// Path is the file the config was loaded from ("" when parsed from memory).
+	// Path is the file Load read ("" when parsed from memory); SIGHUP
+	// re-reads it.
 	Path string `yaml:"-"`
 }
 
@@ -69,8 +70,13 @@ type ModelConfig struct {
 // the AuxUE input: "image" (the depth model's normalized input), "depth"
 // (the predicted depth in metres times depth_scale), or the name of a
 // depth-model feature output.
+//
+// Instead of io or io_spec, description may name the file `didoedge train
+// auxue` writes beside auxue.onnx (input name and shape, outputs with their
+// meanings); see ParseAuxUEDescription.
 type AuxUEConfig struct {
 	ModelConfig `yaml:",inline"`
+	Description string   `yaml:"description"`
 	Inputs      []string `yaml:"inputs"`
 	DepthScale  float32  `yaml:"depth_scale"` // 0 means 1
 }
@@ -105,13 +111,18 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load runtime config: %w", err)
 	}
-	return Parse(path, data, filepath.Dir(path))
+	c, err := Parse(path, data, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	c.Path = path
+	return c, nil
 }
 
 // Parse decodes and validates config data; name labels errors and dir
 // anchors relative paths.
 func Parse(name string, data []byte, dir string) (*Config, error) {
-	c := &Config{Path: name}
+	c := &Config{}
 	if err := decodeStrict(data, c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -132,6 +143,7 @@ func (c *Config) finish(name, dir string) error {
 	abs(&c.Depth.IOSpec)
 	abs(&c.AuxUE.Model)
 	abs(&c.AuxUE.IOSpec)
+	abs(&c.AuxUE.Description)
 	if c.Camera.Sequence != nil {
 		abs(&c.Camera.Sequence.Dir)
 	}
@@ -150,9 +162,6 @@ func (c *Config) finish(name, dir string) error {
 	if c.AuxUE.DepthScale == 0 {
 		c.AuxUE.DepthScale = 1
 	}
-	if len(c.AuxUE.Inputs) == 0 {
-		c.AuxUE.Inputs = []string{InputImage, InputDepth}
-	}
 
 	var errs []error
 	add := func(err error) {
@@ -168,7 +177,15 @@ func (c *Config) finish(name, dir string) error {
 		add(checkFile("inference.library", c.Inference.Library))
 	}
 	add(c.Depth.resolve("depth"))
-	add(c.AuxUE.resolve("auxue"))
+	add(c.AuxUE.resolveAuxUE())
+	if len(c.AuxUE.Inputs) == 0 {
+		// The depth model's first extra output, made for the AuxUE, or
+		// else the image and the depth.
+		c.AuxUE.Inputs = []string{InputImage, InputDepth}
+		if c.Depth.IO != nil && len(c.Depth.IO.Features) > 0 {
+			c.AuxUE.Inputs = []string{c.Depth.IO.Features[0].Name}
+		}
+	}
 	if c.Depth.IO != nil {
 		add(c.AuxUE.validateInputs(*c.Depth.IO))
 	}
@@ -281,6 +298,32 @@ func (m *ModelConfig) resolve(key string) error {
 	return errors.Join(errs...)
 }
 
+// resolveAuxUE loads the IO spec from io, io_spec or description.
+func (a *AuxUEConfig) resolveAuxUE() error {
+	if a.Description == "" {
+		return a.resolve("auxue")
+	}
+	if a.IOSpec != "" || a.IO != nil {
+		return errors.New("auxue: description, io_spec and io are exclusive")
+	}
+	var errs []error
+	if a.Model == "" {
+		errs = append(errs, errors.New("auxue.model: empty"))
+	} else if err := checkFile("auxue.model", a.Model); err != nil {
+		errs = append(errs, err)
+	}
+	data, err := os.ReadFile(a.Description)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("auxue.description: %w", err))...)
+	}
+	spec, err := ParseAuxUEDescription(data, a.Description)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("auxue.description: %w", err))...)
+	}
+	a.IO = &spec
+	return errors.Join(errs...)
+}
+
 func (a *AuxUEConfig) validateInputs(depth infer.IOSpec) error {
 	known := map[string]bool{InputImage: true, InputDepth: true}
 	for _, f := range depth.Features {
@@ -368,7 +411,7 @@ func resolveAlertPaths(c *alerts.Config, dir string) {
 // (zones and calibration are what a SIGHUP changes).
 func (c *Config) ReloadAlerts() (alerts.Config, error) {
 	if c.Path == "" {
-		return c.AlertsConfig, nil
+		return alerts.Config{}, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
 	}
 	fresh, err := Load(c.Path)
 	if err != nil {

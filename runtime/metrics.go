@@ -89,8 +89,8 @@ type Metrics struct {
 }
 
 type gaugeFunc struct {
-	name, help string
-	fn         func() float64
+	name, help, kind string
+	fn               func() float64
 }
 
 // SetProvider records the execution provider a model runs on.
@@ -107,7 +107,15 @@ func (m *Metrics) SetProvider(model, provider string) {
 func (m *Metrics) Gauge(name, help string, fn func() float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.gauges = append(m.gauges, gaugeFunc{name, help, fn})
+	m.gauges = append(m.gauges, gaugeFunc{name, help, "gauge", fn})
+}
+
+// CounterFunc adds a counter whose value is read at scrape time (a
+// monotonic count kept elsewhere).
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gauges = append(m.gauges, gaugeFunc{name, help, "counter", fn})
 }
 
 // frameDone updates the frame rate (exponentially weighted over about 16
@@ -201,7 +209,7 @@ func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	gauges := append([]gaugeFunc(nil), m.gauges...)
 	m.mu.Unlock()
 	for _, g := range gauges {
-		gauge(g.name, g.help, g.fn())
+		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", g.name, g.help, g.name, g.kind, g.name, formatFloat(g.fn()))
 	}
 	if err := bw.Flush(); err != nil {
 		return cw.n, err

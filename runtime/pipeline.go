@@ -24,9 +24,17 @@ type Options struct {
 	// after it was queued durably; it must return quickly.
 	OnEvent func(*alerts.Event)
 	// OnFrame is called from the pipeline goroutine after each assessed
-	// frame with its sequence number, capture time and the inference time
-	// (depth + AuxUE runs); benchmarks use it. It must not block.
-	OnFrame func(seq uint64, capture time.Time, inference time.Duration)
+	// frame with its timing; benchmarks use it. It must not block.
+	OnFrame func(FrameTiming)
+}
+
+// FrameTiming is the timing of one assessed frame.
+type FrameTiming struct {
+	Seq       uint64
+	Capture   time.Time     // camera capture time
+	Start     time.Time     // the pipeline took the frame
+	Inference time.Duration // depth + AuxUE runs
+	Done      time.Time     // events queued in the outbox
 }
 
 // Pipeline runs camera -> depth -> AuxUE -> alerts. Create it with New,
@@ -111,9 +119,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Pipeline, err error
 		return 0
 	})
 	if p.rtsp != nil {
-		p.metrics.Gauge("didoedge_camera_decode_errors", "Corrupt packets or pictures the camera client skipped.",
+		p.metrics.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
 			func() float64 { return float64(p.rtsp.Stats().DecodeErrors) })
-		p.metrics.Gauge("didoedge_camera_reconnects", "Camera sessions that ended in an error.",
+		p.metrics.CounterFunc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.",
 			func() float64 { return float64(p.rtsp.Stats().Failures) })
 	}
 	return p, nil
@@ -131,10 +139,7 @@ func (p *Pipeline) openCamera() (camera.Source, error) {
 	}
 	s, err := camera.NewRTSPSource(camera.RTSPConfig{URL: c.URL, SourceID: id, UDP: c.UDP,
 		StallTimeout: c.StallTimeout, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax,
-		RequestTimeout: c.RequestTimeout, Logger: p.log,
-		OnEvent: func(e camera.Event) {
-			p.log.Info("camera", "event", e.Kind.String(), "reason", e.Reason, "attempt", e.Attempt)
-		}})
+		RequestTimeout: c.RequestTimeout, Logger: p.log})
 	if err != nil {
 		return nil, fmt.Errorf("camera.url: %w", err)
 	}
@@ -319,7 +324,7 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	m.Latency.Observe(t5.Sub(f.Capture))
 	m.frameDone(t5)
 	if p.opts.OnFrame != nil {
-		p.opts.OnFrame(f.Seq, f.Capture, tm.Depth+tm.AuxUE)
+		p.opts.OnFrame(FrameTiming{Seq: f.Seq, Capture: f.Capture, Start: t0, Inference: tm.Depth + tm.AuxUE, Done: t5})
 	}
 	p.maybeSnapshot(t5, f, rgb, maps)
 }

@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a fresh Debian machine:
-# Debian packages (ffmpeg, mosquitto, libavcodec, python3-onnx, chromium, ...)
-# and the pinned ONNX Runtime libraries (x64 and arm64) under third_party/onnxruntime/.
-# Idempotent: a second run only checks.
+# Debian packages (libavcodec for the build; ffmpeg, mosquitto, python3-onnx,
+# chromium for the tests) and the pinned ONNX Runtime libraries (x64 and arm64)
+# under third_party/onnxruntime/. Idempotent: a second run only checks.
+#
+#   bash scripts/deps.sh            everything the tests need
+#   bash scripts/deps.sh --runtime  only what building and running didoedge needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mode=test
+case "${1:-}" in
+  --runtime) mode=runtime ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--runtime]" >&2; exit 2 ;;
+esac
 
 ORT_VERSION=1.24.1
 ORT_TGZ_SHA256=57181cf6e6e711b155c5b942d591fd63ded0b5de5c4922d51fd994e7f6ac2772
 ORT_X64_SHA256=53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4
 ORT_ARM64_SHA256=7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab
 
-APT_PACKAGES=(
-  ffmpeg mosquitto mosquitto-clients openssl
-  libavcodec-dev libavutil-dev libswscale-dev pkg-config gcc
-  python3-onnx chromium
-)
+# Building didoedge (cgo H.264 decoding) and fetching ONNX Runtime.
+APT_PACKAGES=(libavcodec-dev libavutil-dev libswscale-dev pkg-config gcc ca-certificates)
+# npm fetches the ONNX Runtime tarball; take Debian's only when none is on PATH.
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
+# Real peers the tests start: ffmpeg/ffprobe, mosquitto, the ONNX checker, headless Chromium.
+if [ "$mode" = test ]; then
+  APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx chromium)
+fi
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -23,13 +23,15 @@ depth:
   name: %s
   meaning: metric_depth
   scale: 1
-`, InputName, n.Config.Height, width, Mean[0], Mean[1], Mean[2], Std[0], Std[1], Std[2], OutputName)
+features:
+  - name: %s   # the AuxUE's input (1,C,H/2,W/2); feed it to auxue.onnx as is
+`, InputName, n.Config.Height, width, Mean[0], Mean[1], Mean[2], Std[0], Std[1], Std[2], OutputName, AuxFeaturesName)
 }
 
 // WriteArtifacts exports the network to DIR/NAME.onnx and its IO spec to
 // DIR/NAME.yaml and returns both paths.
-func (n *Net) WriteArtifacts(dir, name string, width int) (model, spec string, err error) {
-	m, err := n.Export(width)
+func (n *Net) WriteArtifacts(dir, name string, width int, aux AuxOptions) (model, spec string, err error) {
+	m, err := n.Export(width, aux)
 	if err != nil {
 		return "", "", err
 	}

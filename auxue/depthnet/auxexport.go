@@ -10,11 +10,11 @@ import (
 )
 
 // AuxUE graph names. The exported AuxUE reads one tensor, "features"
-// (1,4,H,W): channels 0-2 the depth model's normalized input image, channel
-// 3 the depth model's output in metres. It runs at half resolution (2x2
-// average pooling in the graph) and returns the Laplace scale b and the DIDO
-// epistemic K/S bilinearly upsampled to (1,1,H,W), and the Dirichlet alpha
-// at half resolution (1,K,H/2,W/2).
+// (1,C,H/2,W/2): the depth model's aux_features output (see Net.Export),
+// i.e. the half-resolution image, depth/MaxDepth and optionally the depth
+// decoder's features. It returns the Laplace scale b and the DIDO epistemic
+// K/S bilinearly upsampled to (1,1,H,W), and the Dirichlet alpha at half
+// resolution (1,K,H/2,W/2).
 const (
 	AuxInputName     = "features"
 	AuxScaleName     = onnx.OutputScale
@@ -22,33 +22,20 @@ const (
 	AuxAlphaName     = onnx.OutputAlpha
 )
 
-// AuxInputChannels is the AuxUE's input width: RGB + predicted depth.
-const AuxInputChannels = 4
-
-// ExportAuxUE wraps the generalized AuxUE export of package auxue/onnx for
-// full-resolution (1,4,height,width) inputs: features are scaled (depth /
-// maxDepth), pooled 2x2, fed to the AuxUE, and its scale and epistemic maps
-// upsampled back. The Go side builds the same half-resolution features with
-// AuxFeatures.
-func ExportAuxUE(m *auxue.Model, height, width int, maxDepth float64) (*onnx.Model, error) {
+// ExportAuxUE wraps the generalized AuxUE export of package auxue/onnx: the
+// AuxUE runs on the (1,C,height/2,width/2) features and its scale and
+// epistemic maps are upsampled to full resolution (Resize, half_pixel, the
+// same as nn.Upsample).
+func ExportAuxUE(m *auxue.Model, height, width int) (*onnx.Model, error) {
 	if height%2 != 0 || width%2 != 0 || height < 2 || width < 2 {
 		return nil, fmt.Errorf("export auxue: size %dx%d must be even", height, width)
 	}
-	if m.Config.In != AuxInputChannels {
-		return nil, fmt.Errorf("export auxue: model reads %d channels, want %d (RGB + depth)", m.Config.In, AuxInputChannels)
-	}
-	inner, err := onnx.ExportAuxUE(m, []int64{1, AuxInputChannels, int64(height / 2), int64(width / 2)})
+	inner, err := onnx.ExportAuxUE(m, []int64{1, int64(m.Config.In), int64(height / 2), int64(width / 2)})
 	if err != nil {
 		return nil, err
 	}
 	g := inner.Graph
-	const pooled = "wrap_pooled_features"
 	for _, n := range g.Nodes {
-		for i, s := range n.Inputs {
-			if s == AuxInputName {
-				n.Inputs[i] = pooled
-			}
-		}
 		for i, s := range n.Outputs {
 			switch s {
 			case AuxScaleName, AuxEpistemicName:
@@ -57,15 +44,7 @@ func ExportAuxUE(m *auxue.Model, height, width int, maxDepth float64) (*onnx.Mod
 		}
 	}
 	h, w := int64(height), int64(width)
-	g.Initializers = append(g.Initializers,
-		onnx.FloatTensor("wrap_channel_scale", []int64{1, AuxInputChannels, 1, 1}, []float32{1, 1, 1, float32(1 / maxDepth)}),
-		onnx.FloatTensor("wrap_resize_scales", []int64{4}, []float32{1, 1, 2, 2}))
-	pre := []*onnx.Node{
-		{Name: "wrap_scale_node", OpType: "Mul", Inputs: []string{AuxInputName, "wrap_channel_scale"}, Outputs: []string{"wrap_scaled"}},
-		{Name: "wrap_pool_node", OpType: "AveragePool", Inputs: []string{"wrap_scaled"}, Outputs: []string{pooled},
-			Attributes: []*onnx.Attribute{onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntsAttr("strides", 2, 2)}},
-	}
-	g.Nodes = append(pre, g.Nodes...)
+	g.Initializers = append(g.Initializers, onnx.FloatTensor("wrap_resize_scales", []int64{4}, []float32{1, 1, 2, 2}))
 	for _, name := range []string{AuxScaleName, AuxEpistemicName} {
 		g.Nodes = append(g.Nodes, &onnx.Node{Name: "wrap_up_" + name, OpType: "Resize",
 			Inputs: []string{"wrap_half_" + name, "", "wrap_resize_scales"}, Outputs: []string{name},
@@ -73,7 +52,6 @@ func ExportAuxUE(m *auxue.Model, height, width int, maxDepth float64) (*onnx.Mod
 				onnx.StringAttr("coordinate_transformation_mode", "half_pixel")}})
 	}
 	g.Name = "didoedge_depth_auxue"
-	g.Inputs = []*onnx.ValueInfo{onnx.TensorValueInfo(AuxInputName, onnx.DataTypeFloat, []int64{1, AuxInputChannels, h, w})}
 	g.Outputs = []*onnx.ValueInfo{
 		onnx.TensorValueInfo(AuxScaleName, onnx.DataTypeFloat, []int64{1, 1, h, w}),
 		onnx.TensorValueInfo(AuxEpistemicName, onnx.DataTypeFloat, []int64{1, 1, h, w}),
@@ -82,14 +60,14 @@ func ExportAuxUE(m *auxue.Model, height, width int, maxDepth float64) (*onnx.Mod
 	return inner, nil
 }
 
-// AuxFeatures builds the AuxUE's half-resolution input (4,H/2,W/2) from the
-// normalized image (3,H,W) and the predicted depth (H,W): the mean of each
-// 2x2 block, depth divided by maxDepth, as the exported graph computes.
+// AuxFeatures computes the first four channels of aux_features (4,H/2,W/2)
+// from the normalized image (3,H,W) and the predicted depth (H,W): the mean
+// of each 2x2 block, depth divided by maxDepth, as the exported graph does.
 func AuxFeatures(img, depth []float32, height, width int, maxDepth float64, dst []float32) {
 	h2, w2 := height/2, width/2
 	hw := height * width
 	inv := float32(1 / maxDepth)
-	for c := 0; c < AuxInputChannels; c++ {
+	for c := 0; c < 4; c++ {
 		var src []float32
 		scale := float32(0.25)
 		if c < 3 {
@@ -142,8 +120,8 @@ func HalfResErrors(depth, gt []float32, height, width int, errs []float32, valid
 
 // WriteAuxArtifacts exports the AuxUE to DIR/NAME.onnx and describes its IO
 // in DIR/NAME.yaml; depthModel names the main model it was trained on.
-func WriteAuxArtifacts(m *auxue.Model, dir, name string, height, width int, maxDepth float64, depthModel string) (model, spec string, err error) {
-	om, err := ExportAuxUE(m, height, width, maxDepth)
+func WriteAuxArtifacts(m *auxue.Model, dir, name string, height, width int, depthModel string) (model, spec string, err error) {
+	om, err := ExportAuxUE(m, height, width)
 	if err != nil {
 		return "", "", err
 	}
@@ -155,29 +133,27 @@ func WriteAuxArtifacts(m *auxue.Model, dir, name string, height, width int, maxD
 		return "", "", fmt.Errorf("write %q: %w", model, err)
 	}
 	c := m.Config
-	text := fmt.Sprintf(`# IO of the didoedge reference AuxUE (auxue/depthnet, ExportAuxUE); not a runtime/infer depth spec.
+	text := fmt.Sprintf(`# IO of the didoedge reference AuxUE (auxue/depthnet); not a runtime/infer depth spec.
 main_model: %s
 input:
-  name: %s
+  name: %s       # feed the main model's %s output as is
   layout: NCHW
   shape: [1, %d, %d, %d]
-  channels: [image_r, image_g, image_b, depth]   # channels 0-2: the main model's normalized input; 3: its output in metres
 outputs:
   - {name: %s, shape: [1, 1, %d, %d], meaning: laplace_scale_b_metres}
   - {name: %s, shape: [1, 1, %d, %d], meaning: dido_epistemic_k_over_s}
   - {name: %s, shape: [1, %d, %d, %d], meaning: dirichlet_alpha_half_resolution}
 auxue:
-  resolution: half        # 2x2 average pooling in the graph; scale and epistemic are upsampled bilinearly
-  depth_divisor: %g
+  resolution: half        # scale and epistemic are upsampled bilinearly to full resolution
   encoders: separate
   encoder_width: %d
   hidden: %d
   aleatoric: laplace
   k: %d
   lambda: %g
-`, depthModel, AuxInputName, AuxInputChannels, height, width,
+`, depthModel, AuxInputName, AuxFeaturesName, c.In, height/2, width/2,
 		AuxScaleName, height, width, AuxEpistemicName, height, width, AuxAlphaName, c.K, height/2, width/2,
-		maxDepth, c.EncoderWidth, c.Hidden, c.K, c.Lambda)
+		c.EncoderWidth, c.Hidden, c.K, c.Lambda)
 	spec = filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
 		return "", "", fmt.Errorf("write %q: %w", spec, err)

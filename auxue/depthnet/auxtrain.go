@@ -29,9 +29,9 @@ type AuxTrainConfig struct {
 	// Frames are drawn from the pool, run through the depth model once and
 	// cached at half resolution [300].
 	Frames int
-	// Epochs over the cached frames and the Batch size [8, 2].
+	// Epochs over the cached frames and the Batch size [15, 2].
 	Epochs, Batch int
-	// LR decays polynomially (power 0.9) to EndLR [5e-4 -> 1e-5].
+	// LR decays polynomially (power 0.9) to EndLR [2e-3 -> 1e-5].
 	LR, EndLR float64
 	// EncoderWidth and Hidden of the AuxUE [8, 8]; K and Lambda of DIDO [32, 0.01].
 	EncoderWidth, Hidden, K int
@@ -51,7 +51,7 @@ func (c *AuxTrainConfig) defaults() {
 	def(&c.Width, 640)
 	def(&c.Height, 192)
 	def(&c.Frames, 300)
-	def(&c.Epochs, 8)
+	def(&c.Epochs, 15)
 	def(&c.Batch, 2)
 	def(&c.EncoderWidth, 8)
 	def(&c.Hidden, 8)
@@ -63,7 +63,7 @@ func (c *AuxTrainConfig) defaults() {
 		c.Seed = 1
 	}
 	if c.LR == 0 {
-		c.LR = 5e-4
+		c.LR = 2e-3
 	}
 	if c.EndLR == 0 {
 		c.EndLR = 1e-5
@@ -74,10 +74,11 @@ func (c *AuxTrainConfig) defaults() {
 }
 
 // AuxModelConfig is the generalized AuxUE of the depth task: dense, input
-// RGB + depth, separate encoders, Laplace sigma_Theta1, DIDO sigma_Theta2.
-func (c AuxTrainConfig) AuxModelConfig() auxue.Config {
+// the depth model's aux_features (in channels: RGB + depth [+ decoder
+// features]), separate encoders, Laplace sigma_Theta1, DIDO sigma_Theta2.
+func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 	c.defaults()
-	return auxue.Config{Form: auxue.FormDense, In: AuxInputChannels, EncoderWidth: c.EncoderWidth,
+	return auxue.Config{Form: auxue.FormDense, In: in, EncoderWidth: c.EncoderWidth,
 		SharedEncoder: false, Hidden: c.Hidden, Aleatoric: auxue.AleatoricLoss{Kind: auxue.Laplace},
 		K: c.K, Lambda: c.Lambda, Seed: uint64(c.Seed)}
 }
@@ -94,7 +95,8 @@ type AuxStats struct {
 
 // auxCache holds the half-resolution training tensors of the cached frames.
 type auxCache struct {
-	feats []float32 // frames x 4 x hw2
+	feats []float32 // frames x ch x hw2
+	ch    int
 	errs  []float32 // frames x hw2
 	valid []bool
 	bins  []int32
@@ -121,7 +123,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		return nil, st, err
 	}
 	st.Frames, st.MeanTrainAbsRel, st.CacheTime = cfg.Frames, absRel, time.Since(start)
-	model, err := auxue.NewModel(cfg.AuxModelConfig())
+	model, err := auxue.NewModel(cfg.AuxModelConfig(cache.ch))
 	if err != nil {
 		return nil, st, err
 	}
@@ -132,7 +134,8 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	}
 	opt := nn.NewAdam(params, nn.AdamConfig{})
 	h2, w2, hw2, B := cfg.Height/2, cfg.Width/2, cache.hw2, cfg.Batch
-	x := nn.NewDense(B, AuxInputChannels, h2, w2)
+	C := cache.ch
+	x := nn.NewDense(B, C, h2, w2)
 	xs := nn.Data(x)
 	errs, valid, bins := make([]float32, B*hw2), make([]bool, B*hw2), make([]int32, B*hw2)
 	perEpoch := cfg.Frames / B
@@ -153,7 +156,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 			}
 			for b := 0; b < B; b++ {
 				f := order[k*B+b]
-				copy(xs[b*AuxInputChannels*hw2:(b+1)*AuxInputChannels*hw2], cache.feats[f*AuxInputChannels*hw2:(f+1)*AuxInputChannels*hw2])
+				copy(xs[b*C*hw2:(b+1)*C*hw2], cache.feats[f*C*hw2:(f+1)*C*hw2])
 				copy(errs[b*hw2:(b+1)*hw2], cache.errs[f*hw2:(f+1)*hw2])
 				copy(valid[b*hw2:(b+1)*hw2], cache.valid[f*hw2:(f+1)*hw2])
 				copy(bins[b*hw2:(b+1)*hw2], cache.bins[f*hw2:(f+1)*hw2])
@@ -197,7 +200,8 @@ func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*
 	}
 	W, H := cfg.Width, cfg.Height
 	hw2 := (H / 2) * (W / 2)
-	c := &auxCache{hw2: hw2, feats: make([]float32, cfg.Frames*AuxInputChannels*hw2),
+	C := runner.AuxChannels()
+	c := &auxCache{hw2: hw2, ch: C, feats: make([]float32, cfg.Frames*C*hw2),
 		errs: make([]float32, cfg.Frames*hw2), valid: make([]bool, cfg.Frames*hw2), bins: make([]int32, cfg.Frames*hw2)}
 	disc, err := auxue.NewDiscretizer(cfg.K)
 	if err != nil {
@@ -214,7 +218,7 @@ func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*
 		if err != nil {
 			return nil, 0, err
 		}
-		img, depth, err := runner.Predict(ctx, fr.RGB, W, H)
+		_, depth, aux, err := runner.Predict(ctx, fr.RGB, W, H)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -229,7 +233,7 @@ func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*
 		if n > 0 {
 			absRel += s / float64(n)
 		}
-		AuxFeatures(img, depth, H, W, cfg.MaxDepth, c.feats[f*AuxInputChannels*hw2:(f+1)*AuxInputChannels*hw2])
+		copy(c.feats[f*C*hw2:(f+1)*C*hw2], aux)
 		e, v := c.errs[f*hw2:(f+1)*hw2], c.valid[f*hw2:(f+1)*hw2]
 		HalfResErrors(depth, fr.Sparse, H, W, e, v)
 		if err := disc.PerImage(e, v, 1, hw2, c.bins[f*hw2:(f+1)*hw2]); err != nil {

@@ -33,8 +33,10 @@ func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *inf
 		b.Cleanup(func() { s.Close() })
 		depth = append(depth, s)
 	}
+	auxShape := depth[0].OutputShape(1) // aux_features (1,C,H/2,W/2)
 	auxSpec := infer.IOSpec{
-		Input:    infer.InputSpec{Name: AuxInputName, Layout: "NCHW", Channels: AuxInputChannels, Height: spec.Input.Height, Width: spec.Input.Width},
+		Input: infer.InputSpec{Name: AuxInputName, Layout: "NCHW", Channels: int(auxShape[1]),
+			Height: int(auxShape[2]), Width: int(auxShape[3])},
 		Depth:    infer.OutputSpec{Name: AuxEpistemicName, Meaning: infer.MeaningMetricDepth},
 		Features: []infer.FeatureSpec{{Name: AuxScaleName}, {Name: AuxAlphaName}},
 	}
@@ -60,10 +62,7 @@ func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *inf
 	if _, err := depth[0].Run(ctx); err != nil {
 		b.Fatal(err)
 	}
-	hw := f.Width * f.Height
-	in := aux.Input()
-	copy(in, depth[0].Input())
-	copy(in[3*hw:], depth[0].Output(0))
+	copy(aux.Input(), depth[0].Output(1))
 	return depth, aux
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -163,7 +164,7 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatalf("depth loss did not fall: first %v last %v", st.FirstLoss, st.LastLoss)
 	}
 	dir := t.TempDir()
-	model, spec, err := net.WriteArtifacts(dir, "depth", W)
+	model, spec, err := net.WriteArtifacts(dir, "depth", W, AuxOptions{Decoder: true, Coord: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestTrainSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, depthORT, err := runner.Predict(ctx, fr.RGB, W, H)
+	img, depthORT, auxORT, err := runner.Predict(ctx, fr.RGB, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,18 @@ func TestTrainSmoke(t *testing.T) {
 	if worst > 1e-4 {
 		t.Fatalf("depth parity: worst relative difference %v", worst)
 	}
-	imgCopy, depthCopy := append([]float32(nil), img...), append([]float32(nil), depthORT...)
+	// The graph's pooled image and depth channels of aux_features.
+	pooled := make([]float32, 4*H*W/4)
+	AuxFeatures(img, depthORT, H, W, 80, pooled)
+	if len(auxORT) != net.AuxChannels(AuxOptions{Decoder: true, Coord: true})*H*W/4 {
+		t.Fatalf("aux_features has %d values, want %d", len(auxORT), net.AuxChannels(AuxOptions{Decoder: true, Coord: true})*H*W/4)
+	}
+	for i, v := range pooled {
+		if math.Abs(float64(v-auxORT[i])) > 1e-5*(1+math.Abs(float64(v))) {
+			t.Fatalf("aux_features %d: Go %v, ONNX Runtime %v", i, v, auxORT[i])
+		}
+	}
+	auxCopy := append([]float32(nil), auxORT...)
 	runner.Close()
 
 	aux, ast, err := AuxTrain(ctx, AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
@@ -216,16 +228,17 @@ func TestTrainSmoke(t *testing.T) {
 	if !(ast.LastLoss < ast.FirstLoss) {
 		t.Fatalf("auxue loss did not fall: first %v last %v", ast.FirstLoss, ast.LastLoss)
 	}
-	auxPath, _, err := WriteAuxArtifacts(aux, dir, "auxue", H, W, 80, "depth.onnx")
+	auxPath, _, err := WriteAuxArtifacts(aux, dir, "auxue", H, W, "depth.onnx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar, err := OpenAuxRunner(auxPath, "", W, H)
+	checkONNX(t, model, auxPath)
+	ar, err := OpenAuxRunner(auxPath, "", W, H, net.AuxChannels(AuxOptions{Decoder: true, Coord: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ar.Close()
-	scale, epis, err := ar.Predict(imgCopy, depthCopy)
+	scale, epis, err := ar.Predict(auxCopy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +247,8 @@ func TestTrainSmoke(t *testing.T) {
 	}
 	// Go side at half resolution, upsampled by nn.Upsample (equal to the
 	// graph's Resize), must match ONNX Runtime pixel by pixel.
-	feats := nn.NewDense(1, AuxInputChannels, H/2, W/2)
-	AuxFeatures(imgCopy, depthCopy, H, W, 80, nn.Data(feats))
+	feats := nn.NewDense(1, net.AuxChannels(AuxOptions{Decoder: true, Coord: true}), H/2, W/2)
+	copy(nn.Data(feats), auxCopy)
 	var pred auxue.Prediction
 	if err := aux.Predict(feats, 0.9, &pred); err != nil {
 		t.Fatal(err)
@@ -259,6 +272,30 @@ func TestTrainSmoke(t *testing.T) {
 	}
 }
 
+// TestTrainDeterministic: the same seed gives bitwise the same weights
+// (rendering is a pure function of seed and index; Conv2d splits work in
+// fixed chunks per worker, so sums keep their order at a given GOMAXPROCS).
+func TestTrainDeterministic(t *testing.T) {
+	cfg := TrainConfig{Width: 64, Height: 32, CropWidth: 32, Steps: 5, Batch: 2, Drives: 2, FramesPerDrive: 5,
+		ValFrames: 1, ValDrives: 1, ValEvery: 1000, Seed: 11}
+	a, _, err := Train(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := Train(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range a.Params() {
+		q := b.Params()[i]
+		for j, v := range nn.Data(p.Value) {
+			if v != nn.Data(q.Value)[j] {
+				t.Fatalf("%s[%d]: %v vs %v", p.Name, j, v, nn.Data(q.Value)[j])
+			}
+		}
+	}
+}
+
 func TestIOSpecParses(t *testing.T) {
 	net, err := New(DefaultConfig())
 	if err != nil {
@@ -274,5 +311,21 @@ func TestIOSpecParses(t *testing.T) {
 	}
 	if s.Input.Name != InputName || s.Input.Width != 640 || s.Input.Height != 192 || s.Depth.Name != OutputName || s.Input.Std[2] != Std[2] {
 		t.Fatalf("spec %+v", s)
+	}
+}
+
+// checkONNX runs Debian's python3-onnx checker (full_check, with shape
+// inference) on the exported files: an independent reading of the graphs.
+func checkONNX(t *testing.T, paths ...string) {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Fatalf("python3-onnx checker: %v (run scripts/deps.sh)", err)
+	}
+	for _, p := range paths {
+		out, err := exec.Command(py, "-c", "import onnx,sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)", p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("onnx checker on %s: %v\n%s", p, err, out)
+		}
 	}
 }

@@ -91,7 +91,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		return res, err
 	}
 	defer depth.Close()
-	aux, err := OpenAuxRunner(filepath.Join(cfg.Models, "auxue.onnx"), cfg.Library, depth.Width, depth.Height)
+	aux, err := OpenAuxRunner(filepath.Join(cfg.Models, "auxue.onnx"), cfg.Library, depth.Width, depth.Height, depth.AuxChannels())
 	if err != nil {
 		return res, err
 	}
@@ -117,11 +117,11 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if err != nil {
 			return res, err
 		}
-		img, d, err := depth.Predict(ctx, s.RGB, s.Width, s.Height)
+		_, d, feats, err := depth.Predict(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
 		}
-		scale, epis, err := aux.Predict(img, d)
+		scale, epis, err := aux.Predict(feats)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
 		}
@@ -207,11 +207,11 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if err != nil {
 			return res, err
 		}
-		img, d, err := depth.Predict(ctx, s.RGB, s.Width, s.Height)
+		_, _, feats, err := depth.Predict(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
 		}
-		_, epis, err := aux.Predict(img, d)
+		_, epis, err := aux.Predict(feats)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
 		}

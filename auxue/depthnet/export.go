@@ -11,12 +11,37 @@ import (
 const (
 	InputName  = "image" // (1,3,Height,W) normalized RGB, NCHW
 	OutputName = "depth" // (1,1,Height,W) metric depth in metres
+	// AuxFeaturesName is the AuxUE's input, computed in the depth graph
+	// (1,C,Height/2,W/2): the 2x2-mean of the normalized image (3), of
+	// depth/MaxDepth (1), and optionally the decoder features (16*Width).
+	AuxFeaturesName = "aux_features"
 )
+
+// AuxOptions selects what the aux_features output holds beyond the pooled
+// image and depth (4 channels).
+type AuxOptions struct {
+	Decoder bool // append the decoder features (16*Width channels)
+	Coord   bool // append the row coordinate (1 channel)
+}
+
+// AuxChannels is the channel count of the aux_features output.
+func (n *Net) AuxChannels(o AuxOptions) int {
+	c := 4
+	if o.Decoder {
+		c += 16 * n.Config.Width
+	}
+	if o.Coord {
+		c++
+	}
+	return c
+}
 
 // Export writes the network as an ONNX model for a fixed (1,3,Height,width)
 // input. The row-coordinate channel is built in the graph (a (1,1,H,1)
 // constant expanded to the width), so the runtime feeds only the image.
-func (n *Net) Export(width int) (*onnx.Model, error) {
+// Besides depth it outputs aux_features, the AuxUE's half-resolution input,
+// with the decoder features appended when decoder is true.
+func (n *Net) Export(width int, aux AuxOptions) (*onnx.Model, error) {
 	h := n.Config.Height
 	if width < 16 || width%16 != 0 {
 		return nil, fmt.Errorf("depthnet export: width %d must be a positive multiple of 16", width)
@@ -69,7 +94,23 @@ func (n *Net) Export(width int) (*onnx.Model, error) {
 	sig := b.Op("Sigmoid", []string{z.Name})
 	depth := b.Op("Mul", []string{sig, b.Const("max_depth", nil, []float32{float32(n.Config.MaxDepth)})})
 	b.Rename(depth, OutputName)
-	b.Rename(d.Name, "decoder_features") // (1,16c,H/2,W/2), for `didoedge model expose`
+	pool := func(v string) string {
+		return b.Op("AveragePool", []string{v}, onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntsAttr("strides", 2, 2))
+	}
+	parts := []onnx.Value{{Name: pool(InputName), Rank: 4},
+		{Name: b.Op("Mul", []string{pool(OutputName), b.Const("inv_max_depth", nil, []float32{float32(1 / n.Config.MaxDepth)})}), Rank: 4}}
+	if aux.Decoder {
+		parts = append(parts, d)
+	}
+	if aux.Coord {
+		parts = append(parts, onnx.Value{Name: pool(coord), Rank: 4})
+	}
+	feats, err := onnx.EmitConcat(b, parts...)
+	if err != nil {
+		return nil, fmt.Errorf("depthnet export: %w", err)
+	}
+	b.Rename(feats.Name, AuxFeaturesName)
 	b.OutputShaped(OutputName, 1, 1, int64(h), int64(width))
+	b.OutputShaped(AuxFeaturesName, 1, int64(n.AuxChannels(aux)), int64(h/2), int64(width/2))
 	return b.Model(), nil
 }

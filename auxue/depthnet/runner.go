@@ -29,6 +29,9 @@ func OpenDepthRunner(ctx context.Context, model, spec, library string, log *slog
 	if err != nil {
 		return nil, err
 	}
+	if len(s.Features) != 1 || s.Features[0].Name != AuxFeaturesName {
+		return nil, fmt.Errorf("depth io spec %q: want exactly one feature output, %q", spec, AuxFeaturesName)
+	}
 	sess, err := infer.NewSession(ctx, model, s, infer.Config{Library: library}, log)
 	if err != nil {
 		return nil, err
@@ -37,27 +40,34 @@ func OpenDepthRunner(ctx context.Context, model, spec, library string, log *slog
 		depth: make([]float32, s.Input.Width*s.Input.Height)}, nil
 }
 
+// AuxChannels is the channel count of the model's aux_features output.
+func (r *DepthRunner) AuxChannels() int {
+	s := r.sess.OutputShape(1)
+	return int(s[1])
+}
+
 // Predict runs one RGB8 frame (width x height, interleaved) and returns the
-// normalized input image (3,H,W) and the depth (H,W); both are owned by the
-// runner and overwritten by the next call.
-func (r *DepthRunner) Predict(ctx context.Context, rgb []uint8, width, height int) (img, depth []float32, err error) {
+// normalized input image (3,H,W), the depth (H,W) and the AuxUE's input
+// aux_features (C,H/2,W/2); all are owned by the runner and overwritten by
+// the next call.
+func (r *DepthRunner) Predict(ctx context.Context, rgb []uint8, width, height int) (img, depth, aux []float32, err error) {
 	if width != r.Width || height != r.Height {
-		return nil, nil, fmt.Errorf("depth runner: frame %dx%d, model wants %dx%d", width, height, r.Width, r.Height)
+		return nil, nil, nil, fmt.Errorf("depth runner: frame %dx%d, model wants %dx%d", width, height, r.Width, r.Height)
 	}
 	if err := r.sess.SetImageRGB8(rgb, width, height, width*3); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	f, err := r.sess.Run(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !f.Valid {
-		return nil, nil, fmt.Errorf("depth runner: the depth model produced non-finite values")
+		return nil, nil, nil, fmt.Errorf("depth runner: the depth model produced non-finite values")
 	}
 	if _, err := r.sess.DepthInto(r.depth); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return r.sess.Input(), r.depth, nil
+	return r.sess.Input(), r.depth, r.sess.Output(1), nil
 }
 
 // Close releases the session.
@@ -65,13 +75,13 @@ func (r *DepthRunner) Close() error { return r.sess.Close() }
 
 // AuxRunner runs an exported AuxUE (see ExportAuxUE) through ONNX Runtime.
 type AuxRunner struct {
-	ev            *infer.Evaluator
-	Width, Height int
-	features      []float32
+	ev                      *infer.Evaluator
+	Width, Height, Channels int
 }
 
-// OpenAuxRunner loads the AuxUE model for width x height frames.
-func OpenAuxRunner(model, library string, width, height int) (*AuxRunner, error) {
+// OpenAuxRunner loads the AuxUE model for width x height frames whose
+// aux_features have the given channel count.
+func OpenAuxRunner(model, library string, width, height, channels int) (*AuxRunner, error) {
 	data, err := os.ReadFile(model)
 	if err != nil {
 		return nil, fmt.Errorf("auxue model: %w", err)
@@ -80,19 +90,17 @@ func OpenAuxRunner(model, library string, width, height int) (*AuxRunner, error)
 	if err != nil {
 		return nil, fmt.Errorf("auxue model %q: %w", model, err)
 	}
-	return &AuxRunner{ev: ev, Width: width, Height: height, features: make([]float32, AuxInputChannels*width*height)}, nil
+	return &AuxRunner{ev: ev, Width: width, Height: height, Channels: channels}, nil
 }
 
 // Predict returns the Laplace scale b and the DIDO epistemic K/S (H*W each)
-// for the depth model's normalized input and output.
-func (r *AuxRunner) Predict(img, depth []float32) (scale, epistemic []float32, err error) {
+// for the depth model's aux_features output.
+func (r *AuxRunner) Predict(features []float32) (scale, epistemic []float32, err error) {
 	hw := r.Width * r.Height
-	if len(img) != 3*hw || len(depth) != hw {
-		return nil, nil, fmt.Errorf("auxue runner: %d image and %d depth values for %dx%d", len(img), len(depth), r.Width, r.Height)
+	if len(features) != r.Channels*hw/4 {
+		return nil, nil, fmt.Errorf("auxue runner: %d feature values, want %d channels at %dx%d", len(features), r.Channels, r.Width/2, r.Height/2)
 	}
-	copy(r.features, img)
-	copy(r.features[3*hw:], depth)
-	outs, shapes, err := r.ev.Run([]int64{1, AuxInputChannels, int64(r.Height), int64(r.Width)}, r.features)
+	outs, shapes, err := r.ev.Run([]int64{1, int64(r.Channels), int64(r.Height / 2), int64(r.Width / 2)}, features)
 	if err != nil {
 		return nil, nil, err
 	}

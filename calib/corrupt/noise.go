@@ -90,11 +90,16 @@ func (c *Corruptor) dark(dst, src []uint8, w, h, s int) {
 	c.addGaussian(dst, dst, 0.1*gaussianSigma[s])
 }
 
+// poissonGuides is the number of guide entries per level: guide[g] is the
+// first k with CDF(k) > g/poissonGuides, where inversion search starts.
+const poissonGuides = 64
+
 // poissonTable holds, for each 8-bit level v, the CDF of Poisson(v/255*rate)
-// so that sampling is one uniform draw and a binary search.
+// so that sampling is one uniform draw, a guide-table jump and a short scan.
 type poissonTable struct {
-	off [257]int32
-	cdf []float64
+	off   [257]int32
+	cdf   []float64
+	guide [256][poissonGuides]int32
 }
 
 func (c *Corruptor) poissonTableFor(rate float64) *poissonTable {
@@ -127,20 +132,26 @@ func newPoissonTable(rate float64) *poissonTable {
 		}
 	}
 	t.off[256] = int32(len(t.cdf))
+	for v := range 256 {
+		cdf := t.cdf[t.off[v]:t.off[v+1]]
+		k := 0
+		for g := range poissonGuides {
+			for k < len(cdf)-1 && cdf[k] <= float64(g)/poissonGuides {
+				k++
+			}
+			t.guide[v][g] = int32(k)
+		}
+	}
 	return t
 }
 
-// sample returns the smallest k with CDF(k) > u for level v.
+// sample returns the smallest k with CDF(k) > u (u in [0,1)) for level v,
+// or the last tabulated k when u lies in the (< 1e-15) tail.
 func (t *poissonTable) sample(v uint8, u float64) int {
 	cdf := t.cdf[t.off[v]:t.off[int(v)+1]]
-	lo, hi := 0, len(cdf)-1
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if cdf[m] > u {
-			hi = m
-		} else {
-			lo = m + 1
-		}
+	k := int(t.guide[v][int(u*poissonGuides)])
+	for k < len(cdf)-1 && cdf[k] <= u {
+		k++
 	}
-	return lo
+	return k
 }

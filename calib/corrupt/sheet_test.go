@@ -1,14 +1,18 @@
 package corrupt
 
 import (
+	"fmt"
 	"image"
 	"image/png"
 	"os"
+	"strings"
 	"testing"
 )
 
 // TestContactSheet writes a contact sheet (one row per corruption, clean
-// frame then severities 1..5) when CORRUPT_CONTACT_SHEET names a PNG path:
+// frame then severities 1..5) when CORRUPT_CONTACT_SHEET names a PNG path
+// (CORRUPT_CONTACT_ROWS=snow,frost limits the rows, CORRUPT_CONTACT_SIZE=640x192
+// sets the frame size):
 //
 //	CORRUPT_CONTACT_SHEET=/tmp/corruptions.png go test -run ContactSheet ./calib/corrupt
 func TestContactSheet(t *testing.T) {
@@ -16,9 +20,18 @@ func TestContactSheet(t *testing.T) {
 	if path == "" {
 		t.Skip("set CORRUPT_CONTACT_SHEET=/path/sheet.png to write the contact sheet")
 	}
-	const w, h, gap = 320, 96, 4
+	const gap = 4
+	w, h := 320, 96
+	if sz := os.Getenv("CORRUPT_CONTACT_SIZE"); sz != "" { // e.g. 640x192
+		if _, err := fmt.Sscanf(sz, "%dx%d", &w, &h); err != nil || w <= 0 || h <= 0 {
+			t.Fatalf("CORRUPT_CONTACT_SIZE=%q: want WxH", sz)
+		}
+	}
 	src := roadScene(w, h)
 	names := Names()
+	if rows := os.Getenv("CORRUPT_CONTACT_ROWS"); rows != "" {
+		names = strings.Split(rows, ",")
+	}
 	sheet := image.NewNRGBA(image.Rect(0, 0, 6*(w+gap), len(names)*(h+gap)))
 	c := NewCorruptor()
 	out := make([]uint8, len(src))

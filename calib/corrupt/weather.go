@@ -98,13 +98,13 @@ func (c *Corruptor) frostTexture(w, h int) []float32 {
 
 	ice := c.buf(2, n)
 	clear(ice)
-	crystals := max(3, n/900)
+	crystals := max(3, n/350)
 	for range crystals {
 		x := c.rng.Float64() * float64(w)
 		y := c.rng.Float64() * float64(h)
 		ang := c.rng.Float64() * 2 * math.Pi
-		length := 12 + c.rng.Float64()*48
-		c.drawBranch(ice, w, h, x, y, ang, length, 0.55, 2)
+		length := 6 + c.rng.Float64()*c.rng.Float64()*60
+		c.drawBranch(ice, w, h, x, y, ang, length, 0.4, 2)
 	}
 	glow := c.buf(0, n)
 	copy(glow, ice)

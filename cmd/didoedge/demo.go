@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // runDemo runs the whole system on embedded defaults: the simulated camera
@@ -29,42 +28,43 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	locked := *env
+	locked.stdout = &lockedWriter{w: env.stdout}
+	env = &locked
 	if err := demo.CheckLibrary(); err != nil {
 		return err
 	}
-	if err := demo.CheckModels(*models); err != nil {
-		return err
-	}
-	specPath := filepath.Join(*models, demo.DepthIOSpec)
-	data, err := os.ReadFile(specPath)
+	ref, err := demo.ReadReference(*models)
 	if err != nil {
 		return err
 	}
-	spec, err := infer.ParseIOSpec(data, specPath)
+	spec := ref.Depth
+	work, err := os.MkdirTemp("", "didoedge-demo-")
 	if err != nil {
 		return err
 	}
-	outbox, err := os.MkdirTemp("", "didoedge-demo-outbox-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(outbox)
+	defer os.RemoveAll(work)
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
 	opts := demo.Options{ModelsDir: *models, MQTT: *mqttURL, BrokerListen: *brokerAddr, HTTP: *httpAddr,
-		OutboxDir: outbox, FPS: *fps, Seed: *seed}
+		WorkDir: work, FPS: *fps, Seed: *seed, Logger: env.log}
 	cam, err := demo.StartCamera(opts, spec.Input.Width, spec.Input.Height)
 	if err != nil {
 		return err
 	}
 	defer cam.Server.Close()
-	cfg, err := demo.Config(opts, cam.URL, spec.Input.Width, spec.Input.Height)
+	cfg, err := demo.Config(opts, cam.URL)
 	if err != nil {
 		return err
 	}
+	// The scene announcer stops before the command returns.
+	phaseCtx, stopPhases := context.WithCancel(ctx)
+	var phases sync.WaitGroup
+	defer phases.Wait()
+	defer stopPhases()
 	started := func(p *runtime.Pipeline, page string) {
 		fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
 		if b := p.BrokerAddr(); b != "" {
@@ -82,7 +82,11 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(env.stdout, " %s %v,", ph.Name, ph.Duration)
 		}
 		fmt.Fprintf(env.stdout, " looping; alert events follow, one line each\n")
-		go announcePhases(ctx, env, cam.Scenario)
+		phases.Add(1)
+		go func() {
+			defer phases.Done()
+			announcePhases(phaseCtx, env, cam.Scenario)
+		}()
 	}
 	return servePipeline(ctx, env, cfg, runtime.Options{}, true, started)
 }

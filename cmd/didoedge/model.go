@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/cross/smoke"
@@ -15,7 +16,7 @@ const modelUsage = `usage:
   didoedge model inspect FILE
   didoedge model expose FILE --tensor NAME --out FILE2
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
-  didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --config FILE --library FILE]
+  didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --depth-spec FILE --config FILE --library FILE]
   didoedge model compare DIR1 DIR2 [--tol 1e-3]`
 
 // runModel dispatches `didoedge model inspect|expose|export-test|run|compare`.
@@ -144,6 +145,7 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	seed := fs.Uint64("seed", 1, "synthetic frame seed")
 	height := fs.Int("height", 64, "frame height (the models' input height)")
 	width := fs.Int("width", 192, "frame width (the models' input width)")
+	depthSpec := fs.String("depth-spec", "", "IO spec YAML of the depth model (e.g. models/depth.yaml); sets the frame size")
 	config := fs.String("config", "", "YAML config whose inference section selects library and providers (default: CPU)")
 	library := fs.String("library", "", "ONNX Runtime library (overrides the config's library key)")
 	pos, err := parseInterleaved(fs, args)
@@ -163,8 +165,19 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	if *library != "" {
 		cfg.Library = *library
 	}
+	var spec infer.IOSpec
+	if *depthSpec != "" {
+		data, err := os.ReadFile(*depthSpec)
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		if spec, err = infer.ParseIOSpec(data, *depthSpec); err != nil {
+			return err
+		}
+		*height, *width = spec.Input.Height, spec.Input.Width
+	}
 	sum, err := smoke.Run(ctx, smoke.RunConfig{
-		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width,
+		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width, DepthSpec: spec,
 		Frames: *frames, Seed: *seed, OutDir: *out, Inference: cfg, Log: env.log,
 	})
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -33,6 +35,19 @@ func runRun(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	return servePipeline(ctx, env, cfg, runtime.Options{}, !*quiet, nil)
+}
+
+// lockedWriter serializes writes from the pipeline goroutine (event
+// lines) and others (scene announcements).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // servePipeline builds the pipeline, serves the debug page, handles SIGHUP

@@ -42,6 +42,9 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	frames := fs.Int("frames-per-drive", 200, "frame indices per drive")
 	lr := fs.Float64("lr", 1e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
 	width := fs.Int("width-mult", 1, "channel multiplier of the network")
+	auxDecoder := fs.Bool("aux-decoder", false, "append the decoder features to the aux_features output (the AuxUE's input)")
+	auxCoord := fs.Bool("aux-coord", true, "append the row coordinate to the aux_features output")
+	fromCkpt := fs.String("from-checkpoint", "", "skip training: load this checkpoint and only export")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,18 +56,33 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width = uint64(*seed), *width
 	start := time.Now()
-	net, st, err := depthnet.Train(ctx, cfg)
-	if err != nil {
-		return err
+	var net *depthnet.Net
+	var st depthnet.TrainStats
+	var err error
+	if *fromCkpt != "" {
+		if net, err = depthnet.New(cfg.Net); err != nil {
+			return err
+		}
+		if _, err := nn.LoadCheckpointFile(*fromCkpt, net.Params()); err != nil {
+			return err
+		}
+		st.Steps, st.DistinctFrames = *steps, *drives**frames
+		if st.ValAbsRel, err = depthnet.Validate(net, cfg); err != nil {
+			return err
+		}
+	} else {
+		if net, st, err = depthnet.Train(ctx, cfg); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
+			return fmt.Errorf("create checkpoint directory: %w", err)
+		}
+		if err := nn.SaveCheckpointFile(*ckpt, net.Params(), map[string]string{
+			"seed": fmt.Sprint(*seed), "steps": fmt.Sprint(*steps), "width_mult": fmt.Sprint(*width)}); err != nil {
+			return err
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
-		return fmt.Errorf("create checkpoint directory: %w", err)
-	}
-	if err := nn.SaveCheckpointFile(*ckpt, net.Params(), map[string]string{
-		"seed": fmt.Sprint(*seed), "steps": fmt.Sprint(*steps), "width_mult": fmt.Sprint(*width)}); err != nil {
-		return err
-	}
-	model, spec, err := net.WriteArtifacts(*out, "depth", 640)
+	model, spec, err := net.WriteArtifacts(*out, "depth", 640, depthnet.AuxOptions{Decoder: *auxDecoder, Coord: *auxCoord})
 	if err != nil {
 		return err
 	}
@@ -109,9 +127,9 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	drives := fs.Int("drives", 48, "training drives (as for train depth)")
 	framesPer := fs.Int("frames-per-drive", 200, "frame indices per drive (as for train depth)")
 	frames := fs.Int("frames", 300, "frames drawn from the pool and cached")
-	epochs := fs.Int("epochs", 8, "epochs over the cached frames")
+	epochs := fs.Int("epochs", 15, "epochs over the cached frames")
 	batch := fs.Int("batch", 2, "frames per step")
-	lr := fs.Float64("lr", 5e-4, "initial learning rate (poly decay 0.9 to 1e-5)")
+	lr := fs.Float64("lr", 2e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
 	encW := fs.Int("encoder-width", 8, "channels of each AuxUE encoder")
 	hidden := fs.Int("hidden", 8, "hidden channels of the DIDO head")
 	k := fs.Int("k", 32, "DIDO bins")
@@ -145,7 +163,7 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	if err := nn.SaveCheckpointFile(*ckpt, params, map[string]string{"seed": fmt.Sprint(*seed)}); err != nil {
 		return err
 	}
-	path, spec, err := depthnet.WriteAuxArtifacts(model, *out, "auxue", 192, 640, 80, filepath.Base(*depthModel))
+	path, spec, err := depthnet.WriteAuxArtifacts(model, *out, "auxue", 192, 640, filepath.Base(*depthModel))
 	if err != nil {
 		return err
 	}

@@ -47,11 +47,12 @@ func baseSummary() Summary {
 		Models: []ModelInfo{{Role: "depth", SHA256: "aa"}, {Role: "auxue", SHA256: "bb"}}}
 }
 
-// base gives every map distinct values; the largest |value| of a map is
-// known: depth 1+2*0.5+23*0.01 = 2.23 (frame 1, i = 23).
+// base gives every map distinct values, all exact in float32 (multiples of
+// 2^-7), so that no rounding or FMA fusion (arm64) can move them; the
+// largest |value| of a map is at frame 1, i = 23 (depth 1 + 0.5 + 23/128).
 func base(f int, m string, i int) float32 {
-	off := map[string]float32{MapDepth: 1, MapScale: 0.2, MapEpistemic: 0.05}[m]
-	return off + float32(f)*0.5 + float32(i)*0.01
+	off := map[string]float32{MapDepth: 1, MapScale: 0.25, MapEpistemic: 0.0625}[m]
+	return off + float32(f)*0.5 + float32(i)/128
 }
 
 func TestCompare(t *testing.T) {

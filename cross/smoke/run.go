@@ -37,7 +37,13 @@ type RunConfig struct {
 	Seed                   uint64 // seeds the synthetic frames
 	OutDir                 string
 	Inference              infer.Config // library and execution providers
-	Log                    *slog.Logger
+	// DepthSpec is the depth model's IO spec (input name, normalization,
+	// size, depth meaning), as models/depth.yaml gives it for a reference
+	// model. Zero means the test network's: input "image" with no
+	// normalization (p/255), metric output "depth", Height x Width. When set,
+	// its input size must equal Height x Width.
+	DepthSpec infer.IOSpec
+	Log       *slog.Logger
 }
 
 // Run runs the depth model on Frames synthetic frames, then the AuxUE on
@@ -67,9 +73,15 @@ func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
 		return nil, fmt.Errorf("smoke run: %w", err)
 	}
 
-	depthSpec := infer.IOSpec{
-		Input: infer.InputSpec{Name: DepthInput, Layout: "NCHW", Channels: 3, Height: cfg.Height, Width: cfg.Width},
-		Depth: infer.OutputSpec{Name: DepthOutput, Meaning: infer.MeaningMetricDepth},
+	depthSpec := cfg.DepthSpec
+	if depthSpec.Input.Name == "" {
+		depthSpec = infer.IOSpec{
+			Input: infer.InputSpec{Name: DepthInput, Layout: "NCHW", Channels: 3, Height: cfg.Height, Width: cfg.Width},
+			Depth: infer.OutputSpec{Name: DepthOutput, Meaning: infer.MeaningMetricDepth},
+		}
+	}
+	if depthSpec.Input.Height != cfg.Height || depthSpec.Input.Width != cfg.Width {
+		return nil, fmt.Errorf("smoke run: frame size %dx%d differs from the depth io spec's %dx%d", cfg.Height, cfg.Width, depthSpec.Input.Height, depthSpec.Input.Width)
 	}
 	depthSess, err := infer.NewSession(ctx, cfg.DepthModel, depthSpec, cfg.Inference, log)
 	if err != nil {

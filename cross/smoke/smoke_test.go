@@ -11,6 +11,7 @@ import (
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/runtime/infer"
 	"gorgonia.org/tensor"
 )
 
@@ -108,27 +109,13 @@ func TestSyntheticFrame(t *testing.T) {
 
 // TestRunMatchesGoForward runs the smoke pipeline through ONNX Runtime and
 // recomputes every map with the Go networks (auxue/nn forward, auxue
-// read-outs) on the same synthetic frames: depth from TinyUNet on p/255, the
-// AuxUE on that image plus the depth as a fourth channel.
+// read-outs) on the same synthetic frames: depth from TinyUNet on the
+// normalized image, the AuxUE on that image plus the depth as a fourth
+// channel. With an IO spec, its mean and std must be applied.
 func TestRunMatchesGoForward(t *testing.T) {
 	cfg := TestModelConfig{Height: 16, Width: 32, Seed: 5}
 	dir := t.TempDir()
 	models, err := ExportTestModels(filepath.Join(dir, "models"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const frames = 2
-	sum, err := Run(context.Background(), RunConfig{
-		DepthModel: models.Depth, AuxUEModel: models.AuxUE, Height: cfg.Height, Width: cfg.Width,
-		Frames: frames, Seed: 11, OutDir: filepath.Join(dir, "run"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Models[0].Provider != "cpu" || len(sum.Maps) != 3*frames {
-		t.Fatalf("summary: provider %q, %d maps", sum.Models[0].Provider, len(sum.Maps))
-	}
-	read, err := ReadSummary(filepath.Join(dir, "run"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,47 +124,78 @@ func TestRunMatchesGoForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, w := cfg.Height, cfg.Width
-	plane := h * w
-	rgb := make([]byte, 3*plane)
-	x := nn.NewDense(1, 3, h, w)
-	feat := nn.NewDense(1, 4, h, w)
-	var pred auxue.Prediction
-	got := make([]float32, plane)
-	for f := range frames {
-		SyntheticFrame(rgb, w, h, 11, f)
-		for i := range plane {
-			for c := range 3 {
-				nn.Data(x)[c*plane+i] = float32(rgb[3*i+c]) / 255
-			}
-		}
-		depth, _, err := unet.Forward(x)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(nn.Data(feat), nn.Data(x))
-		copy(nn.Data(feat)[3*plane:], nn.Data(depth))
-		if err := aux.Predict(tensor.New(tensor.WithShape(1, 4, h, w), tensor.WithBacking(nn.Data(feat))), 0.9, &pred); err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range []struct {
-			name string
-			want []float32
-		}{{MapDepth, nn.Data(depth)}, {MapScale, pred.Scale}, {MapEpistemic, pred.Epistemic}} {
-			if err := readFloat32(filepath.Join(dir, "run", read.file(f, m.name)), got); err != nil {
+	tests := []struct {
+		name      string
+		spec      infer.IOSpec
+		mean, std [3]float32
+	}{
+		{"default spec", infer.IOSpec{}, [3]float32{0, 0, 0}, [3]float32{1, 1, 1}},
+		{"spec with normalization", infer.IOSpec{
+			Input: infer.InputSpec{Name: DepthInput, Height: h, Width: w, Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225}},
+			Depth: infer.OutputSpec{Name: DepthOutput, Meaning: infer.MeaningMetricDepth},
+		}, [3]float32{0.485, 0.456, 0.406}, [3]float32{0.229, 0.224, 0.225}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const frames = 2
+			out := filepath.Join(t.TempDir(), "run")
+			sum, err := Run(context.Background(), RunConfig{
+				DepthModel: models.Depth, AuxUEModel: models.AuxUE, Height: h, Width: w,
+				Frames: frames, Seed: 11, OutDir: out, DepthSpec: tc.spec,
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
-			var diff, scale float64
-			for i, v := range m.want {
-				diff = max(diff, math.Abs(float64(got[i])-float64(v)))
-				scale = max(scale, math.Abs(float64(v)))
+			if sum.Models[0].Provider != "cpu" || len(sum.Maps) != 3*frames {
+				t.Fatalf("summary: provider %q, %d maps", sum.Models[0].Provider, len(sum.Maps))
 			}
-			if f == 0 {
-				t.Logf("%s: max|ORT-Go| %.2g, max|Go| %.3g", m.name, diff, scale)
+			read, err := ReadSummary(out)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if scale == 0 || diff > 1e-4*scale {
-				t.Errorf("frame %d %s: max|ORT-Go| = %.3g with max|Go| = %.3g", f, m.name, diff, scale)
+			plane := h * w
+			rgb := make([]byte, 3*plane)
+			x := nn.NewDense(1, 3, h, w)
+			feat := nn.NewDense(1, 4, h, w)
+			var pred auxue.Prediction
+			got := make([]float32, plane)
+			for f := range frames {
+				SyntheticFrame(rgb, w, h, 11, f)
+				for i := range plane {
+					for c := range 3 {
+						nn.Data(x)[c*plane+i] = (float32(rgb[3*i+c])/255 - tc.mean[c]) / tc.std[c]
+					}
+				}
+				depth, _, err := unet.Forward(x)
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(nn.Data(feat), nn.Data(x))
+				copy(nn.Data(feat)[3*plane:], nn.Data(depth))
+				if err := aux.Predict(tensor.New(tensor.WithShape(1, 4, h, w), tensor.WithBacking(nn.Data(feat))), 0.9, &pred); err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range []struct {
+					name string
+					want []float32
+				}{{MapDepth, nn.Data(depth)}, {MapScale, pred.Scale}, {MapEpistemic, pred.Epistemic}} {
+					if err := readFloat32(filepath.Join(out, read.file(f, m.name)), got); err != nil {
+						t.Fatal(err)
+					}
+					var diff, scale float64
+					for i, v := range m.want {
+						diff = max(diff, math.Abs(float64(got[i])-float64(v)))
+						scale = max(scale, math.Abs(float64(v)))
+					}
+					if f == 0 {
+						t.Logf("%s: max|ORT-Go| %.2g, max|Go| %.3g", m.name, diff, scale)
+					}
+					if scale == 0 || diff > 1e-4*scale {
+						t.Errorf("frame %d %s: max|ORT-Go| = %.3g with max|Go| = %.3g", f, m.name, diff, scale)
+					}
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -198,6 +216,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"models swapped", func(c *RunConfig) { c.DepthModel, c.AuxUEModel = c.AuxUEModel, c.DepthModel }, "input \"image\" not found"},
 		{"no frames", func(c *RunConfig) { c.Frames = 0 }, "frames 0"},
 		{"no output dir", func(c *RunConfig) { c.OutDir = "" }, "output directory"},
+		{"spec size differs", func(c *RunConfig) {
+			c.DepthSpec = infer.IOSpec{Input: infer.InputSpec{Name: DepthInput, Height: 32, Width: 32}, Depth: infer.OutputSpec{Name: DepthOutput}}
+		}, "differs from the depth io spec's 32x32"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,12 +6,16 @@
 package demo
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/rtspserver"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -19,32 +23,47 @@ import (
 
 // Reference model files in the models directory.
 const (
-	DepthModel    = "depth.onnx"
-	AuxUEModel    = "auxue.onnx"
-	DepthIOSpec   = "depth.yaml" // runtime/infer IO spec of depth.onnx
-	Manifest      = "MANIFEST"
-	CalibrationFn = "calibration.yaml" // optional: `didoedge calibrate` output
+	DepthModel  = "depth.onnx"
+	AuxUEModel  = "auxue.onnx"
+	DepthIOSpec = "depth.yaml" // runtime/infer IO spec of depth.onnx
+	// AuxUEDescription describes auxue.onnx's input and outputs (optional).
+	AuxUEDescription = "auxue.yaml"
+	Manifest         = "MANIFEST"
+	CalibrationFn    = "calibration.yaml" // optional: `didoedge calibrate` output
 )
 
 // buildHints says which command makes each reference file.
 var buildHints = map[string]string{
-	DepthModel:  "didoedge train depth",
-	DepthIOSpec: "didoedge train depth",
-	AuxUEModel:  "didoedge train auxue",
-	Manifest:    "didoedge train depth, then didoedge train auxue",
+	DepthModel:  "`didoedge train depth`",
+	DepthIOSpec: "`didoedge train depth`",
+	AuxUEModel:  "`didoedge train auxue`",
+	Manifest:    "`didoedge train depth`, then `didoedge train auxue`",
 }
 
 // Options configure the demo.
 type Options struct {
-	ModelsDir    string  // reference models (default "models")
-	MQTT         string  // external broker URL; "" runs the embedded broker
-	BrokerListen string  // embedded broker address (default 127.0.0.1:1883)
-	HTTP         string  // debug page address (default 127.0.0.1:8080; "off")
-	RTSPListen   string  // simulated camera address (default 127.0.0.1:0)
-	OutboxDir    string  // required: the outbox directory
-	FPS          float64 // camera frame rate (default 15)
-	Seed         int64   // world seed (default 1)
-	Phases       []Phase // default DefaultScenario()
+	ModelsDir    string // reference models (default "models")
+	MQTT         string // external broker URL; "" runs the embedded broker
+	BrokerListen string // embedded broker address (default 127.0.0.1:1883)
+	HTTP         string // debug page address (default 127.0.0.1:8080; "off")
+	RTSPListen   string // simulated camera address (default 127.0.0.1:0)
+	// WorkDir (required, existing) holds the outbox and the demo's
+	// calibration file.
+	WorkDir string
+	FPS     float64 // camera frame rate (default 15)
+	Seed    int64   // world seed (default 1)
+	Phases  []Phase // default DefaultScenario()
+	// Calibration overrides the calibration file (default: the models
+	// directory's calibration.yaml if present, else built-in defaults).
+	Calibration string
+	// UpdateInterval sets alerts.events.update_interval (default 0: off).
+	UpdateInterval time.Duration
+	Logger         *slog.Logger // for the camera server (default slog.Default())
+	// Zones replaces the demo's four zones (ego lane, sides, road ahead).
+	Zones []alerts.ZoneSpec
+	// Precompute > 0 renders that many frames per phase up front and loops
+	// them (see Scenario.Precompute).
+	Precompute int
 }
 
 func (o *Options) defaults() {
@@ -77,7 +96,7 @@ func CheckModels(dir string) error {
 	for _, f := range []string{Manifest, DepthModel, DepthIOSpec, AuxUEModel} {
 		p := filepath.Join(dir, f)
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("reference model file %s is missing (%v); build the reference models with `%s` (see docs/models.md), or pass --models DIR",
+			return fmt.Errorf("reference model file %s is missing (%v); build the reference models with %s (see docs/models.md), or pass --models DIR",
 				p, errors.Unwrap(err), buildHints[f])
 		}
 	}
@@ -87,7 +106,7 @@ func CheckModels(dir string) error {
 // CheckLibrary finds the ONNX Runtime library or says how to get it.
 func CheckLibrary() error {
 	if _, err := infer.ResolveLibrary(""); err != nil {
-		return fmt.Errorf("ONNX Runtime library: %w (fetch it with `bash scripts/deps.sh`)", err)
+		return fmt.Errorf("ONNX Runtime library: %w", err)
 	}
 	return nil
 }
@@ -106,7 +125,12 @@ func StartCamera(o Options, width, height int) (*Camera, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen,
+	if o.Precompute > 0 {
+		if err := sc.Precompute(o.Precompute); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen, Logger: o.Logger,
 		Generated: map[string]rtspserver.Generated{"sim": {Source: sc, FPS: o.FPS, Quality: 85}}})
 	if err != nil {
 		return nil, fmt.Errorf("simulated camera: %w", err)
@@ -117,27 +141,111 @@ func StartCamera(o Options, width, height int) (*Camera, error) {
 	return &Camera{Server: srv, Scenario: sc, URL: "rtsp://" + srv.Addr() + "/sim"}, nil
 }
 
-// Config builds the runtime configuration of the demo for a camera URL and
-// the depth model's input size, through the same parser and checks as a
-// config file. The reference AuxUE (auxue/depthnet) reads the normalized
-// image and the depth in metres as one (1,4,H,W) tensor "features" and
-// returns the Laplace scale "scale" and K/S "epistemic" at (1,1,H,W).
-func Config(o Options, cameraURL string, width, height int) (*runtime.Config, error) {
-	o.defaults()
-	if o.OutboxDir == "" {
-		return nil, errors.New("demo: outbox directory required")
+// Reference describes the reference models of a models directory.
+type Reference struct {
+	Dir   string
+	Depth infer.IOSpec // from depth.yaml
+	// AuxUE is the runtime/infer view of auxue.onnx and Inputs what feeds it.
+	AuxUE  infer.IOSpec
+	Inputs []string
+}
+
+// ReadReference reads depth.yaml and, when present, auxue.yaml. Without
+// auxue.yaml the AuxUE is taken to read the normalized image and the depth
+// in metres as one (1,4,H,W) tensor "features" and to return "scale" (b)
+// and "epistemic" (K/S). With it, its input and outputs are used; when the
+// depth model exposes feature outputs, the first one feeds the AuxUE as is.
+func ReadReference(dir string) (*Reference, error) {
+	if err := CheckModels(dir); err != nil {
+		return nil, err
 	}
-	models, err := filepath.Abs(o.ModelsDir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	cal := ""
-	if p := filepath.Join(models, CalibrationFn); fileExists(p) {
+	specPath := filepath.Join(abs, DepthIOSpec)
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		return nil, err
+	}
+	depth, err := infer.ParseIOSpec(raw, specPath)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reference{Dir: abs, Depth: depth, Inputs: []string{runtime.InputImage, runtime.InputDepth},
+		AuxUE: infer.IOSpec{
+			Input:    infer.InputSpec{Name: "features", Layout: "NCHW", Channels: 4, Height: depth.Input.Height, Width: depth.Input.Width},
+			Depth:    infer.OutputSpec{Name: "scale", Meaning: infer.MeaningMetricDepth},
+			Features: []infer.FeatureSpec{{Name: "epistemic"}},
+		}}
+	if len(depth.Features) > 0 {
+		r.Inputs = []string{depth.Features[0].Name}
+	}
+	descPath := filepath.Join(abs, AuxUEDescription)
+	raw, err = os.ReadFile(descPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.AuxUE, err = runtime.ParseAuxUEDescription(raw, descPath); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Config builds the runtime configuration of the demo for a camera URL,
+// through the same parser and checks as a config file.
+func Config(o Options, cameraURL string) (*runtime.Config, error) {
+	o.defaults()
+	ref, err := ReadReference(o.ModelsDir)
+	if err != nil {
+		return nil, err
+	}
+	a := ref.AuxUE
+	auxIO := fmt.Sprintf("{input: {name: %q, layout: NCHW, channels: %d, height: %d, width: %d}, depth: {name: %q, meaning: metric_depth}, features: [{name: %q}]}",
+		a.Input.Name, a.Input.Channels, a.Input.Height, a.Input.Width, a.Depth.Name, a.Features[0].Name)
+	inputs, err := json.Marshal(ref.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if o.WorkDir == "" {
+		return nil, errors.New("demo: work directory required")
+	}
+	models := ref.Dir
+	cal := o.Calibration
+	if p := filepath.Join(models, CalibrationFn); cal == "" && fileExists(p) {
 		cal = p
+	}
+	if cal == "" {
+		cal = filepath.Join(o.WorkDir, "demo-calibration.yaml")
+		if err := writeDemoCalibration(cal); err != nil {
+			return nil, err
+		}
 	}
 	broker := "embedded"
 	if o.MQTT != "" {
 		broker = o.MQTT
+	}
+	zones := `
+    - name: ego_lane_near
+      polygon: [[0.38, 0.55], [0.62, 0.55], [0.85, 1.0], [0.15, 1.0]]
+    - name: left_side
+      polygon: [[0.0, 0.5], [0.38, 0.55], [0.15, 1.0], [0.0, 1.0]]
+    - name: right_side
+      polygon: [[0.62, 0.55], [1.0, 0.5], [1.0, 1.0], [0.85, 1.0]]
+    - name: road_ahead
+      polygon: [[0.3, 0.42], [0.7, 0.42], [0.62, 0.55], [0.38, 0.55]]`
+	if len(o.Zones) > 0 {
+		zones = ""
+		for _, z := range o.Zones {
+			poly, err := json.Marshal(z.Polygon)
+			if err != nil {
+				return nil, err
+			}
+			zones += fmt.Sprintf("\n    - {name: %q, polygon: %s}", z.Name, poly)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `camera:
@@ -150,28 +258,18 @@ depth:
   io_spec: %q
 auxue:
   model: %q
-  io:
-    input: {name: features, layout: NCHW, channels: 4, height: %d, width: %d}
-    depth: {name: scale, meaning: metric_depth}
-    features: [{name: epistemic}]
-  inputs: [image, depth]
+  io: %s
+  inputs: %s
 alerts:
   vehicle: demo
   camera: front
   calibration: %q
-  zones:
-    - name: ego_lane_near
-      polygon: [[0.38, 0.55], [0.62, 0.55], [0.85, 1.0], [0.15, 1.0]]
-    - name: left_side
-      polygon: [[0.0, 0.5], [0.38, 0.55], [0.15, 1.0], [0.0, 1.0]]
-    - name: right_side
-      polygon: [[0.62, 0.55], [1.0, 0.5], [1.0, 1.0], [0.85, 1.0]]
-    - name: road_ahead
-      polygon: [[0.3, 0.42], [0.7, 0.42], [0.62, 0.55], [0.38, 0.55]]
+  zones:%s
   events:
     inertia_frames: 2
     min_hold: 1s
     camera_stall: 3s
+    update_interval: %s
   mqtt:
     broker: %q
     client_id: didoedge-demo
@@ -186,9 +284,28 @@ http:
   listen: %q
   max_fps: 4
 `, cameraURL, filepath.Join(models, DepthModel), filepath.Join(models, DepthIOSpec),
-		filepath.Join(models, AuxUEModel), height, width, cal,
-		broker, o.OutboxDir, o.BrokerListen, o.HTTP)
+		filepath.Join(models, AuxUEModel), auxIO, inputs, cal, zones, o.UpdateInterval,
+		broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
 	return runtime.Parse("demo defaults", []byte(b.String()), models)
+}
+
+// writeDemoCalibration writes the built-in thresholds without the
+// pessimistic-depth criterion: the demo camera sits on a car whose road
+// a few metres ahead is always near, which would keep the lower zones
+// critical and hide the out-of-distribution episodes the demo is about.
+func writeDemoCalibration(path string) error {
+	c := alerts.DefaultCalibration()
+	c.Levels.PessimisticDepth = nil
+	c.Meta = map[string]string{"source": "didoedge demo: built-in defaults without pessimistic_depth_m; run didoedge calibrate for calibrated thresholds"}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("demo calibration: %w", err)
+	}
+	if err := alerts.WriteCalibration(f, c); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func fileExists(p string) bool {

@@ -40,8 +40,18 @@ type Scenario struct {
 	frame     *sim.Frame
 	period    time.Duration
 
-	mu      sync.Mutex
-	current int // index of the phase of the last rendered frame
+	cache [][][]uint8 // per phase, frames 0..n-1 (see Precompute)
+
+	mu       sync.Mutex
+	current  int // index of the phase of the last rendered frame
+	switches []Switch
+}
+
+// Switch records when the camera started rendering a phase.
+type Switch struct {
+	Phase int
+	At    time.Time // wall time the first frame of the phase was rendered
+	Frame int
 }
 
 // NewScenario builds the renderers for the phases.
@@ -97,17 +107,48 @@ func (s *Scenario) Current() int {
 	return s.current
 }
 
+// Switches returns the phase changes so far, oldest first.
+func (s *Scenario) Switches() []Switch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Switch(nil), s.switches...)
+}
+
 // Size implements rtspserver.FrameSource.
 func (s *Scenario) Size() (int, int) { return s.w, s.h }
+
+// Precompute renders frames 0..n-1 of every phase once; Render then
+// serves frame index%n from memory. Benchmarks use it so that the
+// simulator's rendering does not compete with the pipeline for the CPU.
+func (s *Scenario) Precompute(n int) error {
+	s.cache = make([][][]uint8, len(s.phases))
+	for ph := range s.phases {
+		for i := range n {
+			if err := s.renderers[ph].Render(i, s.frame); err != nil {
+				return err
+			}
+			s.cache[ph] = append(s.cache[ph], append([]uint8(nil), s.frame.RGB...))
+		}
+	}
+	return nil
+}
 
 // Render implements rtspserver.FrameSource: frame index of its phase.
 func (s *Scenario) Render(index int, rgb []uint8) error {
 	ph := s.PhaseAt(index)
-	if err := s.renderers[ph].Render(index, s.frame); err != nil {
-		return err
+	if s.cache != nil {
+		c := s.cache[ph]
+		copy(rgb, c[index%len(c)])
+	} else {
+		if err := s.renderers[ph].Render(index, s.frame); err != nil {
+			return err
+		}
+		copy(rgb, s.frame.RGB)
 	}
-	copy(rgb, s.frame.RGB)
 	s.mu.Lock()
+	if ph != s.current {
+		s.switches = append(s.switches, Switch{Phase: ph, At: time.Now(), Frame: index})
+	}
 	s.current = ph
 	s.mu.Unlock()
 	return nil

@@ -1,0 +1,375 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/depthnet"
+	"github.com/didoedge/didoedge/auxue/nn"
+	"gorgonia.org/tensor"
+)
+
+// auxVariant is one generalized AuxUE trained on the frozen main model.
+type auxVariant struct {
+	Head        string // laplace, gaussian, ggau, nig
+	Shared      bool
+	K           int
+	Lambda      float64
+	Categorical bool // softmax cross-entropy over the K bins instead of DIDO
+}
+
+func (v auxVariant) id() string {
+	enc := "sep"
+	if v.Shared {
+		enc = "shared"
+	}
+	s := fmt.Sprintf("%s_%s_k%d_l%s", v.Head, enc, v.K, strconv.FormatFloat(v.Lambda, 'g', -1, 64))
+	if v.Categorical {
+		s += "_cat"
+	}
+	return s
+}
+
+// auxMethod is a method read out of an AuxUE variant.
+type auxMethod struct {
+	name      string
+	variant   int  // index into the variants
+	epistemic bool // K/S (or entropy for categorical) instead of the aleatoric scale
+}
+
+// auxPlan lists the variants to train and the methods read from them.
+func auxPlan(c *Config) ([]auxVariant, []auxMethod) {
+	var vs []auxVariant
+	var ms []auxMethod
+	add := func(v auxVariant) int {
+		for i, w := range vs {
+			if w == v {
+				return i
+			}
+		}
+		vs = append(vs, v)
+		return len(vs) - 1
+	}
+	a := c.AuxUE
+	for _, enc := range a.Encoders {
+		for _, h := range a.Heads {
+			i := add(auxVariant{Head: h, Shared: enc == "shared", K: a.K, Lambda: a.Lambda})
+			short := map[string]string{"separate": "sep", "shared": "shared"}[enc]
+			ms = append(ms, auxMethod{name: h + "_" + short, variant: i})
+			if h == "laplace" {
+				ms = append(ms, auxMethod{name: "dido_" + short, variant: i, epistemic: true})
+			}
+		}
+	}
+	if a.Categorical {
+		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: a.Lambda, Categorical: true})
+		ms = append(ms, auxMethod{name: "categorical", variant: i, epistemic: true})
+	}
+	for _, k := range c.Ablations.K {
+		i := add(auxVariant{Head: "laplace", K: k, Lambda: a.Lambda})
+		ms = append(ms, auxMethod{name: fmt.Sprintf("dido_k%d", k), variant: i, epistemic: true})
+	}
+	for _, l := range c.Ablations.Lambda {
+		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: l})
+		ms = append(ms, auxMethod{name: "dido_lambda" + strconv.FormatFloat(l, 'g', -1, 64), variant: i, epistemic: true})
+	}
+	return vs, ms
+}
+
+// auxData is the AuxUE training set of one seed: half-resolution features
+// (RGB + depth/80), errors |d - y| and validity, as depthnet.AuxTrain builds it.
+type auxData struct {
+	n, h2, w2 int
+	ch        int // input channels
+	feats     []float32
+	errs      []float32
+	valid     []bool
+	bins      map[int][]int32 // per K, per-image equal-frequency bins
+}
+
+func buildAuxData(ctx context.Context, c *Config, dm *depthModel, seed int64) (*auxData, error) {
+	d := c.Data
+	src, err := depthnet.NewSimSource(d.TrainSeed+c.Main.Seed, d.Drives, d.FramesPerDrive, d.Width, d.Height)
+	if err != nil {
+		return nil, err
+	}
+	n, h2, w2 := c.AuxUE.Frames, d.Height/2, d.Width/2
+	hw2 := h2 * w2
+	ch := auxInputChannels(c, dm)
+	ad := &auxData{n: n, h2: h2, w2: w2, ch: ch, feats: make([]float32, n*ch*hw2),
+		errs: make([]float32, n*hw2), valid: make([]bool, n*hw2), bins: map[int][]int32{}}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x657661))
+	depth := make([]float32, d.Width*d.Height)
+	for f := 0; f < n; f++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fr, err := src.Sample(rng)
+		if err != nil {
+			return nil, err
+		}
+		dm.setImage(fr.RGB, false)
+		x := ad.feats[f*ch*hw2 : (f+1)*ch*hw2]
+		var dec []float32
+		if ch > auxChannels {
+			dec = x[auxChannels*hw2:]
+		}
+		if err := dm.predictFeatures(depth, dec); err != nil {
+			return nil, err
+		}
+		depthnet.AuxFeatures(dm.image(), depth, d.Height, d.Width, maxDepth, x[:auxChannels*hw2])
+		depthnet.HalfResErrors(depth, fr.Sparse, d.Height, d.Width, ad.errs[f*hw2:(f+1)*hw2], ad.valid[f*hw2:(f+1)*hw2])
+	}
+	return ad, nil
+}
+
+func (ad *auxData) binsFor(k int) ([]int32, error) {
+	if b, ok := ad.bins[k]; ok {
+		return b, nil
+	}
+	disc, err := auxue.NewDiscretizer(k)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]int32, len(ad.errs))
+	if err := disc.PerImage(ad.errs, ad.valid, ad.n, ad.h2*ad.w2, b); err != nil {
+		return nil, err
+	}
+	ad.bins[k] = b
+	return b, nil
+}
+
+// auxInputChannels is the AuxUE input width for the config's inputs.
+func auxInputChannels(c *Config, dm *depthModel) int {
+	if c.AuxUE.Inputs == "rgbd+decoder" {
+		return auxChannels + dm.decoderChannels()
+	}
+	return auxChannels
+}
+
+func newAuxModel(c *Config, v auxVariant, in int, seed int64) (*auxue.Model, error) {
+	kind, err := auxue.ParseAleatoricKind(v.Head)
+	if err != nil {
+		return nil, err
+	}
+	return auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: in,
+		EncoderWidth: c.AuxUE.EncoderWidth, SharedEncoder: v.Shared, Hidden: c.AuxUE.Hidden,
+		Aleatoric: auxue.AleatoricLoss{Kind: kind}, K: v.K, Lambda: v.Lambda, Seed: uint64(seed)})
+}
+
+func auxParams(m *auxue.Model) []*nn.Param {
+	named := m.Params()
+	ps := make([]*nn.Param, len(named))
+	for i, p := range named {
+		ps[i] = p.Param
+	}
+	return ps
+}
+
+// auxCheckpointParams are handles on the same tensors named by their model
+// paths (the layers' own names repeat).
+func auxCheckpointParams(m *auxue.Model) []*nn.Param {
+	named := m.Params()
+	ps := make([]*nn.Param, len(named))
+	for i, p := range named {
+		ps[i] = &nn.Param{Name: p.Name, Value: p.Param.Value, Grad: p.Param.Grad}
+	}
+	return ps
+}
+
+// auxCacheKey names what decides an AuxUE's weights.
+type auxCacheKey struct {
+	Main                      string
+	W, H, Drives, FramesPer   int
+	TrainSeed, MainSeed, Seed int64
+	Frames, Epochs, Batch     int
+	LR, EndLR                 float64
+	EncoderWidth, Hidden      int
+	Inputs                    string
+	Variant                   string
+}
+
+// loadOrTrainAux trains variant v on ad (or loads it from cacheDir).
+func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed int64, mainID string, ad func() (*auxData, error), cacheDir string, log *slog.Logger) (*auxue.Model, bool, error) {
+	m, err := newAuxModel(c, v, in, seed)
+	if err != nil {
+		return nil, false, err
+	}
+	a, d := c.AuxUE, c.Data
+	key := auxCacheKey{Main: mainID, W: d.Width, H: d.Height, Drives: d.Drives, FramesPer: d.FramesPerDrive,
+		TrainSeed: d.TrainSeed, MainSeed: c.Main.Seed, Seed: seed, Frames: a.Frames, Epochs: a.Epochs, Batch: a.Batch,
+		LR: a.LR, EndLR: a.EndLR, EncoderWidth: a.EncoderWidth, Hidden: a.Hidden, Inputs: a.Inputs, Variant: v.id()}
+	path := filepath.Join(cacheDir, fmt.Sprintf("auxue-%s-s%d-%s.ckpt", v.id(), seed, hashOf(key)))
+	params := auxParams(m)
+	if fileExists(path) {
+		if _, err := nn.LoadCheckpointFile(path, auxCheckpointParams(m)); err != nil {
+			return nil, false, fmt.Errorf("cached auxue %s: %w", v.id(), err)
+		}
+		return m, true, nil
+	}
+	data, err := ad()
+	if err != nil {
+		return nil, false, err
+	}
+	bins, err := data.binsFor(v.K)
+	if err != nil {
+		return nil, false, err
+	}
+	hw2 := data.h2 * data.w2
+	B := a.Batch
+	ch := data.ch
+	x := nn.NewDense(B, ch, data.h2, data.w2)
+	xs := nn.Data(x)
+	errs, valid, bb := make([]float32, B*hw2), make([]bool, B*hw2), make([]int32, B*hw2)
+	perEpoch := data.n / B
+	total := perEpoch * a.Epochs
+	opt := nn.NewAdam(params, nn.AdamConfig{})
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x617578))
+	order := make([]int, data.n)
+	for i := range order {
+		order[i] = i
+	}
+	cat := auxue.CategoricalLoss{K: v.K}
+	var dRaw, dLog *tensor.Dense
+	step := 0
+	var last float64
+	for ep := 0; ep < a.Epochs; ep++ {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		var sum float64
+		for k := 0; k < perEpoch; k++ {
+			if err := ctx.Err(); err != nil {
+				return nil, false, err
+			}
+			for b := 0; b < B; b++ {
+				f := order[k*B+b]
+				copy(xs[b*ch*hw2:(b+1)*ch*hw2], data.feats[f*ch*hw2:(f+1)*ch*hw2])
+				copy(errs[b*hw2:(b+1)*hw2], data.errs[f*hw2:(f+1)*hw2])
+				copy(valid[b*hw2:(b+1)*hw2], data.valid[f*hw2:(f+1)*hw2])
+				copy(bb[b*hw2:(b+1)*hw2], bins[f*hw2:(f+1)*hw2])
+			}
+			nn.ZeroGrad(params)
+			raw, logits, err := m.Forward(x, nn.Train)
+			if err != nil {
+				return nil, false, fmt.Errorf("auxue %s step %d: %w", v.id(), step, err)
+			}
+			if dRaw == nil {
+				dRaw, dLog = nn.NewDense(raw.Shape()...), nn.NewDense(logits.Shape()...)
+			}
+			la, _, err := m.Config.Aleatoric.Loss(nn.Data(raw), B, hw2, errs, valid, nn.Data(dRaw))
+			if err != nil {
+				return nil, false, fmt.Errorf("auxue %s step %d: %w", v.id(), step, err)
+			}
+			var le float64
+			if v.Categorical {
+				le, _, err = cat.Loss(nn.Data(logits), B, hw2, bb, nn.Data(dLog))
+			} else {
+				le, _, err = m.DIDO.Loss(nn.Data(logits), B, hw2, bb, nn.Data(dLog))
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("auxue %s step %d: %w", v.id(), step, err)
+			}
+			if math.IsNaN(la+le) || math.IsInf(la+le, 0) {
+				return nil, false, fmt.Errorf("auxue %s: loss %v at step %d: %w", v.id(), la+le, step, errDiverged)
+			}
+			if err := m.Backward(dRaw, dLog); err != nil {
+				return nil, false, err
+			}
+			if err := opt.Step(nn.PolyDecay(a.LR, a.EndLR, step, total, 0.9)); err != nil {
+				return nil, false, err
+			}
+			sum += la + le
+			step++
+		}
+		last = sum / float64(max(perEpoch, 1))
+		log.Debug("eval: auxue epoch", "variant", v.id(), "seed", seed, "epoch", ep+1, "loss", last)
+	}
+	log.Debug("eval: trained auxue", "variant", v.id(), "seed", seed, "last_epoch_loss", last)
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, false, fmt.Errorf("create cache %q: %w", cacheDir, err)
+	}
+	if err := nn.SaveCheckpointFile(path, auxCheckpointParams(m), map[string]string{"variant": v.id(), "seed": fmt.Sprint(seed)}); err != nil {
+		return nil, false, err
+	}
+	return m, false, nil
+}
+
+// auxReadout runs an AuxUE on one frame's half-resolution features and
+// writes the aleatoric scale and the epistemic score (K/S, or the entropy
+// for the categorical head), replicated 2x2 to full resolution.
+type auxReadout struct {
+	x          *tensor.Dense
+	half       []float32
+	w, h       int
+	catEntropy []float32
+}
+
+func newAuxReadout(w, h, ch int) *auxReadout {
+	return &auxReadout{x: nn.NewDense(1, ch, h/2, w/2), half: make([]float32, (w/2)*(h/2)), w: w, h: h}
+}
+
+// setFeatures builds the input from the normalized image, the depth and
+// (for rgbd+decoder) the decoder features.
+func (r *auxReadout) setFeatures(img, depth, dec []float32) {
+	x := nn.Data(r.x)
+	hw2 := (r.w / 2) * (r.h / 2)
+	depthnet.AuxFeatures(img, depth, r.h, r.w, maxDepth, x[:auxChannels*hw2])
+	copy(x[auxChannels*hw2:], dec)
+}
+
+func (r *auxReadout) run(m *auxue.Model, categorical bool, scale, epis []float32) error {
+	raw, logits, err := m.Forward(r.x, nn.Eval)
+	if err != nil {
+		return err
+	}
+	hw2 := len(r.half)
+	if scale != nil {
+		np := m.Config.Aleatoric.Kind.NumParams()
+		rd := nn.Data(raw)
+		var p [3]float32
+		for j := 0; j < hw2; j++ {
+			for c := 0; c < np; c++ {
+				p[c] = rd[c*hw2+j]
+			}
+			r.half[j] = float32(m.Config.Aleatoric.Scale(p[:np]))
+		}
+		r.upsample(scale)
+	}
+	if epis != nil {
+		if categorical {
+			err = auxue.CategoricalLoss{K: m.Config.K}.Entropy(nn.Data(logits), 1, hw2, r.half)
+		} else {
+			err = m.DIDO.Epistemic(nn.Data(logits), 1, hw2, r.half, nil)
+		}
+		if err != nil {
+			return err
+		}
+		r.upsample(epis)
+	}
+	return nil
+}
+
+func (r *auxReadout) upsample(dst []float32) {
+	w2 := r.w / 2
+	for v := 0; v < r.h; v++ {
+		src := r.half[(v/2)*w2:]
+		row := dst[v*r.w : (v+1)*r.w]
+		for u := range row {
+			row[u] = src[u/2]
+		}
+	}
+}
+
+// errDiverged marks a training run whose loss became NaN or infinite.
+var errDiverged = errors.New("training diverged")
+
+// auxChannels is the AuxUE input: the half-resolution normalized RGB and the
+// predicted depth / maxDepth (depthnet.AuxFeatures).
+const auxChannels = 4

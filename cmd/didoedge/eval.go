@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/didoedge/didoedge/calib/eval"
+)
+
+// runEval runs the paper's depth protocol of a config and writes the report:
+// didoedge eval --config FILE --out DIR [--cache DIR].
+func runEval(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "eval")
+	config := fs.String("config", "configs/eval-quick.yaml", "evaluation config (configs/eval-*.yaml)")
+	out := fs.String("out", "", "output directory: results.json, report.md, PNG plots (required)")
+	cache := fs.String("cache", "", "directory of trained models (default OUT/cache); re-runs load them instead of retraining")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	cfg, err := eval.LoadConfig(*config)
+	if err != nil {
+		return err
+	}
+	cmd := "didoedge " + strings.Join(append([]string{"eval"}, args...), " ")
+	res, curves, err := eval.Run(ctx, cfg, eval.Options{Out: *out, Cache: *cache, Command: cmd, ConfigPath: *config, Log: env.log})
+	if err != nil {
+		return err
+	}
+	if err := eval.WriteReport(*out, cfg, res, curves); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "wrote %s/report.md and %s/results.json (%d rows) in %.0f s\n", *out, *out, len(res.Runs), res.Meta.WallSeconds["total"])
+	return nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/calib/dataset"
+)
+
+// TestHelperProcessRuntime is not a test: TestRunSignals runs the test
+// binary with DIDOEDGE_HELPER_ARGS set, and this function then acts as
+// the didoedge binary (real process, real signals).
+func TestHelperProcessRuntime(t *testing.T) {
+	args := os.Getenv("DIDOEDGE_HELPER_ARGS")
+	if args == "" {
+		return
+	}
+	os.Args = append([]string{"didoedge"}, strings.Split(args, "\x1f")...)
+	main()
+}
+
+const signalsConfig = `camera:
+  sequence: {dir: frames, fps: 10, loop: true}
+inference: {providers: [{name: cpu}], intra_op_threads: 1}
+depth:
+  model: depth.onnx
+  io: {input: {name: image, height: 32, width: 64}, depth: {name: depth, meaning: metric_depth}}
+auxue:
+  model: auxue.onnx
+  io: {input: {name: features, channels: 4, height: 32, width: 64}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
+alerts:
+  vehicle: sigcar
+  camera: front
+  calibration: %s
+  grid: {rows: 1, cols: 2}
+  events: {inertia_frames: 1, min_hold: 0s, camera_stall: 0s}
+  mqtt: {broker: embedded, client_id: didoedge-sig, close_timeout: 5s}
+  outbox: {dir: outbox}
+  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
+http: {listen: "127.0.0.1:0"}
+`
+
+const (
+	alarmCal = "version: 1\ntau_e: 0.000001\ntau_a: 1000\nscale_correction: 1\ncoverage: 0.9\nlevels:\n  ood_fraction: {warn: {enter: 0.5, exit: 0.4}, critical: {enter: 0.9, exit: 0.8}}\n"
+	quietCal = "version: 1\ntau_e: 1\ntau_a: 1000\nscale_correction: 1\ncoverage: 0.9\nlevels:\n  ood_fraction: {warn: {enter: 0.5, exit: 0.4}, critical: {enter: 0.9, exit: 0.8}}\n"
+)
+
+// TestRunSignals runs `didoedge run` as a process on an image sequence:
+// events are printed, SIGHUP swaps in a quiet calibration (the open
+// episodes end), SIGTERM stops it with exit code 0 and an empty outbox.
+func TestRunSignals(t *testing.T) {
+	dir := t.TempDir()
+	frames := filepath.Join(dir, "frames")
+	os.MkdirAll(frames, 0o755)
+	rgb := make([]uint8, 64*32*3)
+	for i := range 4 {
+		for j := range rgb {
+			rgb[j] = uint8(j*5 + 40*i)
+		}
+		var b bytes.Buffer
+		if err := dataset.EncodeRGBPNG(&b, 64, 32, rgb); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(frames, fmt.Sprintf("%03d.png", i)), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := unet.Export([]int64{1, 3, 32, 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm)
+	onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax)
+	os.WriteFile(filepath.Join(dir, "alarm.yaml"), []byte(alarmCal), 0o644)
+	os.WriteFile(filepath.Join(dir, "quiet.yaml"), []byte(quietCal), 0o644)
+	cfgPath := filepath.Join(dir, "run.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(signalsConfig, "alarm.yaml")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcessRuntime$")
+	cmd.Env = append(os.Environ(), "DIDOEDGE_HELPER_ARGS=run\x1f--config\x1f"+cfgPath)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	var mu sync.Mutex
+	var lines []string
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+		}
+	}()
+	count := func(kind string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, " "+kind+" ") {
+				n++
+			}
+		}
+		return n
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("timed out waiting for %s; stdout %q; stderr:\n%s", what, lines, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	wait("two NEW events", func() bool { return count("NEW") >= 2 })
+
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(signalsConfig, "quiet.yaml")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	wait("two END events after SIGHUP", func() bool { return count("END") >= 2 })
+
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("no exit 20 s after SIGTERM; stderr:\n%s", stderr.String())
+	}
+	t.Logf("stdout: %q", lines)
+	if count("NEW") != 2 {
+		t.Fatalf("NEW events after the quiet reload: %q", lines)
+	}
+	if !strings.Contains(stderr.String(), "reloaded zones and thresholds") || !strings.Contains(stderr.String(), "draining the pipeline") {
+		t.Fatalf("stderr lacks the reload or drain log:\n%s", stderr.String())
+	}
+	box, err := outbox.Open(outbox.Options{Dir: filepath.Join(dir, "outbox"), MaxBytes: 64 << 20, MaxRecords: 100000, SegmentBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	if st := box.Stats(); st.Pending != 0 {
+		t.Fatalf("%d events left in the outbox after SIGTERM", st.Pending)
+	}
+}

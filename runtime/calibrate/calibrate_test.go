@@ -1,0 +1,258 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/runtime"
+)
+
+// laplaceSample draws n |e| with e ~ Laplace(0, bTrue) (|e| ~ Exp(1/bTrue))
+// and predicted scales bTrue/k, bTrue varying per pixel in [0.5, 2].
+func laplaceSample(n int, k float64, seed uint64) (absErr, b []float32) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	absErr, b = make([]float32, n), make([]float32, n)
+	for i := range n {
+		bt := 0.5 + 1.5*rng.Float64()
+		absErr[i] = float32(bt * rng.ExpFloat64())
+		b[i] = float32(bt / k)
+	}
+	return absErr, b
+}
+
+func TestQuantileClosedForm(t *testing.T) {
+	tests := []struct {
+		name string
+		gen  func(r *rand.Rand) float64
+		q    float64
+		want float64 // the distribution's q-quantile
+	}{
+		{"uniform 0.99", func(r *rand.Rand) float64 { return r.Float64() }, 0.99, 0.99},
+		{"uniform 0.9", func(r *rand.Rand) float64 { return r.Float64() }, 0.9, 0.9},
+		// Exp(1): F^-1(q) = -ln(1-q).
+		{"exponential 0.99", func(r *rand.Rand) float64 { return r.ExpFloat64() }, 0.99, -math.Log(0.01)},
+		// K/S = K/(K+G) with G ~ Exp(1)*10: F^-1 via the Exp quantile.
+		{"epistemic-like 0.95", func(r *rand.Rand) float64 { return 32 / (32 + 10*r.ExpFloat64()) }, 0.95, 32 / (32 + 10*-math.Log(1-0.05))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, 2))
+			v := make([]float32, 200000)
+			for i := range v {
+				v[i] = float32(tc.gen(r))
+			}
+			got := Quantile(v, tc.q)
+			// Standard error of a sample quantile: sqrt(q(1-q)/n)/f(x_q);
+			// 1% relative is > 5 standard errors for all cases here.
+			if math.Abs(got-tc.want) > 0.01*math.Max(1, tc.want) {
+				t.Fatalf("quantile %g = %g, want %g", tc.q, got, tc.want)
+			}
+		})
+	}
+	if got := Quantile([]float32{3, 1, 2, 4}, 0.5); got != 2 {
+		t.Fatalf("nearest-rank median of 1..4 = %g, want 2", got)
+	}
+	if !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Fatal("quantile of nothing must be NaN")
+	}
+}
+
+// TestScaleCorrectionClosedForm: with errors Laplace of scale k*b, the
+// interval of scale b covers 1-(1-c)^(1/k) of the pixels, the correction
+// factor is k, and the corrected interval covers c. UCE before is
+// E[b_true](1 - 1/k) (per bin, mean |e| = b_true and mean u = b_true/k);
+// after it is about 0... up to the factor's choice by coverage, which for a
+// Laplace is exact, so UCE after tends to 0.
+func TestScaleCorrectionClosedForm(t *testing.T) {
+	for _, tc := range []struct{ k, c float64 }{{2, 0.9}, {0.5, 0.9}, {1, 0.8}, {3, 0.95}} {
+		t.Run(fmt.Sprintf("k=%g,c=%g", tc.k, tc.c), func(t *testing.T) {
+			absErr, b := laplaceSample(300000, tc.k, 5)
+			if got := ScaleCorrection(absErr, b, tc.c); math.Abs(got-tc.k)/tc.k > 0.02 {
+				t.Fatalf("scale correction %g, want %g", got, tc.k)
+			}
+			wantBefore := 1 - math.Pow(1-tc.c, 1/tc.k)
+			if got := Coverage(absErr, b, 1, tc.c); math.Abs(got-wantBefore) > 0.005 {
+				t.Fatalf("coverage before %g, want %g", got, wantBefore)
+			}
+			corr := ScaleCorrection(absErr, b, tc.c)
+			if got := Coverage(absErr, b, corr, tc.c); math.Abs(got-tc.c) > 1e-4 {
+				t.Fatalf("coverage after %g, want %g", got, tc.c)
+			}
+			uceBefore, err := UCE(absErr, b, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantUCE := 1.25 * math.Abs(1-1/tc.k) // E[b_true] = 1.25 for U[0.5, 2]
+			if math.Abs(uceBefore-wantUCE) > 0.02 {
+				t.Fatalf("UCE before %g, want %g", uceBefore, wantUCE)
+			}
+			uceAfter, err := UCE(absErr, b, corr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if uceAfter > 0.03 {
+				t.Fatalf("UCE after %g, want about 0", uceAfter)
+			}
+		})
+	}
+	if got := LaplaceHalfWidth(0.9); math.Abs(got-math.Log(10)) > 1e-12 {
+		t.Fatalf("half width %g", got)
+	}
+}
+
+const tinyH, tinyW = 32, 64
+
+// simDrives renders tiny simulated drives for dataset.Generate.
+type simDrives struct{}
+
+type simDrive struct {
+	r *sim.Renderer
+	f *sim.Frame
+}
+
+func (simDrives) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) {
+	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: tinyW, Height: tinyH, Seed: d.Seed, Parallelism: 1})
+	if err != nil {
+		return nil, err
+	}
+	return &simDrive{r: r, f: sim.NewFrame(tinyW, tinyH)}, nil
+}
+
+func (d *simDrive) RenderFrame(i int, s *dataset.Sample) error {
+	if err := d.r.Render(i, d.f); err != nil {
+		return err
+	}
+	f := d.f
+	*s = dataset.Sample{Frame: i, Width: f.Width, Height: f.Height, RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
+	return nil
+}
+
+// testRig writes a tiny rendered data set (3 drives, the val drive with 4
+// frames), seeded test models and a runtime config using them.
+func testRig(t *testing.T) (data string, cfg *runtime.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	data = filepath.Join(dir, "data")
+	probe, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: tinyW, Height: tinyH, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx, fy, cx, cy := probe.Intrinsics()
+	meta := dataset.Meta{World: sim.WorldOutdoor, Seed: 1, Width: tinyW, Height: tinyH, DepthScale: dataset.KITTIDepthScale,
+		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, Semantic: "cityscapes", Sparse: "lidar-hdl64"}
+	for d, split := range dataset.AssignSplits(3) {
+		meta.Drives = append(meta.Drives, dataset.Drive{Name: fmt.Sprintf("outdoor_drive_%04d_sync", d),
+			Seed: dataset.DriveSeed(1, d), Split: split, Count: 4, Stride: 1})
+	}
+	if err := dataset.Generate(context.Background(), dataset.GenerateOptions{Dir: data, Meta: meta, Workers: 2}, simDrives{}); err != nil {
+		t.Fatal(err)
+	}
+	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := unet.Export([]int64{1, 3, tinyH, tinyW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, tinyH, tinyW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm); err != nil {
+		t.Fatal(err)
+	}
+	if err := onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`camera: {url: "rtsp://127.0.0.1:1/unused"}
+inference: {providers: [{name: cpu}], intra_op_threads: 1}
+depth:
+  model: depth.onnx
+  io: {input: {name: image, height: %[1]d, width: %[2]d}, depth: {name: depth, meaning: metric_depth}}
+auxue:
+  model: auxue.onnx
+  io: {input: {name: features, channels: 4, height: %[1]d, width: %[2]d}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
+alerts:
+  vehicle: v
+  camera: front
+  grid: {rows: 2, cols: 2}
+  mqtt: {broker: embedded, client_id: c}
+  outbox: {dir: outbox}
+  embedded: {allow_anonymous: true}
+http: {listen: "off"}
+`, tinyH, tinyW)
+	if cfg, err = runtime.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir); err != nil {
+		t.Fatal(err)
+	}
+	return data, cfg
+}
+
+// TestRunOnRenderedData calibrates the seeded models on a tiny rendered
+// data set and checks the file's invariants: the quantile construction
+// gives a coverage of at least nominal, within one pixel's share; tau_e
+// and tau_a are the (1-FAR) quantiles, so about FAR of the validation
+// pixels lie above them.
+func TestRunOnRenderedData(t *testing.T) {
+	data, cfg := testRig(t)
+	const far = 0.05
+	res, err := Run(context.Background(), Options{Config: cfg, Data: data, TargetFAR: far})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Frames != 4 || res.Pixels == 0 || res.GTPixels == 0 {
+		t.Fatalf("frames %d pixels %d gt %d", res.Frames, res.Pixels, res.GTPixels)
+	}
+	if d := res.CoverageAfter - 0.9; d < 0 || d > 1/float64(res.GTPixels)+1e-9 {
+		t.Fatalf("coverage after %g, want 0.9 (+ at most one pixel of %d)", res.CoverageAfter, res.GTPixels)
+	}
+	cal := res.Calibration
+	if len(cal.TauEZones) != 4 || cal.TauE <= 0 || cal.TauE > 1 || cal.TauA <= 0 || cal.ScaleCorrection <= 0 {
+		t.Fatalf("calibration %+v", cal)
+	}
+	for _, key := range []string{"coverage_before", "coverage_after", "uce_before_m", "uce_after_m", "frames", "target_far"} {
+		if _, err := strconv.ParseFloat(cal.Meta[key], 64); err != nil {
+			t.Fatalf("meta %s = %q", key, cal.Meta[key])
+		}
+	}
+	// Round trip through the alerts file format.
+	path := filepath.Join(t.TempDir(), "cal.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alerts.WriteCalibration(f, cal); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	back, err := alerts.LoadCalibration(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.TauE != cal.TauE || back.ScaleCorrection != cal.ScaleCorrection || back.Meta["coverage_after"] != cal.Meta["coverage_after"] {
+		t.Fatalf("round trip changed the calibration: %+v vs %+v", back, cal)
+	}
+
+	// Bad inputs get clear errors.
+	if _, err := Run(context.Background(), Options{Config: cfg, Data: data, TargetFAR: 1.5}); err == nil {
+		t.Fatal("target FAR 1.5 accepted")
+	}
+	if _, err := Run(context.Background(), Options{Config: cfg, Data: filepath.Join(data, "nope"), TargetFAR: far}); err == nil {
+		t.Fatal("missing data set accepted")
+	}
+}

@@ -1,0 +1,271 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/calibrate"
+)
+
+func TestScenarioPhases(t *testing.T) {
+	phases := []Phase{
+		{Name: "a", World: sim.WorldOutdoor, Duration: 2 * time.Second},
+		{Name: "b", World: sim.WorldOutdoor, Fog: 0.1, Duration: time.Second},
+		{Name: "c", World: sim.WorldIndoor, Duration: 500 * time.Millisecond},
+	}
+	sc, err := NewScenario(phases, 10, 64, 32, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 fps: frames 0-19 a, 20-29 b, 30-34 c, then the loop (35 frames).
+	for _, tc := range []struct{ frame, phase int }{{0, 0}, {19, 0}, {20, 1}, {29, 1}, {30, 2}, {34, 2}, {35, 0}, {55, 1}} {
+		if got := sc.PhaseAt(tc.frame); got != tc.phase {
+			t.Errorf("frame %d: phase %d, want %d", tc.frame, got, tc.phase)
+		}
+	}
+	if len(sc.renderers) != 3 || sc.renderers[0] == sc.renderers[1] {
+		t.Fatal("fog and clear phases must have their own renderers")
+	}
+	// Fog changes the picture of the same frame; the depth world is the same.
+	clear, fog := make([]uint8, 64*32*3), make([]uint8, 64*32*3)
+	if err := sc.Render(5, clear); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.renderers[1].Render(5, sc.frame); err != nil {
+		t.Fatal(err)
+	}
+	copy(fog, sc.frame.RGB)
+	if slices.Equal(clear, fog) {
+		t.Fatal("heavy fog renders the same image as clear air")
+	}
+	if _, err := NewScenario(nil, 10, 64, 32, 1); err == nil {
+		t.Fatal("empty scenario accepted")
+	}
+}
+
+// TestMissingModelsNameTheCommand: without reference models the demo
+// says which file is missing and which command builds it.
+func TestMissingModelsNameTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	err := CheckModels(dir)
+	if err == nil {
+		t.Fatal("empty models directory accepted")
+	}
+	for _, want := range []string{filepath.Join(dir, Manifest), "didoedge train depth", "didoedge train auxue"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q does not mention %q", err, want)
+		}
+	}
+}
+
+// referenceModels returns the repository's models/ directory (or
+// $DIDOEDGE_REFERENCE_MODELS), failing (not skipping) when the reference
+// models are absent.
+func referenceModels(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "models")
+	if d := os.Getenv("DIDOEDGE_REFERENCE_MODELS"); d != "" {
+		dir = d
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckModels(dir); err != nil {
+		t.Fatalf("this test needs the trained reference models (random weights cannot tell in- from out-of-distribution; DIDOEDGE_REFERENCE_MODELS=DIR points elsewhere): %v", err)
+	}
+	return dir
+}
+
+// TestScenarioRaisesEpistemicEvents plays outdoor driving, then switches
+// the simulated camera mid-stream to the indoor world and to heavy fog:
+// a critical event for the out-of-distribution criterion must follow on
+// some zone within 1 s of the first such frame, and every episode must end
+// after the camera is back outdoors.
+func TestScenarioRaisesEpistemicEvents(t *testing.T) {
+	models := referenceModels(t)
+	ref, err := ReadReference(models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ref.Depth
+	calibration := filepath.Join(models, CalibrationFn)
+	if _, err := os.Stat(calibration); err != nil {
+		calibration = calibrateForTest(t, models, spec.Input.Width, spec.Input.Height)
+	}
+	for _, shift := range []Phase{
+		{Name: "indoor", World: sim.WorldIndoor, Duration: 8 * time.Second},
+		{Name: "heavy fog", World: sim.WorldOutdoor, Fog: 0.12, Duration: 8 * time.Second},
+	} {
+		t.Run(shift.Name, func(t *testing.T) {
+			phases := []Phase{
+				{Name: "outdoor", World: sim.WorldOutdoor, Duration: 10 * time.Second},
+				shift,
+				{Name: "outdoor again", World: sim.WorldOutdoor, Duration: time.Hour},
+			}
+			o := Options{ModelsDir: models, WorkDir: t.TempDir(), BrokerListen: "127.0.0.1:0",
+				HTTP: runtime.HTTPOff, Phases: phases, Calibration: calibration}
+			cam, err := StartCamera(o, spec.Input.Width, spec.Input.Height)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cam.Server.Close()
+			cfg, err := Config(o, cam.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type seen struct {
+				ev alerts.Event
+				at time.Time
+			}
+			var mu sync.Mutex
+			var events []seen
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p, err := runtime.New(ctx, cfg, runtime.Options{OnEvent: func(ev *alerts.Event) {
+				mu.Lock()
+				events = append(events, seen{*ev, time.Now()})
+				mu.Unlock()
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			deadline := time.Now().Add(45 * time.Second)
+			var shiftAt, backAt time.Time
+			for time.Now().Before(deadline) && backAt.IsZero() {
+				time.Sleep(100 * time.Millisecond)
+				for _, sw := range cam.Scenario.Switches() {
+					if sw.Phase == 1 && shiftAt.IsZero() {
+						shiftAt = sw.At
+					}
+					if sw.Phase == 2 && backAt.IsZero() {
+						backAt = sw.At
+					}
+				}
+			}
+			if backAt.IsZero() {
+				t.Fatal("the scenario did not reach its last phase in 45 s")
+			}
+			time.Sleep(8 * time.Second) // episodes end: inertia, min_hold
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			open := map[string]bool{}
+			var detected time.Duration = -1
+			for _, s := range events {
+				if s.ev.Kind != alerts.KindZone {
+					continue
+				}
+				if s.at.Before(shiftAt) && s.ev.Level == alerts.LevelCritical && slices.Contains(s.ev.Reasons, "ood_fraction") {
+					t.Errorf("out-of-distribution event before the switch, on in-distribution frames: %s", runtime.FormatEvent(&s.ev))
+				}
+				if detected < 0 && !s.at.Before(shiftAt) && s.ev.Level == alerts.LevelCritical && slices.Contains(s.ev.Reasons, "ood_fraction") {
+					detected = s.at.Sub(shiftAt)
+				}
+				switch s.ev.Type {
+				case alerts.EventNew:
+					open[s.ev.Zone] = true
+				case alerts.EventEnd:
+					delete(open, s.ev.Zone)
+				}
+			}
+			if detected < 0 {
+				t.Fatalf("no critical ood_fraction event after switching to %s (%d events)", shift.Name, len(events))
+			}
+			t.Logf("%s: critical ood_fraction event %v after the first %s frame", shift.Name, detected.Round(time.Millisecond), shift.Name)
+			if detected > time.Second {
+				t.Errorf("critical event %v after the switch, want within 1 s", detected)
+			}
+			if len(open) > 0 {
+				t.Errorf("episodes still open 8 s after returning outdoors: %v", open)
+			}
+		})
+	}
+}
+
+// simDrives renders outdoor drives for dataset.Generate.
+type simDrives struct{ w, h int }
+
+type simDrive struct {
+	r *sim.Renderer
+	f *sim.Frame
+}
+
+func (s simDrives) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) {
+	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: s.w, Height: s.h, Seed: d.Seed, Parallelism: 1})
+	if err != nil {
+		return nil, err
+	}
+	return &simDrive{r: r, f: sim.NewFrame(s.w, s.h)}, nil
+}
+
+func (d *simDrive) RenderFrame(i int, s *dataset.Sample) error {
+	if err := d.r.Render(i, d.f); err != nil {
+		return err
+	}
+	f := d.f
+	*s = dataset.Sample{Frame: i, Width: f.Width, Height: f.Height, RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
+	return nil
+}
+
+// calibrateForTest sets the thresholds like a user would without
+// models/calibration.yaml: `didoedge calibrate --target-far 0.01` on
+// freshly rendered in-distribution (outdoor, clear) validation frames.
+func calibrateForTest(t *testing.T, models string, w, h int) string {
+	t.Helper()
+	dir := t.TempDir()
+	probe, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Seed: 77})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx, fy, cx, cy := probe.Intrinsics()
+	meta := dataset.Meta{World: sim.WorldOutdoor, Seed: 77, Width: w, Height: h, DepthScale: dataset.KITTIDepthScale,
+		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, Semantic: "cityscapes", Sparse: "lidar-hdl64"}
+	for d, split := range dataset.AssignSplits(3) {
+		n := 2
+		if split == "val" {
+			n = 12
+		}
+		meta.Drives = append(meta.Drives, dataset.Drive{Name: fmt.Sprintf("outdoor_drive_%04d_sync", d),
+			Seed: dataset.DriveSeed(77, d), Split: split, Count: n, Stride: 5})
+	}
+	data := filepath.Join(dir, "data")
+	if err := dataset.Generate(context.Background(), dataset.GenerateOptions{Dir: data, Meta: meta, Workers: 2}, simDrives{w, h}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Config(Options{ModelsDir: models, WorkDir: dir, HTTP: runtime.HTTPOff}, "rtsp://127.0.0.1:1/unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := calibrate.Run(context.Background(), calibrate.Options{Config: cfg, Data: data, TargetFAR: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "calibration.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := alerts.WriteCalibration(f, res.Calibration); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("calibrated on %d rendered frames: tau_e %.4g, scale correction %.4g", res.Frames, res.Calibration.TauE, res.Calibration.ScaleCorrection)
+	return path
+}
