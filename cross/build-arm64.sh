@@ -67,6 +67,16 @@ mkdir -p "$(dirname "$OUT")"
 echo "build-arm64: go build ($(go version | awk '{print $3}'), CC=$CC, libavcodec $(pkg-config --modversion libavcodec) arm64)"
 go build -trimpath -ldflags "-X main.version=$version" -o "$OUT" "$@" ./cmd/didoedge
 
+# The M-JPEG-only variant links no FFmpeg library, for systems whose libavcodec
+# soname differs from Debian 12's (JetPack 6 has FFmpeg 4.4); docs/deploy.md.
+NOLIBAV_OUT=bin/linux-arm64-nolibav/didoedge
+mkdir -p "$(dirname "$NOLIBAV_OUT")"
+go build -trimpath -tags nolibav -ldflags "-X main.version=$version" -o "$NOLIBAV_OUT" "$@" ./cmd/didoedge
+if readelf -d "$NOLIBAV_OUT" | grep -q 'libav'; then
+  echo "build-arm64: $NOLIBAV_OUT links libav* despite -tags nolibav" >&2; exit 1
+fi
+echo "build-arm64: $NOLIBAV_OUT: $(file -b "$NOLIBAV_OUT" | cut -d, -f1-2) (M-JPEG only)"
+
 desc=$(file -b "$OUT")
 echo "build-arm64: $OUT: $desc"
 case "$desc" in

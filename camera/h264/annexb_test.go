@@ -2,6 +2,7 @@ package h264
 
 import (
 	"bytes"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func FuzzSplitAnnexB(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 0, 0, 1, 0x41, 0, 0})
 	f.Add([]byte{0, 0, 1, 0, 1, 0x41})
 	for _, name := range []string{"testdata/tiny.h264", "testdata/tiny96.h264"} {
-		if b, err := readFile(name); err == nil {
+		if b, err := os.ReadFile(name); err == nil {
 			f.Add(b)
 		}
 	}

@@ -1,3 +1,5 @@
+//go:build !nolibav
+
 package h264
 
 /*
@@ -57,25 +59,6 @@ import (
 	"fmt"
 	"unsafe"
 )
-
-// Codec selects the bitstream the Decoder expects.
-type Codec int
-
-// Supported codecs.
-const (
-	H264 Codec = iota
-	H265
-)
-
-func (c Codec) String() string {
-	switch c {
-	case H264:
-		return "H264"
-	case H265:
-		return "H265"
-	}
-	return fmt.Sprintf("Codec(%d)", int(c))
-}
 
 // Decoder turns access units into RGB24 pictures. It is not safe for
 // concurrent use.

@@ -1,3 +1,5 @@
+//go:build !nolibav
+
 package h264
 
 import (
@@ -6,8 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 )
-
-func readFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
 // accessUnits splits an Annex-B file into access units at its AUD NAL units
 // (the files are written with x264's aud=1).

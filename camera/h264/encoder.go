@@ -1,3 +1,5 @@
+//go:build !nolibav
+
 package h264
 
 /*
@@ -43,14 +45,6 @@ import (
 	"fmt"
 	"unsafe"
 )
-
-// EncoderConfig configures an Encoder.
-type EncoderConfig struct {
-	Width, Height int // even
-	FPS           int // frames per second, > 0
-	GOP           int // frames between IDR pictures; default FPS
-	Bitrate       int // bits per second; default 2 Mbit/s
-}
 
 // Encoder turns RGB24 pictures into H.264 access units with libavcodec's
 // libx264 (preset ultrafast, tune zerolatency: no B-frames, no lookahead,

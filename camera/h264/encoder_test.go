@@ -1,3 +1,5 @@
+//go:build !nolibav
+
 package h264
 
 import (

@@ -35,12 +35,13 @@ func commands() map[string]command {
 		"toy":     {"train the generalized AuxUE on the paper's 1D toy data sets", runToy},
 		"sim":     {"render, corrupt or serve the simulated driving world", runSim},
 		"camera":  {"probe an RTSP camera: codec, size, fps, per-frame latency", runCamera},
-		"model":   {"inspect an ONNX model or expose an intermediate tensor as an output", runModel},
+		"model":   {"inspect, expose, run or compare ONNX models (inspect|expose|run|compare|export-test)", runModel},
 		"run":     {"run the streaming pipeline of a config file (camera -> depth -> AuxUE -> alerts)", runRun},
 		"demo":    {"run everything on the simulated camera, embedded broker and reference models", runDemo},
+		"train":   {"train the reference depth network or the AuxUE (train depth|auxue)", runTrain},
+
 		"calibrate": {"set alert thresholds and the Laplace scale correction from validation frames", runCalibrate},
 		"bench":     {"measure frame-to-MQTT latency (bench latency) or memory over a soak (bench soak)", runBench},
-		"train":   {"train the reference depth network or the AuxUE (train depth|auxue)", runTrain},
 
 		"eval-quick": {"evaluate the reference depth and AuxUE models through ONNX Runtime", runEvalQuick},
 		"eval":       {"run the paper's depth protocol of a config and write the report (eval --config FILE --out DIR)", runEval},
