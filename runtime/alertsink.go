@@ -22,6 +22,7 @@ type alertSink struct {
 	cfg    alerts.Config
 	engine *alerts.Engine
 	zones  []alerts.Zone
+	cal    alerts.Calibration
 	pub    *mqttpub.Publisher
 	box    *outbox.Outbox
 	broker *broker.Broker
@@ -42,26 +43,26 @@ type zoneTrack struct {
 	startMS int64
 }
 
-func buildEngine(cfg alerts.Config) (*alerts.Engine, []alerts.Zone, error) {
+func buildEngine(cfg alerts.Config) (*alerts.Engine, []alerts.Zone, alerts.Calibration, error) {
 	cal, err := cfg.LoadCalibrationFor()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cal, err
 	}
 	zones, ignore, err := cfg.ZoneSet.Resolve("alerts")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cal, err
 	}
 	e, err := alerts.NewEngine(cfg.EngineConfig(), zones, ignore, cal)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cal, err
 	}
-	return e, zones, nil
+	return e, zones, cal, nil
 }
 
 // openAlerts starts the embedded broker when configured, the outbox and the
 // publisher.
 func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEvent func(*alerts.Event)) (*alertSink, error) {
-	engine, zones, err := buildEngine(cfg)
+	engine, zones, cal, err := buildEngine(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEven
 		return nil, err
 	}
 	s := &alertSink{log: log, cfg: cfg, onEvent: onEvent}
-	s.setEngine(engine, zones)
+	s.setEngine(engine, zones, cal)
 	if cfg.MQTT.Broker == alerts.EmbeddedBroker {
 		bo, err := mqttpub.BrokerOptions(cfg.Embedded, log)
 		if err != nil {
@@ -101,8 +102,8 @@ func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEven
 	return s, nil
 }
 
-func (s *alertSink) setEngine(e *alerts.Engine, zones []alerts.Zone) {
-	s.engine, s.zones = e, zones
+func (s *alertSink) setEngine(e *alerts.Engine, zones []alerts.Zone, cal alerts.Calibration) {
+	s.engine, s.zones, s.cal = e, zones, cal
 	s.track = make([]zoneTrack, len(zones))
 	s.zoneIndex = make(map[string]int, len(zones))
 	for i, z := range zones {
@@ -183,7 +184,7 @@ func (s *alertSink) emit() error {
 // engine starts every zone at ok and subscribers must not be left with an
 // episode that never ends. Identity, MQTT and outbox settings are kept.
 func (s *alertSink) reload(cfg alerts.Config, now time.Time) error {
-	engine, zones, err := buildEngine(cfg)
+	engine, zones, cal, err := buildEngine(cfg)
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func (s *alertSink) reload(cfg alerts.Config, now time.Time) error {
 	keep := s.cfg
 	keep.ZoneSet, keep.Calibration, keep.Events = cfg.ZoneSet, cfg.Calibration, cfg.Events
 	s.cfg = keep
-	s.setEngine(engine, zones)
+	s.setEngine(engine, zones, cal)
 	for _, st := range engine.States(now) {
 		if err := s.pub.SetState(&st); err != nil {
 			s.log.Warn("zone state after reload", "zone", st.Zone, "err", err)

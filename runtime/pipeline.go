@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (p *Pipeline, err error
 	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
-	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones)
+	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones, p.sink.cal.TauE)
 	p.metrics.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
 		func() float64 { return float64(p.sink.pending()) })
 	p.metrics.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 {
@@ -284,7 +284,7 @@ func (p *Pipeline) reload() error {
 		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
 		return err
 	}
-	p.snap.setZones(p.sink.zones)
+	p.snap.setZones(p.sink.zones, p.sink.cal.TauE)
 	p.metrics.Reloads.Add(1)
 	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones), "calibration", ac.Calibration)
 	return nil

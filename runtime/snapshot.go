@@ -25,19 +25,22 @@ type Snapshot struct {
 	Depth, Scale, Epistemic []float32
 	Zones                   []alerts.Zone
 	Levels                  []alerts.Level
+	// TauE is the calibration's global K/S threshold (the page centres
+	// its epistemic colour scale on it).
+	TauE float64
 }
 
-func (s *Snapshot) init(imgW, imgH, mapW, mapH int, zones []alerts.Zone) {
+func (s *Snapshot) init(imgW, imgH, mapW, mapH int, zones []alerts.Zone, tauE float64) {
 	s.ImageW, s.ImageH, s.MapW, s.MapH = imgW, imgH, mapW, mapH
 	s.RGB = make([]uint8, 3*imgW*imgH)
 	n := mapW * mapH
 	s.Depth, s.Scale, s.Epistemic = make([]float32, n), make([]float32, n), make([]float32, n)
-	s.setZones(zones)
+	s.setZones(zones, tauE)
 }
 
-func (s *Snapshot) setZones(zones []alerts.Zone) {
+func (s *Snapshot) setZones(zones []alerts.Zone, tauE float64) {
 	s.mu.Lock()
-	s.Zones = zones
+	s.Zones, s.TauE = zones, tauE
 	s.Levels = make([]alerts.Level, len(zones))
 	s.mu.Unlock()
 }

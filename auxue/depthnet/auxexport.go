@@ -10,11 +10,11 @@ import (
 )
 
 // AuxUE graph names. The exported AuxUE reads one tensor, "features"
-// (1,C,H/2,W/2): the depth model's aux_features output (see Net.Export),
-// i.e. the half-resolution image, depth/MaxDepth and optionally the depth
-// decoder's features. It returns the Laplace scale b and the DIDO epistemic
-// K/S bilinearly upsampled to (1,1,H,W), and the Dirichlet alpha at half
-// resolution (1,K,H/2,W/2).
+// (1,C,H/f,W/f): the depth model's aux_features output (see Net.Export),
+// i.e. the image, depth/MaxDepth and optionally the row coordinate and the
+// decoder features at 1/f resolution. It returns the Laplace scale b and the
+// DIDO epistemic K/S bilinearly upsampled to (1,1,H,W), and the Dirichlet
+// alpha at the AuxUE's resolution (1,K,H/f,W/f).
 const (
 	AuxInputName     = "features"
 	AuxScaleName     = onnx.OutputScale
@@ -23,14 +23,14 @@ const (
 )
 
 // ExportAuxUE wraps the generalized AuxUE export of package auxue/onnx: the
-// AuxUE runs on the (1,C,height/2,width/2) features and its scale and
-// epistemic maps are upsampled to full resolution (Resize, half_pixel, the
-// same as nn.Upsample).
-func ExportAuxUE(m *auxue.Model, height, width int) (*onnx.Model, error) {
-	if height%2 != 0 || width%2 != 0 || height < 2 || width < 2 {
-		return nil, fmt.Errorf("export auxue: size %dx%d must be even", height, width)
+// AuxUE runs on the (1,C,height/factor,width/factor) features and its scale
+// and epistemic maps are upsampled to full resolution (Resize, half_pixel,
+// the same as nn.Upsample).
+func ExportAuxUE(m *auxue.Model, height, width, factor int) (*onnx.Model, error) {
+	if factor < 1 || height%factor != 0 || width%factor != 0 || height < factor || width < factor {
+		return nil, fmt.Errorf("export auxue: size %dx%d must be a multiple of the factor %d", height, width, factor)
 	}
-	inner, err := onnx.ExportAuxUE(m, []int64{1, int64(m.Config.In), int64(height / 2), int64(width / 2)})
+	inner, err := onnx.ExportAuxUE(m, []int64{1, int64(m.Config.In), int64(height / factor), int64(width / factor)})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func ExportAuxUE(m *auxue.Model, height, width int) (*onnx.Model, error) {
 		}
 	}
 	h, w := int64(height), int64(width)
-	g.Initializers = append(g.Initializers, onnx.FloatTensor("wrap_resize_scales", []int64{4}, []float32{1, 1, 2, 2}))
+	g.Initializers = append(g.Initializers, onnx.FloatTensor("wrap_resize_scales", []int64{4}, []float32{1, 1, float32(factor), float32(factor)}))
 	for _, name := range []string{AuxScaleName, AuxEpistemicName} {
 		g.Nodes = append(g.Nodes, &onnx.Node{Name: "wrap_up_" + name, OpType: "Resize",
 			Inputs: []string{"wrap_half_" + name, "", "wrap_resize_scales"}, Outputs: []string{name},
@@ -55,49 +55,59 @@ func ExportAuxUE(m *auxue.Model, height, width int) (*onnx.Model, error) {
 	g.Outputs = []*onnx.ValueInfo{
 		onnx.TensorValueInfo(AuxScaleName, onnx.DataTypeFloat, []int64{1, 1, h, w}),
 		onnx.TensorValueInfo(AuxEpistemicName, onnx.DataTypeFloat, []int64{1, 1, h, w}),
-		onnx.TensorValueInfo(AuxAlphaName, onnx.DataTypeFloat, []int64{1, int64(m.Config.K), h / 2, w / 2}),
+		onnx.TensorValueInfo(AuxAlphaName, onnx.DataTypeFloat, []int64{1, int64(m.Config.K), h / int64(factor), w / int64(factor)}),
 	}
 	return inner, nil
 }
 
-// AuxFeatures computes the first four channels of aux_features (4,H/2,W/2)
-// from the normalized image (3,H,W) and the predicted depth (H,W): the mean
-// of each 2x2 block, depth divided by maxDepth, as the exported graph does.
-func AuxFeatures(img, depth []float32, height, width int, maxDepth float64, dst []float32) {
-	h2, w2 := height/2, width/2
+// HalfResErrors is BlockErrors with f = 2 (half resolution).
+func HalfResErrors(depth, gt []float32, height, width int, errs []float32, valid []bool) {
+	BlockErrors(depth, gt, height, width, 2, errs, valid)
+}
+
+// AuxFeatures computes the first four channels of aux_features
+// (4,H/f,W/f) from the normalized image (3,H,W) and the predicted depth
+// (H,W): block means over f x f, depth divided by maxDepth, as the exported
+// graph does.
+func AuxFeatures(img, depth []float32, height, width, f int, maxDepth float64, dst []float32) {
+	hf, wf := height/f, width/f
 	hw := height * width
 	inv := float32(1 / maxDepth)
+	norm := 1 / float32(f*f)
 	for c := 0; c < 4; c++ {
-		var src []float32
-		scale := float32(0.25)
+		src, scale := depth, norm*inv
 		if c < 3 {
-			src = img[c*hw : (c+1)*hw]
-		} else {
-			src, scale = depth, 0.25*inv
+			src, scale = img[c*hw:(c+1)*hw], norm
 		}
-		out := dst[c*h2*w2 : (c+1)*h2*w2]
-		for v := 0; v < h2; v++ {
-			r0, r1 := src[2*v*width:], src[(2*v+1)*width:]
-			for u := 0; u < w2; u++ {
-				out[v*w2+u] = (r0[2*u] + r0[2*u+1] + r1[2*u] + r1[2*u+1]) * scale
+		out := dst[c*hf*wf : (c+1)*hf*wf]
+		for v := 0; v < hf; v++ {
+			for u := 0; u < wf; u++ {
+				var s float32
+				for dv := 0; dv < f; dv++ {
+					row := src[(f*v+dv)*width+f*u:]
+					for du := 0; du < f; du++ {
+						s += row[du]
+					}
+				}
+				out[v*wf+u] = s * scale
 			}
 		}
 	}
 }
 
-// HalfResErrors turns full-resolution absolute errors |depth - gt| on the
-// ground-truth pixels (gt > 0) into the AuxUE's half-resolution targets: a
-// 2x2 block is valid when any of its pixels has ground truth, and its error
-// is the mean over those pixels.
-func HalfResErrors(depth, gt []float32, height, width int, errs []float32, valid []bool) {
-	h2, w2 := height/2, width/2
-	for v := 0; v < h2; v++ {
-		for u := 0; u < w2; u++ {
+// BlockErrors turns full-resolution absolute errors |depth - gt| on the
+// ground-truth pixels (gt > 0) into the AuxUE's targets at 1/f resolution:
+// a block is valid when any of its pixels has ground truth, and its error is
+// the mean over those pixels.
+func BlockErrors(depth, gt []float32, height, width, f int, errs []float32, valid []bool) {
+	hf, wf := height/f, width/f
+	for v := 0; v < hf; v++ {
+		for u := 0; u < wf; u++ {
 			var s float32
 			n := 0
-			for dv := 0; dv < 2; dv++ {
-				for du := 0; du < 2; du++ {
-					i := (2*v+dv)*width + 2*u + du
+			for dv := 0; dv < f; dv++ {
+				for du := 0; du < f; du++ {
+					i := (f*v+dv)*width + f*u + du
 					if y := gt[i]; y > 0 {
 						e := depth[i] - y
 						if e < 0 {
@@ -108,7 +118,7 @@ func HalfResErrors(depth, gt []float32, height, width int, errs []float32, valid
 					}
 				}
 			}
-			j := v*w2 + u
+			j := v*wf + u
 			valid[j] = n > 0
 			errs[j] = 0
 			if n > 0 {
@@ -120,8 +130,8 @@ func HalfResErrors(depth, gt []float32, height, width int, errs []float32, valid
 
 // WriteAuxArtifacts exports the AuxUE to DIR/NAME.onnx and describes its IO
 // in DIR/NAME.yaml; depthModel names the main model it was trained on.
-func WriteAuxArtifacts(m *auxue.Model, dir, name string, height, width int, depthModel string) (model, spec string, err error) {
-	om, err := ExportAuxUE(m, height, width)
+func WriteAuxArtifacts(m *auxue.Model, dir, name string, height, width, factor int, depthModel string) (model, spec string, err error) {
+	om, err := ExportAuxUE(m, height, width, factor)
 	if err != nil {
 		return "", "", err
 	}
@@ -142,18 +152,18 @@ input:
 outputs:
   - {name: %s, shape: [1, 1, %d, %d], meaning: laplace_scale_b_metres}
   - {name: %s, shape: [1, 1, %d, %d], meaning: dido_epistemic_k_over_s}
-  - {name: %s, shape: [1, %d, %d, %d], meaning: dirichlet_alpha_half_resolution}
+  - {name: %s, shape: [1, %d, %d, %d], meaning: dirichlet_alpha_auxue_resolution}
 auxue:
-  resolution: half        # scale and epistemic are upsampled bilinearly to full resolution
+  downsampling: %d        # the AuxUE runs at 1/%d resolution; scale and epistemic are upsampled bilinearly
   encoders: separate
   encoder_width: %d
   hidden: %d
   aleatoric: laplace
   k: %d
   lambda: %g
-`, depthModel, AuxInputName, AuxFeaturesName, c.In, height/2, width/2,
-		AuxScaleName, height, width, AuxEpistemicName, height, width, AuxAlphaName, c.K, height/2, width/2,
-		c.EncoderWidth, c.Hidden, c.K, c.Lambda)
+`, depthModel, AuxInputName, AuxFeaturesName, c.In, height/factor, width/factor,
+		AuxScaleName, height, width, AuxEpistemicName, height, width, AuxAlphaName, c.K, height/factor, width/factor,
+		factor, factor, c.EncoderWidth, c.Hidden, c.K, c.Lambda)
 	spec = filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
 		return "", "", fmt.Errorf("write %q: %w", spec, err)

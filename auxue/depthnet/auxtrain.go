@@ -86,6 +86,7 @@ func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 // AuxStats summarizes an AuxUE run.
 type AuxStats struct {
 	Frames, Steps        int
+	Factor               int     // the AuxUE's downsampling, read from the depth model's aux_features
 	FirstLoss, LastLoss  float64 // mean total loss of the first and last epoch
 	FirstAlea, LastAlea  float64
 	FirstEpis, LastEpis  float64
@@ -95,12 +96,14 @@ type AuxStats struct {
 
 // auxCache holds the half-resolution training tensors of the cached frames.
 type auxCache struct {
-	feats []float32 // frames x ch x hw2
-	ch    int
-	errs  []float32 // frames x hw2
-	valid []bool
-	bins  []int32
-	hw2   int
+	feats  []float32 // frames x ch x hw2
+	ch     int
+	h2, w2 int // AuxUE resolution
+	factor int
+	errs   []float32 // frames x hw2
+	valid  []bool
+	bins   []int32
+	hw2    int
 }
 
 // AuxTrain freezes the depth model, runs it through ONNX Runtime on
@@ -122,7 +125,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	if err != nil {
 		return nil, st, err
 	}
-	st.Frames, st.MeanTrainAbsRel, st.CacheTime = cfg.Frames, absRel, time.Since(start)
+	st.Frames, st.MeanTrainAbsRel, st.CacheTime, st.Factor = cfg.Frames, absRel, time.Since(start), cache.factor
 	model, err := auxue.NewModel(cfg.AuxModelConfig(cache.ch))
 	if err != nil {
 		return nil, st, err
@@ -133,7 +136,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		params[i] = p.Param
 	}
 	opt := nn.NewAdam(params, nn.AdamConfig{})
-	h2, w2, hw2, B := cfg.Height/2, cfg.Width/2, cache.hw2, cfg.Batch
+	h2, w2, hw2, B := cache.h2, cache.w2, cache.hw2, cfg.Batch
 	C := cache.ch
 	x := nn.NewDense(B, C, h2, w2)
 	xs := nn.Data(x)
@@ -199,9 +202,12 @@ func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*
 		return nil, 0, err
 	}
 	W, H := cfg.Width, cfg.Height
-	hw2 := (H / 2) * (W / 2)
-	C := runner.AuxChannels()
-	c := &auxCache{hw2: hw2, ch: C, feats: make([]float32, cfg.Frames*C*hw2),
+	C, h2, w2 := runner.AuxShape()
+	if h2 == 0 || H%h2 != 0 || W != w2*(H/h2) {
+		return nil, 0, fmt.Errorf("train auxue: aux_features %dx%d does not divide the %dx%d frame", w2, h2, W, H)
+	}
+	hw2 := h2 * w2
+	c := &auxCache{hw2: hw2, ch: C, h2: h2, w2: w2, factor: H / h2, feats: make([]float32, cfg.Frames*C*hw2),
 		errs: make([]float32, cfg.Frames*hw2), valid: make([]bool, cfg.Frames*hw2), bins: make([]int32, cfg.Frames*hw2)}
 	disc, err := auxue.NewDiscretizer(cfg.K)
 	if err != nil {
@@ -235,7 +241,7 @@ func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*
 		}
 		copy(c.feats[f*C*hw2:(f+1)*C*hw2], aux)
 		e, v := c.errs[f*hw2:(f+1)*hw2], c.valid[f*hw2:(f+1)*hw2]
-		HalfResErrors(depth, fr.Sparse, H, W, e, v)
+		BlockErrors(depth, fr.Sparse, H, W, c.factor, e, v)
 		if err := disc.PerImage(e, v, 1, hw2, c.bins[f*hw2:(f+1)*hw2]); err != nil {
 			return nil, 0, err
 		}

@@ -164,7 +164,7 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatalf("depth loss did not fall: first %v last %v", st.FirstLoss, st.LastLoss)
 	}
 	dir := t.TempDir()
-	model, spec, err := net.WriteArtifacts(dir, "depth", W, AuxOptions{Decoder: true, Coord: true})
+	model, spec, err := net.WriteArtifacts(dir, "depth", W, AuxOptions{Decoder: true, Coord: true, Factor: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +207,12 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatalf("depth parity: worst relative difference %v", worst)
 	}
 	// The graph's pooled image and depth channels of aux_features.
-	pooled := make([]float32, 4*H*W/4)
-	AuxFeatures(img, depthORT, H, W, 80, pooled)
-	if len(auxORT) != net.AuxChannels(AuxOptions{Decoder: true, Coord: true})*H*W/4 {
-		t.Fatalf("aux_features has %d values, want %d", len(auxORT), net.AuxChannels(AuxOptions{Decoder: true, Coord: true})*H*W/4)
+	const f = 4
+	opts := AuxOptions{Decoder: true, Coord: true, Factor: f}
+	pooled := make([]float32, 4*H*W/(f*f))
+	AuxFeatures(img, depthORT, H, W, f, 80, pooled)
+	if len(auxORT) != net.AuxChannels(opts)*H*W/(f*f) {
+		t.Fatalf("aux_features has %d values, want %d", len(auxORT), net.AuxChannels(opts)*H*W/(f*f))
 	}
 	for i, v := range pooled {
 		if math.Abs(float64(v-auxORT[i])) > 1e-5*(1+math.Abs(float64(v))) {
@@ -228,12 +230,15 @@ func TestTrainSmoke(t *testing.T) {
 	if !(ast.LastLoss < ast.FirstLoss) {
 		t.Fatalf("auxue loss did not fall: first %v last %v", ast.FirstLoss, ast.LastLoss)
 	}
-	auxPath, _, err := WriteAuxArtifacts(aux, dir, "auxue", H, W, "depth.onnx")
+	if ast.Factor != f {
+		t.Fatalf("auxue factor %d, want %d", ast.Factor, f)
+	}
+	auxPath, _, err := WriteAuxArtifacts(aux, dir, "auxue", H, W, f, "depth.onnx")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkONNX(t, model, auxPath)
-	ar, err := OpenAuxRunner(auxPath, "", W, H, net.AuxChannels(AuxOptions{Decoder: true, Coord: true}))
+	ar, err := OpenAuxRunner(auxPath, "", W, H, net.AuxChannels(opts), H/f, W/f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +252,7 @@ func TestTrainSmoke(t *testing.T) {
 	}
 	// Go side at half resolution, upsampled by nn.Upsample (equal to the
 	// graph's Resize), must match ONNX Runtime pixel by pixel.
-	feats := nn.NewDense(1, net.AuxChannels(AuxOptions{Decoder: true, Coord: true}), H/2, W/2)
+	feats := nn.NewDense(1, net.AuxChannels(opts), H/f, W/f)
 	copy(nn.Data(feats), auxCopy)
 	var pred auxue.Prediction
 	if err := aux.Predict(feats, 0.9, &pred); err != nil {
@@ -257,9 +262,9 @@ func TestTrainSmoke(t *testing.T) {
 		name     string
 		go2, ort []float32
 	}{{"scale", pred.Scale, scale}, {"epistemic", pred.Epistemic, epis}} {
-		half := nn.NewDense(1, 1, H/2, W/2)
-		copy(nn.Data(half), c.go2)
-		full, err := (&nn.Upsample{Factor: 2}).Forward(half, nn.Eval)
+		low := nn.NewDense(1, 1, H/f, W/f)
+		copy(nn.Data(low), c.go2)
+		full, err := (&nn.Upsample{Factor: f}).Forward(low, nn.Eval)
 		if err != nil {
 			t.Fatal(err)
 		}

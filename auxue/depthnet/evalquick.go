@@ -32,10 +32,15 @@ type QuickConfig struct {
 // QuickResult holds the headline figures; JSON names are the CLI's.
 type QuickResult struct {
 	AbsRel    float64 `json:"absrel"`     // depth AbsRel on ground-truth pixels (per-image mean)
-	SkyAUC    float64 `json:"sky_auc"`    // DIDO epistemic: sky pixels (positive) vs ground-truth pixels
+	SkyAUC    float64 `json:"sky_auc"`    // DIDO epistemic: sky pixels (positive) vs ground-truth pixels, pooled over frames
 	SkyAUPR   float64 `json:"sky_aupr"`   // average precision of the same
 	IndoorAUC float64 `json:"indoor_auc"` // DIDO epistemic: indoor GT pixels (positive) vs outdoor GT pixels; NaN without --indoor
 	AURGRMSE  float64 `json:"aurg_rmse"`  // Laplace b: AURG of RMSE (per-image mean)
+
+	// Per-image variants of the sky figures: AUC / AUPR within each image
+	// (sky vs GT pixels of that image), averaged over images with both.
+	SkyAUCPerImage  float64 `json:"sky_auc_per_image"`
+	SkyAUPRPerImage float64 `json:"sky_aupr_per_image"`
 
 	AUSERMSE   float64 `json:"ause_rmse"`
 	AURGAbsRel float64 `json:"aurg_absrel"`
@@ -91,7 +96,8 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		return res, err
 	}
 	defer depth.Close()
-	aux, err := OpenAuxRunner(filepath.Join(cfg.Models, "auxue.onnx"), cfg.Library, depth.Width, depth.Height, depth.AuxChannels())
+	fc, fh, fw := depth.AuxShape()
+	aux, err := OpenAuxRunner(filepath.Join(cfg.Models, "auxue.onnx"), cfg.Library, depth.Width, depth.Height, fc, fh, fw)
 	if err != nil {
 		return res, err
 	}
@@ -102,6 +108,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		sp              = metrics.Sparsifier{Step: cfg.SparsStep}
 		rmseM, absM     metrics.SparsMean
 		sky, indoor     metrics.BinaryScores
+		skyImg          metrics.BinaryScores
+		aucImg, apImg   float64
+		nImg            int
 		uce             metrics.UCE
 		skyAll          float64
 		skyImgs         int
@@ -156,6 +165,24 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if _, err := indoor.AddMasked(epis, gtMask, false); err != nil {
 			return res, err
 		}
+		skyImg.Reset()
+		if _, err := skyImg.AddMasked(epis, skyMask, true); err != nil {
+			return res, err
+		}
+		if _, err := skyImg.AddMasked(epis, gtMask, false); err != nil {
+			return res, err
+		}
+		if p, n := skyImg.Counts(); p > 0 && n > 0 {
+			a, err := skyImg.AUC()
+			if err != nil {
+				return res, err
+			}
+			ap, err := skyImg.AUPR()
+			if err != nil {
+				return res, err
+			}
+			aucImg, apImg, nImg = aucImg+a, apImg+ap, nImg+1
+		}
 		if s.Semantic != nil {
 			v, ok, err := metrics.SkyAll(epis, s.Semantic, metrics.SkyClass)
 			if err != nil {
@@ -167,6 +194,10 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			}
 		}
 		res.Frames++
+	}
+	res.SkyAUCPerImage, res.SkyAUPRPerImage = math.NaN(), math.NaN()
+	if nImg > 0 {
+		res.SkyAUCPerImage, res.SkyAUPRPerImage = aucImg/float64(nImg), apImg/float64(nImg)
 	}
 	m := dq.Mean()
 	res.AbsRel, res.RMSE, res.Delta1 = m.AbsRel, m.RMSE, m.Delta1

@@ -12,8 +12,9 @@ const (
 	InputName  = "image" // (1,3,Height,W) normalized RGB, NCHW
 	OutputName = "depth" // (1,1,Height,W) metric depth in metres
 	// AuxFeaturesName is the AuxUE's input, computed in the depth graph
-	// (1,C,Height/2,W/2): the 2x2-mean of the normalized image (3), of
-	// depth/MaxDepth (1), and optionally the decoder features (16*Width).
+	// (1,C,Height/f,W/f), f = AuxOptions.Factor: the block means of the
+	// normalized image (3) and of depth/MaxDepth (1), optionally the row
+	// coordinate (1) and the decoder features (16*Width).
 	AuxFeaturesName = "aux_features"
 )
 
@@ -22,6 +23,17 @@ const (
 type AuxOptions struct {
 	Decoder bool // append the decoder features (16*Width channels)
 	Coord   bool // append the row coordinate (1 channel)
+	// Factor is the AuxUE's downsampling (2, 4 or 8; 0 means 4): every
+	// channel is the mean over Factor x Factor blocks.
+	Factor int
+}
+
+// factor returns the effective downsampling.
+func (o AuxOptions) factor() int {
+	if o.Factor == 0 {
+		return 4
+	}
+	return o.Factor
 }
 
 // AuxChannels is the channel count of the aux_features output.
@@ -45,6 +57,10 @@ func (n *Net) Export(width int, aux AuxOptions) (*onnx.Model, error) {
 	h := n.Config.Height
 	if width < 16 || width%16 != 0 {
 		return nil, fmt.Errorf("depthnet export: width %d must be a positive multiple of 16", width)
+	}
+	f := int64(aux.factor())
+	if f != 2 && f != 4 && f != 8 {
+		return nil, fmt.Errorf("depthnet export: aux factor %d, want 2, 4 or 8", f)
 	}
 	b := onnx.NewBuilder("didoedge_depthnet")
 	x := onnx.Value{Name: b.Input(InputName, 1, 3, int64(h), int64(width)), Rank: 4}
@@ -94,13 +110,17 @@ func (n *Net) Export(width int, aux AuxOptions) (*onnx.Model, error) {
 	sig := b.Op("Sigmoid", []string{z.Name})
 	depth := b.Op("Mul", []string{sig, b.Const("max_depth", nil, []float32{float32(n.Config.MaxDepth)})})
 	b.Rename(depth, OutputName)
-	pool := func(v string) string {
-		return b.Op("AveragePool", []string{v}, onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntsAttr("strides", 2, 2))
+	poolBy := func(v string, k int64) string {
+		if k == 1 {
+			return v
+		}
+		return b.Op("AveragePool", []string{v}, onnx.IntsAttr("kernel_shape", k, k), onnx.IntsAttr("strides", k, k))
 	}
+	pool := func(v string) string { return poolBy(v, f) }
 	parts := []onnx.Value{{Name: pool(InputName), Rank: 4},
 		{Name: b.Op("Mul", []string{pool(OutputName), b.Const("inv_max_depth", nil, []float32{float32(1 / n.Config.MaxDepth)})}), Rank: 4}}
-	if aux.Decoder {
-		parts = append(parts, d)
+	if aux.Decoder { // the decoder features are at H/2 already
+		parts = append(parts, onnx.Value{Name: poolBy(d.Name, f/2), Rank: 4})
 	}
 	if aux.Coord {
 		parts = append(parts, onnx.Value{Name: pool(coord), Rank: 4})
@@ -111,6 +131,6 @@ func (n *Net) Export(width int, aux AuxOptions) (*onnx.Model, error) {
 	}
 	b.Rename(feats.Name, AuxFeaturesName)
 	b.OutputShaped(OutputName, 1, 1, int64(h), int64(width))
-	b.OutputShaped(AuxFeaturesName, 1, int64(n.AuxChannels(aux)), int64(h/2), int64(width/2))
+	b.OutputShaped(AuxFeaturesName, 1, int64(n.AuxChannels(aux)), int64(h)/f, int64(width)/f)
 	return b.Model(), nil
 }

@@ -40,10 +40,10 @@ func OpenDepthRunner(ctx context.Context, model, spec, library string, log *slog
 		depth: make([]float32, s.Input.Width*s.Input.Height)}, nil
 }
 
-// AuxChannels is the channel count of the model's aux_features output.
-func (r *DepthRunner) AuxChannels() int {
+// AuxShape is the (channels, height, width) of the aux_features output.
+func (r *DepthRunner) AuxShape() (c, h, w int) {
 	s := r.sess.OutputShape(1)
-	return int(s[1])
+	return int(s[1]), int(s[2]), int(s[3])
 }
 
 // Predict runs one RGB8 frame (width x height, interleaved) and returns the
@@ -75,13 +75,14 @@ func (r *DepthRunner) Close() error { return r.sess.Close() }
 
 // AuxRunner runs an exported AuxUE (see ExportAuxUE) through ONNX Runtime.
 type AuxRunner struct {
-	ev                      *infer.Evaluator
-	Width, Height, Channels int
+	ev            *infer.Evaluator
+	Width, Height int
+	shape         []int64 // of the features input
 }
 
 // OpenAuxRunner loads the AuxUE model for width x height frames whose
-// aux_features have the given channel count.
-func OpenAuxRunner(model, library string, width, height, channels int) (*AuxRunner, error) {
+// aux_features have the given (channels, height, width).
+func OpenAuxRunner(model, library string, width, height, fc, fh, fw int) (*AuxRunner, error) {
 	data, err := os.ReadFile(model)
 	if err != nil {
 		return nil, fmt.Errorf("auxue model: %w", err)
@@ -90,17 +91,17 @@ func OpenAuxRunner(model, library string, width, height, channels int) (*AuxRunn
 	if err != nil {
 		return nil, fmt.Errorf("auxue model %q: %w", model, err)
 	}
-	return &AuxRunner{ev: ev, Width: width, Height: height, Channels: channels}, nil
+	return &AuxRunner{ev: ev, Width: width, Height: height, shape: []int64{1, int64(fc), int64(fh), int64(fw)}}, nil
 }
 
 // Predict returns the Laplace scale b and the DIDO epistemic K/S (H*W each)
 // for the depth model's aux_features output.
 func (r *AuxRunner) Predict(features []float32) (scale, epistemic []float32, err error) {
 	hw := r.Width * r.Height
-	if len(features) != r.Channels*hw/4 {
-		return nil, nil, fmt.Errorf("auxue runner: %d feature values, want %d channels at %dx%d", len(features), r.Channels, r.Width/2, r.Height/2)
+	if int64(len(features)) != r.shape[1]*r.shape[2]*r.shape[3] {
+		return nil, nil, fmt.Errorf("auxue runner: %d feature values, want shape %v", len(features), r.shape)
 	}
-	outs, shapes, err := r.ev.Run([]int64{1, int64(r.Channels), int64(r.Height / 2), int64(r.Width / 2)}, features)
+	outs, shapes, err := r.ev.Run(r.shape, features)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -125,8 +125,8 @@ func buildAuxData(ctx context.Context, c *Config, dm *depthModel, seed int64) (*
 		if err := dm.predictFeatures(depth, dec); err != nil {
 			return nil, err
 		}
-		depthnet.AuxFeatures(dm.image(), depth, d.Height, d.Width, maxDepth, x[:auxChannels*hw2])
-		depthnet.HalfResErrors(depth, fr.Sparse, d.Height, d.Width, ad.errs[f*hw2:(f+1)*hw2], ad.valid[f*hw2:(f+1)*hw2])
+		auxFeatures(dm.image(), depth, d.Height, d.Width, x[:auxChannels*hw2])
+		halfResErrors(depth, fr.Sparse, d.Height, d.Width, ad.errs[f*hw2:(f+1)*hw2], ad.valid[f*hw2:(f+1)*hw2])
 	}
 	return ad, nil
 }
@@ -320,7 +320,7 @@ func newAuxReadout(w, h, ch int) *auxReadout {
 func (r *auxReadout) setFeatures(img, depth, dec []float32) {
 	x := nn.Data(r.x)
 	hw2 := (r.w / 2) * (r.h / 2)
-	depthnet.AuxFeatures(img, depth, r.h, r.w, maxDepth, x[:auxChannels*hw2])
+	auxFeatures(img, depth, r.h, r.w, x[:auxChannels*hw2])
 	copy(x[auxChannels*hw2:], dec)
 }
 

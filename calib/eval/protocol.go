@@ -98,11 +98,14 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 		return nil, nil, err
 	}
 	res.Meta.MainModel = src
-	mainID := hashOf(struct {
-		Src  string
-		Seed int64
-	}{c.Main.Reference, c.Main.Seed})
-	if c.Main.Reference == "" || !fileExists(c.Main.Reference) {
+	var mainID string
+	if c.Main.Reference != "" && fileExists(c.Main.Reference) {
+		b, err := os.ReadFile(c.Main.Reference)
+		if err != nil {
+			return nil, nil, fmt.Errorf("main model: %w", err)
+		}
+		mainID = hashOf(b) // AuxUEs trained on another reference checkpoint are not reused
+	} else {
 		mainID = hashOf(depthCacheKey{W: W, H: H, Drives: d.Drives, FramesPerDrive: d.FramesPerDrive, TrainSeed: d.TrainSeed, Main: c.Main, Seed: c.Main.Seed})
 	}
 	main := newDepthModel(mainNet, W, H)

@@ -78,10 +78,13 @@ func TestQuickConfig(t *testing.T) {
 		}
 		need(MethodEnsemble, ExpMainTask, s, "rmse")
 	}
-	for _, m := range []string{"dido_sep", MethodEnsemble} {
+	for _, m := range []string{"dido_sep", MethodEnsemble, MethodGradient} {
 		need(m, ExpDatasetChange, 0, "auc")
-		need(m, ExpTabular, 0, "auc")
-		need(m, ExpTabular, 0, "mse")
+	}
+	for _, m := range []string{"dido", MethodEnsemble} {
+		for _, met := range []string{"mse", "auc", "aupr"} {
+			need(m, ExpTabular, 0, met)
+		}
 	}
 	// The report states the DIDO-vs-heads comparison as the numbers have it.
 	dido := need("dido_sep", ExpSky, 0, "auc").Mean

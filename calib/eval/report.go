@@ -42,11 +42,15 @@ func (w *reportWriter) cell(method, exp, corr string, sev int, metric string, sc
 	if !ok {
 		return "-"
 	}
+	m, s := x.Mean*scale, x.Std*scale
+	if math.Abs(m) >= 1e4 || math.Abs(s) >= 1e4 {
+		return fmt.Sprintf("%.3g ± %.3g", m, s)
+	}
 	digits := 3
-	if math.Abs(x.Mean*scale) >= 100 {
+	if math.Abs(m) >= 100 {
 		digits = 1
 	}
-	return fmt.Sprintf("%.*f ± %.*f", digits, x.Mean*scale, digits, x.Std*scale)
+	return fmt.Sprintf("%.*f ± %.*f", digits, m, digits, s)
 }
 
 func (w *reportWriter) value(method, exp, corr string, sev int, metric string) (float64, bool) {
@@ -142,6 +146,7 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	w.f("## Main task (AuxUE methods leave it untouched)\n\n")
 	w.f("Every AuxUE method (all heads, DIDO, categorical, ablations), inject dropout and the gradient score read the frozen main model's depth, so\n")
 	w.f("their depth metrics are exactly the `main` row. The ensemble replaces the prediction by its members' mean.\n\n")
+	w.provenance(c, fmt.Sprintf("%d test frames %dx%d x %d conditions, %d seeds", c.Data.TestFrames, c.Data.Width, c.Data.Height, 1+len(c.Corruptions)*len(c.Severities), len(c.Seeds)), "train_main", "train_ensemble", "evaluate")
 	w.f("| S | method | AbsRel | RMSE (m) |\n|---|---|---|---|\n")
 	for _, s := range sevs {
 		for _, meth := range w.methodsIn(ExpMainTask, "absrel", nil) {
@@ -153,6 +158,7 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	alea := w.methodsIn(ExpAleatoric, "ause_rmse", isTableTwoMethod)
 	w.f("\n## Tab. 2: aleatoric uncertainty (sigma_Theta1), sparsification\n\n")
 	w.f("AUSE lower is better, AURG higher is better; REL = AbsRel, RMSE in metres; %g%% steps. Paper values in brackets (KITTI, BTS).\n\n", 100*stepOr(c.SparsStep))
+	w.provenance(c, fmt.Sprintf("%d test frames %dx%d x %d conditions, %d seeds", c.Data.TestFrames, c.Data.Width, c.Data.Height, 1+len(c.Corruptions)*len(c.Severities), len(c.Seeds)), "train_auxue", "evaluate")
 	w.f("| S | metric |")
 	for _, a := range alea {
 		w.f(" %s |", a)
@@ -177,7 +183,9 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	epiKeep := func(x string) bool { return isSkyMethod(x) }
 	dc := w.methodsIn(ExpDatasetChange, "auc", epiKeep)
 	w.f("\n## Tab. 3: dataset change (outdoor test GT pixels negative, indoor GT pixels positive)\n\n")
-	w.f("AUC and AUPR in %%; paper (KITTI -> NYU) in brackets.\n\n| method | AUC | AUPR |\n|---|---|---|\n")
+	w.f("AUC and AUPR in %%; paper (KITTI -> NYU) in brackets.\n\n")
+	w.provenance(c, fmt.Sprintf("%d clean outdoor + %d indoor frames %dx%d, %d seeds", c.Data.TestFrames, c.Data.IndoorFrames, c.Data.Width, c.Data.Height, len(c.Seeds)), "train_auxue", "train_ensemble", "evaluate")
+	w.f("| method | AUC | AUPR |\n|---|---|---|\n")
 	for _, meth := range dc {
 		a, b := w.cell(meth, ExpDatasetChange, CorrClean, 0, "auc", 100), w.cell(meth, ExpDatasetChange, CorrClean, 0, "aupr", 100)
 		if p, ok := paperTab3[meth]; ok {
@@ -191,6 +199,7 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	sky := w.methodsIn(ExpSky, "auc", isSkyMethod)
 	w.f("\n## Tab. 4: sky as an unseen pattern (sky pixels positive, GT pixels negative)\n\n")
 	w.f("AUC and AUPR in %% (higher is better), Sky-All lower is better; paper in brackets. Aleatoric heads are included as OOD scores\n(the paper's supplementary check).\n\n")
+	w.provenance(c, fmt.Sprintf("%d test frames %dx%d x %d conditions, %d seeds", c.Data.TestFrames, c.Data.Width, c.Data.Height, 1+len(c.Corruptions)*len(c.Severities), len(c.Seeds)), "train_auxue", "train_ensemble", "evaluate")
 	w.f("| S | metric |")
 	for _, a := range sky {
 		w.f(" %s |", a)
@@ -225,6 +234,7 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	if len(abl) > 1 {
 		w.f("\n## Ablations (supplementary D): K and lambda of DIDO (separate encoder, Laplace sigma_Theta1)\n\n")
 		w.f("`dido_sep` is K = %d, lambda = %g. Clean test frames; AUC/AUPR in %%.\n\n", c.AuxUE.K, c.AuxUE.Lambda)
+		w.provenance(c, fmt.Sprintf("%d clean outdoor + %d indoor frames, %d seeds", c.Data.TestFrames, c.Data.IndoorFrames, len(c.Seeds)), "train_auxue", "evaluate")
 		w.f("| method | sky AUC | sky AUPR | Sky-All | indoor AUC | indoor AUPR |\n|---|---|---|---|---|---|\n")
 		for _, a := range abl {
 			w.f("| %s | %s | %s | %s | %s | %s |\n", a, w.cell(a, ExpSky, CorrClean, 0, "auc", 100), w.cell(a, ExpSky, CorrClean, 0, "aupr", 100),
@@ -239,6 +249,7 @@ func renderReport(c *Config, r *Results, plots []string) string {
 		w.f("%d rows, 11 log-normal features from 4 latent factors, nonlinear target + N(0, 0.6^2) noise; 72/8/20 split; OOD: the test rows with\n", c.Tabular.Rows)
 		w.f("every feature negated, and with each row's values shuffled across the features. Main MLP 16-32-16 (%d epochs), AuxUE on the\n", c.Tabular.MainEpochs)
 		w.f("standardized features (Linear 16 + ReLU encoder, Laplace + DIDO K = 5, lambda = 1e-4, %d epochs); ensemble of 3 MLPs (variance).\n\n", c.Tabular.AuxEpochs)
+		w.provenance(c, fmt.Sprintf("%d rows, %d seeds", c.Tabular.Rows, len(c.Seeds)), "tabular")
 		w.f("| method | test MSE | AUC | AUPR |\n|---|---|---|---|\n")
 		for _, meth := range []string{"dido", MethodEnsemble} {
 			p := paperTabular[meth]
@@ -259,6 +270,16 @@ func renderReport(c *Config, r *Results, plots []string) string {
 		}
 	}
 	return w.b.String()
+}
+
+// provenance is the line under each table: its command, data and the wall
+// time of the phases that made it.
+func (w *reportWriter) provenance(c *Config, data string, phases ...string) {
+	var parts []string
+	for _, p := range phases {
+		parts = append(parts, fmt.Sprintf("%s %.0f s", p, w.r.Meta.WallSeconds[p]))
+	}
+	w.f("_Made by `%s`; %s; wall time %s (phases shared with the other tables of this run)._\n\n", w.r.Meta.Command, data, strings.Join(parts, ", "))
 }
 
 func stepOr(s float64) float64 {

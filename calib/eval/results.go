@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 )
 
 // Row is one line of the long results table: the mean and sample standard
@@ -192,6 +193,7 @@ func (r *Results) WriteJSON(path string) error {
 	var b bytes.Buffer
 	b.WriteString("{\"runs\": [\n")
 	for i, x := range r.Runs {
+		x.Mean, x.Std = round6(x.Mean), round6(x.Std)
 		line, err := json.Marshal(x)
 		if err != nil {
 			return fmt.Errorf("results row %d: %w", i, err)
@@ -213,6 +215,15 @@ func (r *Results) WriteJSON(path string) error {
 		return fmt.Errorf("write %q: %w", path, err)
 	}
 	return nil
+}
+
+// round6 keeps 6 significant digits (the seeds' spread is far larger).
+func round6(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }
 
 // ReadResults parses a results.json and checks its schema: known metric

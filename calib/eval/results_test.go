@@ -92,3 +92,33 @@ func TestRocPRMatchesMetricsAUC(t *testing.T) {
 		t.Fatalf("first PR point %v, want recall 0.25 precision 1", first)
 	}
 }
+
+// A 2x4 frame (one row of two 2x2 blocks): the features are block means
+// (depth over maxDepth) and the targets the mean |d - y| over GT pixels.
+func TestHalfResolutionFeatures(t *testing.T) {
+	const h, w = 2, 4
+	img := make([]float32, 3*h*w)
+	for i := range img {
+		img[i] = float32(i)
+	}
+	depth := []float32{8, 16, 24, 32, 40, 48, 56, 64}
+	gt := []float32{10, 0, 0, 0, 0, 50, 0, 0}
+	feats := make([]float32, 4*2)
+	auxFeatures(img, depth, h, w, feats)
+	want := []float32{
+		(0 + 1 + 4 + 5) / 4., (2 + 3 + 6 + 7) / 4., // R: pixels 0,1,4,5 and 2,3,6,7
+		(8 + 9 + 12 + 13) / 4., (10 + 11 + 14 + 15) / 4.,
+		(16 + 17 + 20 + 21) / 4., (18 + 19 + 22 + 23) / 4.,
+		(8 + 16 + 40 + 48) / 4. / maxDepth, (24 + 32 + 56 + 64) / 4. / maxDepth,
+	}
+	for i := range want {
+		if math.Abs(float64(feats[i]-want[i])) > 1e-6 {
+			t.Fatalf("feature %d = %v, want %v", i, feats[i], want[i])
+		}
+	}
+	errs, valid := make([]float32, 2), make([]bool, 2)
+	halfResErrors(depth, gt, h, w, errs, valid)
+	if !valid[0] || valid[1] || errs[0] != (2+2)/2. || errs[1] != 0 {
+		t.Fatalf("targets %v %v, want [2 0] [true false]", errs, valid)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
 	fps := fs.Float64("fps", 15, "simulated camera frame rate")
 	seed := fs.Int64("seed", 1, "simulated world seed")
+	calFrames := fs.Int("calibrate-frames", 12, "without models/calibration.yaml: calibrate thresholds on this many rendered outdoor frames first (0: built-in defaults)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,6 +53,17 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	opts := demo.Options{ModelsDir: *models, MQTT: *mqttURL, BrokerListen: *brokerAddr, HTTP: *httpAddr,
 		WorkDir: work, FPS: *fps, Seed: *seed, Logger: env.log}
+	if _, err := os.Stat(filepath.Join(*models, demo.CalibrationFn)); err != nil && *calFrames > 0 {
+		fmt.Fprintf(env.stdout, "didoedge demo: no %s: calibrating thresholds on %d rendered outdoor frames (target false-alarm rate 1%%)...\n",
+			filepath.Join(*models, demo.CalibrationFn), *calFrames)
+		path, res, err := demo.CalibrateOnSim(ctx, opts, *calFrames, 0.01)
+		if err != nil {
+			return err
+		}
+		opts.Calibration = path
+		fmt.Fprintf(env.stdout, "didoedge demo: tau_e %.3f, tau_a %.3f, scale correction %.3f (didoedge calibrate --models %s --data DIR --out %s keeps one)\n",
+			res.Calibration.TauE, res.Calibration.TauA, res.Calibration.ScaleCorrection, *models, filepath.Join(*models, demo.CalibrationFn))
+	}
 	cam, err := demo.StartCamera(opts, spec.Input.Width, spec.Input.Height)
 	if err != nil {
 		return err

@@ -107,7 +107,7 @@ func TestDemoExternalBroker(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the subscription is in place
 
 	env, stdout, errb := modelTestEnv()
-	code := run(ctx, env, []string{"demo", "--models", models, "--duration", "6s", "--http", "127.0.0.1:0",
+	code := run(ctx, env, []string{"demo", "--models", models, "--duration", "6s", "--http", "127.0.0.1:0", "--calibrate-frames", "0",
 		"--mqtt", fmt.Sprintf("tcp://127.0.0.1:%d", port)})
 	if code != 0 {
 		t.Fatalf("demo exit %d: %s", code, errb)

@@ -44,6 +44,7 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	width := fs.Int("width-mult", 1, "channel multiplier of the network")
 	auxDecoder := fs.Bool("aux-decoder", false, "append the decoder features to the aux_features output (the AuxUE's input)")
 	auxCoord := fs.Bool("aux-coord", true, "append the row coordinate to the aux_features output")
+	auxFactor := fs.Int("aux-factor", 4, "downsampling of the aux_features output, the AuxUE's resolution (2, 4 or 8)")
 	fromCkpt := fs.String("from-checkpoint", "", "skip training: load this checkpoint and only export")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,7 +83,7 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	model, spec, err := net.WriteArtifacts(*out, "depth", 640, depthnet.AuxOptions{Decoder: *auxDecoder, Coord: *auxCoord})
+	model, spec, err := net.WriteArtifacts(*out, "depth", 640, depthnet.AuxOptions{Decoder: *auxDecoder, Coord: *auxCoord, Factor: *auxFactor})
 	if err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	if err := nn.SaveCheckpointFile(*ckpt, params, map[string]string{"seed": fmt.Sprint(*seed)}); err != nil {
 		return err
 	}
-	path, spec, err := depthnet.WriteAuxArtifacts(model, *out, "auxue", 192, 640, filepath.Base(*depthModel))
+	path, spec, err := depthnet.WriteAuxArtifacts(model, *out, "auxue", 192, 640, st.Factor, filepath.Base(*depthModel))
 	if err != nil {
 		return err
 	}

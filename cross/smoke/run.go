@@ -47,7 +47,8 @@ type RunConfig struct {
 }
 
 // Run runs the depth model on Frames synthetic frames, then the AuxUE on
-// each frame's normalized image with the predicted depth as a fourth channel,
+// the depth model's feature output when its spec names one (the reference
+// models), else on the normalized image with the predicted depth as a fourth channel,
 // and writes the depth, scale and epistemic maps and summary.json to OutDir.
 // A non-finite value in any output fails the run.
 func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
@@ -91,8 +92,20 @@ func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
 	// infer.Session is shaped for depth models: the AuxUE's scale output
 	// rides in the "depth" slot (read raw through Output, never DepthInto)
 	// and epistemic is its one extra output.
+	// A depth spec with a feature output (the reference models: aux_features)
+	// feeds that tensor to the AuxUE as is; otherwise the AuxUE takes the
+	// normalized image with the predicted depth as a fourth channel.
+	auxIn := infer.InputSpec{Name: AuxUEInput, Layout: "NCHW", Channels: 4, Height: cfg.Height, Width: cfg.Width}
+	fromFeatures := len(depthSpec.Features) > 0
+	if fromFeatures {
+		shape := depthSess.OutputShape(1)
+		if len(shape) != 4 || shape[0] != 1 {
+			return nil, fmt.Errorf("smoke run: depth feature output %q has shape %v, want (1,C,H,W)", depthSpec.Features[0].Name, shape)
+		}
+		auxIn.Channels, auxIn.Height, auxIn.Width = int(shape[1]), int(shape[2]), int(shape[3])
+	}
 	auxSpec := infer.IOSpec{
-		Input:    infer.InputSpec{Name: AuxUEInput, Layout: "NCHW", Channels: 4, Height: cfg.Height, Width: cfg.Width},
+		Input:    auxIn,
 		Depth:    infer.OutputSpec{Name: onnx.OutputScale, Meaning: infer.MeaningMetricDepth},
 		Features: []infer.FeatureSpec{{Name: onnx.OutputEpistemic}},
 	}
@@ -148,8 +161,12 @@ func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
 			return nil, err
 		}
 		in := auxSess.Input()
-		copy(in[:3*plane], depthSess.Input())
-		copy(in[3*plane:], depth)
+		if fromFeatures {
+			copy(in, depthSess.Output(1))
+		} else {
+			copy(in[:3*plane], depthSess.Input())
+			copy(in[3*plane:], depth)
+		}
 		fr, err = auxSess.Run(ctx)
 		if err != nil {
 			return nil, err

@@ -136,6 +136,7 @@ type State struct {
 	Ready     bool                  `json:"ready"`
 	Frames    uint64                `json:"frames"`
 	Dropped   uint64                `json:"dropped"`
+	TauE      float64               `json:"tau_e"`
 	Zones     []ZoneState           `json:"zones"`
 	Events    []runtime.EventRecord `json:"events"`
 }
@@ -152,6 +153,7 @@ func stateOf(p Pipeline) State {
 	st := State{FPS: math.Round(m.FPS()*10) / 10, Ready: p.Ready(), Frames: m.Frames.Load(), Dropped: m.Dropped.Load(), Events: p.Events()}
 	p.View(func(s *runtime.Snapshot) {
 		st.Seq = s.Seq
+		st.TauE = s.TauE
 		if !s.Capture.IsZero() {
 			st.CaptureMS = s.Capture.UnixMilli()
 		}
@@ -175,7 +177,9 @@ var errUnknownImage = errors.New("unknown image")
 
 // encodeImage renders one view of the snapshot as JPEG: frame (the model
 // input), depth (inverse depth, near is bright), aleatoric (b / depth,
-// 0 to 0.5), epistemic (K/S, 0 to 1).
+// 0 to 0.5), epistemic (K/S from 0 to 2 tau_e, so that tau_e sits in the
+// middle of the ramp and out-of-distribution pixels are yellow to red;
+// 0 to 1 without a tau_e).
 func encodeImage(buf *bytes.Buffer, kind string, s *runtime.Snapshot) error {
 	var img *image.RGBA
 	switch kind {
@@ -201,7 +205,11 @@ func encodeImage(buf *bytes.Buffer, kind string, s *runtime.Snapshot) error {
 			return b / d / 0.5
 		})
 	case "epistemic.jpg":
-		img = heat(s.MapW, s.MapH, func(i int) float64 { return float64(s.Epistemic[i]) })
+		top := 1.0
+		if s.TauE > 0 && s.TauE <= 0.5 {
+			top = 2 * s.TauE
+		}
+		img = heat(s.MapW, s.MapH, func(i int) float64 { return float64(s.Epistemic[i]) / top })
 	default:
 		return errUnknownImage
 	}

@@ -194,7 +194,27 @@ func TestEpistemicColours(t *testing.T) {
 	if r, g, b := ramp(1); r != 220 || g != 30 || b != 30 {
 		t.Fatalf("ramp(1) = %d,%d,%d", r, g, b)
 	}
+	// With tau_e 0.25 the ramp spans 0 to 0.5: K/S = tau_e (x = 16) is
+	// the middle colour, green.
+	f.mu.Lock()
+	f.snap.TauE = 0.25
+	f.mu.Unlock()
+	_, body = get(t, base+"/img/epistemic.jpg")
+	if img, err = jpeg.Decode(bytes.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	r, g, b, _ := img.At(16, 16).RGBA()
+	if wr, wg, wb := ramp(0.5); absDiff(int(r>>8), int(wr)) > 24 || absDiff(int(g>>8), int(wg)) > 24 || absDiff(int(b>>8), int(wb)) > 24 {
+		t.Fatalf("K/S = tau_e drawn %d,%d,%d, want about %d,%d,%d", r>>8, g>>8, b>>8, wr, wg, wb)
+	}
 	if !strings.Contains(string(indexHTML), "polygon.critical") {
 		t.Fatal("page has no style for critical zones")
 	}
+}
+
+func absDiff(a, b int) int {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }

@@ -1,0 +1,132 @@
+package debugpage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/jpeg"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime"
+)
+
+// TestRealPipelineSnapshots serves the page from a running pipeline (seeded
+// test models, synthetic 20 fps camera): once a client asks, the pipeline
+// fills its snapshot and the images have the model's size; /metrics shows
+// the frames; /readyz turns ready.
+func TestRealPipelineSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := unet.Export([]int64{1, 3, 32, 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm)
+	onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax)
+	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
+inference: {providers: [{name: cpu}], intra_op_threads: 1}
+depth:
+  model: depth.onnx
+  io: {input: {name: image, height: 32, width: 64}, depth: {name: depth, meaning: metric_depth}}
+auxue:
+  model: auxue.onnx
+  io: {input: {name: features, channels: 4, height: 32, width: 64}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
+alerts:
+  vehicle: v
+  camera: front
+  grid: {rows: 2, cols: 3}
+  mqtt: {broker: embedded, client_id: c}
+  outbox: {dir: outbox}
+  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
+http: {listen: "127.0.0.1:0", max_fps: 10}
+`
+	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := runtime.Load(filepath.Join(dir, "rt.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := camera.NewMailbox()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := runtime.New(ctx, cfg, runtime.Options{Source: mb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	go func() { // a 20 fps camera at twice the model size (the pipeline resizes)
+		f := camera.Frame{Width: 128, Height: 64}
+		for seq := uint64(1); ctx.Err() == nil; seq++ {
+			f.RGB = make([]uint8, 3*128*64)
+			for i := range f.RGB {
+				f.RGB[i] = uint8(i + int(seq))
+			}
+			f.Seq, f.Capture = seq, time.Now()
+			mb.Publish(&f)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	base := startServer(t, p)
+	var st State
+	deadline := time.Now().Add(20 * time.Second)
+	for st.Seq == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot within 20 s: %+v", st)
+		}
+		_, body := get(t, base+"/api/state")
+		if err := json.Unmarshal(body, &st); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(st.Zones) != 6 || st.Zones[0].Name != "r0c0" || !st.Ready {
+		t.Fatalf("state %+v", st)
+	}
+	for _, name := range []string{"frame", "depth", "aleatoric", "epistemic"} {
+		resp, body := get(t, base+"/img/"+name+".jpg")
+		img, err := jpeg.Decode(bytes.NewReader(body))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d, %v", name, resp.StatusCode, err)
+		}
+		if b := img.Bounds(); b.Dx() != 64 || b.Dy() != 32 {
+			t.Fatalf("%s: %v, want the model's 64x32", name, b)
+		}
+	}
+	_, metrics := get(t, base+"/metrics")
+	if !bytes.Contains(metrics, []byte(`didoedge_provider_info{model="depth",provider="cpu"} 1`)) ||
+		bytes.Contains(metrics, []byte("didoedge_frames_total 0\n")) {
+		t.Fatalf("metrics:\n%s", metrics)
+	}
+	// The snapshot follows the camera: a later state has a later frame.
+	first := st.Seq
+	time.Sleep(500 * time.Millisecond)
+	_, body := get(t, base+"/api/state")
+	json.Unmarshal(body, &st)
+	if st.Seq <= first {
+		t.Fatalf("snapshot stuck at frame %d", st.Seq)
+	}
+	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != 200 {
+		t.Fatalf("readyz %d while frames flow", resp.StatusCode)
+	}
+}

@@ -1,0 +1,101 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/calibrate"
+)
+
+// simDrives renders clear outdoor drives (in-distribution frames) for
+// dataset.Generate.
+type simDrives struct{ w, h int }
+
+type simDrive struct {
+	r *sim.Renderer
+	f *sim.Frame
+}
+
+func (s simDrives) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) {
+	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: s.w, Height: s.h, Seed: d.Seed, Parallelism: 1})
+	if err != nil {
+		return nil, err
+	}
+	return &simDrive{r: r, f: sim.NewFrame(s.w, s.h)}, nil
+}
+
+func (d *simDrive) RenderFrame(i int, s *dataset.Sample) error {
+	if err := d.r.Render(i, d.f); err != nil {
+		return err
+	}
+	f := d.f
+	*s = dataset.Sample{Frame: i, Width: f.Width, Height: f.Height, RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
+	return nil
+}
+
+// CalibrateOnSim sets the demo's thresholds when the models directory has
+// no calibration.yaml: it renders valFrames in-distribution (clear
+// outdoor) frames into o.WorkDir, runs `didoedge calibrate` on them at the
+// target false-alarm rate, and writes o.WorkDir/calibration.yaml (the
+// demo's levels: no pessimistic-depth criterion). It returns the file and
+// the calibration result.
+func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR float64) (string, *calibrate.Result, error) {
+	o.defaults()
+	ref, err := ReadReference(o.ModelsDir)
+	if err != nil {
+		return "", nil, err
+	}
+	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
+	seed := o.Seed + 1000 // other drives than the demo's camera
+	probe, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Seed: seed})
+	if err != nil {
+		return "", nil, err
+	}
+	fx, fy, cx, cy := probe.Intrinsics()
+	meta := dataset.Meta{World: sim.WorldOutdoor, Seed: seed, Width: w, Height: h, DepthScale: dataset.KITTIDepthScale,
+		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, Semantic: "cityscapes", Sparse: "lidar-hdl64"}
+	for d, split := range dataset.AssignSplits(3) {
+		n := 1
+		if split == "val" {
+			n = valFrames
+		}
+		meta.Drives = append(meta.Drives, dataset.Drive{Name: fmt.Sprintf("outdoor_drive_%04d_sync", d),
+			Seed: dataset.DriveSeed(seed, d), Split: split, Count: n, Stride: 5})
+	}
+	data := filepath.Join(o.WorkDir, "calibration-data")
+	if err := dataset.Generate(ctx, dataset.GenerateOptions{Dir: data, Meta: meta, Workers: 2}, simDrives{w, h}); err != nil {
+		return "", nil, fmt.Errorf("demo calibration: %w", err)
+	}
+	co := o
+	co.HTTP = runtime.HTTPOff
+	co.Calibration = ""
+	cfg, err := Config(co, "rtsp://127.0.0.1:1/unused")
+	if err != nil {
+		return "", nil, err
+	}
+	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Data: data, TargetFAR: targetFAR, Log: o.Logger})
+	if err != nil {
+		return "", nil, err
+	}
+	res.Calibration.Meta["source"] = fmt.Sprintf("didoedge demo: calibrated at start on %d rendered outdoor frames", res.Frames)
+	path := filepath.Join(o.WorkDir, "calibration.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := alerts.WriteCalibration(f, res.Calibration); err != nil {
+		f.Close()
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		return "", nil, err
+	}
+	os.RemoveAll(data)
+	return path, res, nil
+}
