@@ -23,25 +23,24 @@ import (
 
 const jetsonConfig = "../configs/jetson-orin.yaml"
 
-// deployment is the layout of configs/jetson-orin.yaml. Sections with a real
-// parser (inference, models.*.io, alerts) are kept raw here and handed to it;
-// the others (camera, http: the runtime's, a later issue) are checked
-// against the keys the file documents.
+// deployment is the part of configs/jetson-orin.yaml (the runtime's config
+// format, checked key by key by runtime's TestShippedConfigsParse) that this
+// package cross-checks against the systemd unit and the Jetson providers.
 type deployment struct {
 	Inference yaml.Node `yaml:"inference"`
-	Models    struct {
-		Depth struct {
-			Path string    `yaml:"path"`
-			IO   yaml.Node `yaml:"io"`
-		} `yaml:"depth"`
-		AuxUE struct {
-			Path string `yaml:"path"`
-		} `yaml:"auxue"`
-	} `yaml:"models"`
+	Depth     struct {
+		Model string    `yaml:"model"`
+		IO    yaml.Node `yaml:"io"`
+	} `yaml:"depth"`
+	AuxUE struct {
+		Model       string   `yaml:"model"`
+		Description string   `yaml:"description"`
+		Inputs      []string `yaml:"inputs"`
+		DepthScale  float64  `yaml:"depth_scale"`
+	} `yaml:"auxue"`
 	Camera struct {
 		URL            string        `yaml:"url"`
-		SourceID       string        `yaml:"source_id"`
-		Transport      string        `yaml:"transport"`
+		UDP            bool          `yaml:"udp"`
 		StallTimeout   time.Duration `yaml:"stall_timeout"`
 		BackoffMin     time.Duration `yaml:"backoff_min"`
 		BackoffMax     time.Duration `yaml:"backoff_max"`
@@ -49,8 +48,12 @@ type deployment struct {
 	} `yaml:"camera"`
 	Alerts yaml.Node `yaml:"alerts"`
 	HTTP   struct {
-		Listen string `yaml:"listen"`
+		Listen string  `yaml:"listen"`
+		MaxFPS float64 `yaml:"max_fps"`
 	} `yaml:"http"`
+	Pipeline struct {
+		Tick time.Duration `yaml:"tick"`
+	} `yaml:"pipeline"`
 }
 
 func loadDeployment(t *testing.T) ([]byte, deployment) {
@@ -101,14 +104,14 @@ func TestJetsonOrinConfigParses(t *testing.T) {
 		t.Errorf("tensorrt: fp16 %v, engine_cache_dir %q: want fp16 and an absolute cache path", trt.FP16, trt.EngineCacheDir)
 	}
 
-	spec, err := infer.ParseIOSpec(section(t, &d.Models.Depth.IO, "models.depth.io"), jetsonConfig+" models.depth.io")
+	spec, err := infer.ParseIOSpec(section(t, &d.Depth.IO, "depth.io"), jetsonConfig+" depth.io")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if spec.Input.Height%4 != 0 || spec.Input.Width%4 != 0 {
-		t.Errorf("models.depth.io input %dx%d: want sizes divisible by 4", spec.Input.Height, spec.Input.Width)
+		t.Errorf("depth.io input %dx%d: want sizes divisible by 4", spec.Input.Height, spec.Input.Width)
 	}
-	for _, p := range []string{d.Models.Depth.Path, d.Models.AuxUE.Path} {
+	for _, p := range []string{d.Depth.Model, d.AuxUE.Model} {
 		if !filepath.IsAbs(p) || filepath.Ext(p) != ".onnx" {
 			t.Errorf("model path %q: want an absolute .onnx path", p)
 		}
@@ -130,9 +133,6 @@ func TestJetsonOrinConfigParses(t *testing.T) {
 	if err != nil || (u.Scheme != "rtsp" && u.Scheme != "rtsps") || u.Host == "" {
 		t.Errorf("camera.url %q: want rtsp://host/path (%v)", c.URL, err)
 	}
-	if c.Transport != "tcp" && c.Transport != "udp" {
-		t.Errorf("camera.transport %q: want tcp or udp", c.Transport)
-	}
 	if c.StallTimeout <= 0 || c.RequestTimeout <= 0 || c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin {
 		t.Errorf("camera durations: stall %v, request %v, backoff %v..%v", c.StallTimeout, c.RequestTimeout, c.BackoffMin, c.BackoffMax)
 	}
@@ -151,11 +151,12 @@ func TestJetsonOrinProvidersFallBackToCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := infer.ParseIOSpec(section(t, &d.Models.Depth.IO, "models.depth.io"), jetsonConfig)
+	spec, err := infer.ParseIOSpec(section(t, &d.Depth.IO, "depth.io"), jetsonConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf.Library = "" // the GPU build's path exists only on the Jetson: use $ONNXRUNTIME_LIB
+	spec.Features = nil // the stand-in network has no aux_features output
+	inf.Library = ""    // the GPU build's path exists only on the Jetson: use $ONNXRUNTIME_LIB
 	cache := t.TempDir()
 	inf.Providers[0].EngineCacheDir = cache
 

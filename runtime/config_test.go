@@ -144,11 +144,11 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-// TestShippedConfigsParse keeps configs/{vehicle,demo}.yaml valid: every
+// TestShippedConfigsParse keeps configs/{vehicle,demo,jetson-orin}.yaml valid: every
 // key known, every value accepted by the section parsers. Their files
 // (models, certificates) live on the target, so paths are not checked here.
 func TestShippedConfigsParse(t *testing.T) {
-	for _, name := range []string{"vehicle.yaml", "demo.yaml"} {
+	for _, name := range []string{"vehicle.yaml", "demo.yaml", "jetson-orin.yaml"} {
 		path := filepath.Join("..", "configs", name)
 		data, err := os.ReadFile(path)
 		if err != nil {
