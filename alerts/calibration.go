@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"gopkg.in/yaml.v3"
 )
 
@@ -92,7 +93,7 @@ func LoadCalibration(path string) (Calibration, error) {
 // ParseCalibration parses and validates calibration data; name labels errors.
 func ParseCalibration(name string, data []byte) (Calibration, error) {
 	var c Calibration
-	if err := decodeStrict(data, &c); err != nil {
+	if err := yamlstrict.Decode(data, &c); err != nil {
 		return Calibration{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := c.Validate(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 )
 
 // Config is the alerts section of a didoedge deployment: identity, zones,
@@ -113,7 +115,7 @@ func LoadConfig(path string) (Config, error) {
 // ParseConfig parses, defaults and validates config data; name labels errors.
 func ParseConfig(name string, data []byte) (Config, error) {
 	var c Config
-	if err := decodeStrict(data, &c); err != nil {
+	if err := yamlstrict.Decode(data, &c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	c.applyDefaults()

@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"regexp"
+
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 )
 
 // ZoneSet is the zone part of a configuration: named polygons, an optional
@@ -53,7 +55,7 @@ func LoadZones(path string) (ZoneSet, error) {
 // ParseZones parses and validates a zone file; name labels errors.
 func ParseZones(name string, data []byte) (ZoneSet, error) {
 	var zs ZoneSet
-	if err := decodeStrict(data, &zs); err != nil {
+	if err := yamlstrict.Decode(data, &zs); err != nil {
 		return ZoneSet{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := zs.Validate(""); err != nil {

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -123,7 +124,7 @@ func Load(path string) (*Config, error) {
 // anchors relative paths.
 func Parse(name string, data []byte, dir string) (*Config, error) {
 	c := &Config{}
-	if err := decodeStrict(data, c); err != nil {
+	if err := yamlstrict.Decode(data, c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := c.finish(name, dir); err != nil {

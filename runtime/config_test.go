@@ -5,11 +5,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/didoedge/didoedge/alerts"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 )
 
 // configDir holds (empty) model files and a calibration, enough for the
@@ -155,7 +157,7 @@ func TestShippedConfigsParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		var c Config
-		if err := decodeStrict(data, &c); err != nil {
+		if err := yamlstrict.Decode(data, &c); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if err := c.Inference.Validate(); err != nil {

@@ -1,4 +1,4 @@
-package alerts
+package yamlstrict
 
 import (
 	"bytes"
@@ -13,10 +13,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// decodeStrict decodes the first YAML document of data into out (a pointer
-// to a struct). Unknown keys are rejected with their key path; type errors
-// are rewritten from yaml's "line N" form to the key path on that line.
-func decodeStrict(data []byte, out any) error {
+// Decode decodes the first YAML document of data into out (a pointer to a
+// struct). Unknown keys are rejected with their key path and line; type
+// errors are rewritten from yaml's "line N" form to the key path on that
+// line. Fields of type yaml.Node are kept raw and not checked (their owner
+// parses them).
+func Decode(data []byte, out any) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return err
@@ -45,6 +47,7 @@ func decodeStrict(data []byte, out any) error {
 }
 
 var (
+	yamlNodeType   = reflect.TypeOf(yaml.Node{})
 	yamlLinePrefix = regexp.MustCompile(`^line (\d+): `)
 	yamlBadValue   = regexp.MustCompile("cannot unmarshal !!\\w+ `([^`]*)`")
 )
@@ -104,6 +107,9 @@ func (k keyIndex) check(node *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == yamlNodeType {
+		return nil
+	}
 	if node.Kind == yaml.ScalarNode {
 		k.scalars[node.Line] = append(k.scalars[node.Line], scalarAt{node.Value, path})
 	}
@@ -119,7 +125,7 @@ func (k keyIndex) check(node *yaml.Node, t reflect.Type, path string) error {
 			p := joinPath(path, key.Value)
 			ft, ok := fields[key.Value]
 			if !ok {
-				return fmt.Errorf("%s: unknown key", p)
+				return fmt.Errorf("%s: unknown key (line %d)", p, key.Line)
 			}
 			k.note(key.Line, p)
 			if err := k.check(val, ft, p); err != nil {
