@@ -119,7 +119,7 @@ func needTool(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s not installed (scripts/deps.sh installs it): %v", name, err)
+		t.Fatalf("%s not installed (scripts/deps.sh installs it): %v", name, err)
 	}
 	return p
 }

@@ -27,7 +27,7 @@ APT_PACKAGES=(libavcodec-dev libavutil-dev libswscale-dev pkg-config gcc ca-cert
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 # Real peers the tests start: ffmpeg/ffprobe, mosquitto, the ONNX checker, headless Chromium.
 if [ "$mode" = test ]; then
-  APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx chromium)
+  APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx chromium systemd)
 fi
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -36,7 +36,7 @@ func needTool(t *testing.T, name string) string {
 				return filepath.Join(dir, name)
 			}
 		}
-		t.Skipf("%s not installed (scripts/deps.sh installs it)", name)
+		t.Fatalf("%s not installed (scripts/deps.sh installs it)", name)
 	}
 	return p
 }

@@ -33,7 +33,7 @@ func ffmpegRGB(t testing.TB, path string) []byte {
 	t.Helper()
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {
-		t.Skipf("ffmpeg not installed: %v", err)
+		t.Fatalf("ffmpeg not installed (scripts/deps.sh installs it): %v", err)
 	}
 	out, err := exec.Command(bin, "-hide_banner", "-loglevel", "error", "-nostdin", "-i", path,
 		"-sws_flags", "bilinear+accurate_rnd", "-f", "rawvideo", "-pix_fmt", "rgb24", "-").Output()

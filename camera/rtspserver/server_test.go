@@ -39,7 +39,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func TestFFprobeReadsGeneratedStream(t *testing.T) {
 	bin, err := exec.LookPath("ffprobe")
 	if err != nil {
-		t.Skipf("ffprobe not installed: %v", err)
+		t.Fatalf("ffprobe not installed (scripts/deps.sh installs it): %v", err)
 	}
 	for _, codec := range []string{CodecMJPEG, CodecH264} {
 		t.Run(codec, func(t *testing.T) { probeGenerated(t, bin, codec) })
