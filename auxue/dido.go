@@ -66,14 +66,9 @@ func checkBins(what string, k int, logits []float32, n, hw int, bins []int32, gr
 	return nil
 }
 
-// Loss returns the mean DIDO loss over elements with bins[i] >= 0 and their
-// count. logits is (N, K, HW), bins is (N, HW). If grad is non-nil it receives
-// d(mean loss)/d(logits) (0 for skipped elements). No counted element gives
-// loss 0 and a zero gradient.
-func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32) (float64, int, error) {
-	if err := checkBins("DIDO loss", d.K, logits, n, hw, bins, grad); err != nil {
-		return 0, 0, err
-	}
+// startClassLoss zeroes grad (when non-nil) and counts the elements in the
+// loss (bin >= 0).
+func startClassLoss(bins []int32, grad []float32) int {
 	if grad != nil {
 		clear(grad)
 	}
@@ -83,6 +78,18 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 			count++
 		}
 	}
+	return count
+}
+
+// Loss returns the mean DIDO loss over elements with bins[i] >= 0 and their
+// count. logits is (N, K, HW), bins is (N, HW). If grad is non-nil it receives
+// d(mean loss)/d(logits) (0 for skipped elements). No counted element gives
+// loss 0 and a zero gradient.
+func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32) (float64, int, error) {
+	if err := checkBins("DIDO loss", d.K, logits, n, hw, bins, grad); err != nil {
+		return 0, 0, err
+	}
+	count := startClassLoss(bins, grad)
 	if count == 0 {
 		return 0, 0, nil
 	}
@@ -175,15 +182,7 @@ func (c CategoricalLoss) Loss(logits []float32, n, hw int, bins []int32, grad []
 	if err := checkBins("categorical loss", c.K, logits, n, hw, bins, grad); err != nil {
 		return 0, 0, err
 	}
-	if grad != nil {
-		clear(grad)
-	}
-	count := 0
-	for _, b := range bins {
-		if b >= 0 {
-			count++
-		}
-	}
+	count := startClassLoss(bins, grad)
 	if count == 0 {
 		return 0, 0, nil
 	}

@@ -41,36 +41,21 @@ type AuxTrainConfig struct {
 }
 
 func (c *AuxTrainConfig) defaults() {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Drives, 48)
-	def(&c.FramesPerDrive, 200)
-	def(&c.Width, 640)
-	def(&c.Height, 192)
-	def(&c.Frames, 300)
-	def(&c.Epochs, 15)
-	def(&c.Batch, 2)
-	def(&c.EncoderWidth, 8)
-	def(&c.Hidden, 8)
-	def(&c.K, auxue.DefaultKDepth)
-	if c.MaxDepth == 0 {
-		c.MaxDepth = 80
-	}
-	if c.Seed == 0 {
-		c.Seed = 1
-	}
-	if c.LR == 0 {
-		c.LR = 2e-3
-	}
-	if c.EndLR == 0 {
-		c.EndLR = 1e-5
-	}
-	if c.Lambda == 0 {
-		c.Lambda = auxue.DefaultLambdaDepth
-	}
+	setDefault(&c.Drives, 48)
+	setDefault(&c.FramesPerDrive, 200)
+	setDefault(&c.Width, 640)
+	setDefault(&c.Height, 192)
+	setDefault(&c.Frames, 300)
+	setDefault(&c.Epochs, 15)
+	setDefault(&c.Batch, 2)
+	setDefault(&c.EncoderWidth, 8)
+	setDefault(&c.Hidden, 8)
+	setDefault(&c.K, auxue.DefaultKDepth)
+	setDefault(&c.MaxDepth, 80)
+	setDefault(&c.Seed, 1)
+	setDefault(&c.LR, 2e-3)
+	setDefault(&c.EndLR, 1e-5)
+	setDefault(&c.Lambda, auxue.DefaultLambdaDepth)
 }
 
 // AuxModelConfig is the generalized AuxUE of the depth task: dense, input

@@ -38,35 +38,33 @@ type TrainConfig struct {
 }
 
 func (c *TrainConfig) defaults() {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Drives, 48)
-	def(&c.FramesPerDrive, 200)
-	def(&c.ValFrames, 8)
-	def(&c.ValDrives, 4)
-	def(&c.ValEvery, 200)
-	def(&c.Width, 640)
-	def(&c.Height, 192)
-	def(&c.Steps, 1500)
-	def(&c.Batch, 4)
-	def(&c.CropWidth, 256)
-	def(&c.CropsPerFrame, 2)
-	if c.LR == 0 {
-		c.LR = 1e-3
-	}
-	if c.EndLR == 0 {
-		c.EndLR = 1e-5
-	}
-	if c.Lambda == 0 {
-		c.Lambda = 0.85
-	}
+	setDefault(&c.Drives, 48)
+	setDefault(&c.FramesPerDrive, 200)
+	setDefault(&c.ValFrames, 8)
+	setDefault(&c.ValDrives, 4)
+	setDefault(&c.ValEvery, 200)
+	setDefault(&c.Width, 640)
+	setDefault(&c.Height, 192)
+	setDefault(&c.Steps, 1500)
+	setDefault(&c.Batch, 4)
+	setDefault(&c.CropWidth, 256)
+	setDefault(&c.CropsPerFrame, 2)
+	setDefault(&c.LR, 1e-3)
+	setDefault(&c.EndLR, 1e-5)
+	setDefault(&c.Lambda, 0.85)
 	if c.Net == (Config{}) {
 		c.Net = DefaultConfig()
 	}
 	c.Net.Height = c.Height
+}
+
+// setDefault sets *v to d when it holds the zero value (a config field
+// left out).
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // TrainStats summarizes a run.
