@@ -108,7 +108,7 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	c.resolvePaths(filepath.Dir(path))
+	c.ResolvePaths(filepath.Dir(path))
 	return c, nil
 }
 
@@ -261,7 +261,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func (c *Config) resolvePaths(dir string) {
+// ResolvePaths makes the config's relative file paths (calibration, MQTT
+// password file and TLS files, outbox dir, embedded users' password files)
+// relative to dir, the directory of the file they were read from.
+func (c *Config) ResolvePaths(dir string) {
 	abs := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

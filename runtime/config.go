@@ -359,7 +359,7 @@ func (c *Config) parseAlerts(name, dir string) error {
 	if err != nil {
 		return err
 	}
-	resolveAlertPaths(&ac, dir)
+	ac.ResolvePaths(dir)
 	if _, err := ac.LoadCalibrationFor(); err != nil {
 		return fmt.Errorf("alerts.calibration: %w", err)
 	}
@@ -386,26 +386,6 @@ func (c *Config) parseAlerts(name, dir string) error {
 	}
 	c.AlertsConfig = ac
 	return errors.Join(errs...)
-}
-
-// resolveAlertPaths makes the alerts section's relative paths relative to dir.
-func resolveAlertPaths(c *alerts.Config, dir string) {
-	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
-		}
-	}
-	abs(&c.Calibration)
-	abs(&c.MQTT.PasswordFile)
-	abs(&c.Outbox.Dir)
-	if t := c.MQTT.TLS; t != nil {
-		abs(&t.CA)
-		abs(&t.Cert)
-		abs(&t.Key)
-	}
-	for i := range c.Embedded.Users {
-		abs(&c.Embedded.Users[i].PasswordFile)
-	}
 }
 
 // ReloadAlerts re-reads the config file and returns its alerts section

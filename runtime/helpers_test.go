@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,45 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/internal/testmodels"
 )
 
 // Test model size: small, so that a frame runs in milliseconds on the
 // shared CI machine.
 const testH, testW = 32, 64
 
-// writeTestModels exports a seeded TinyUNet (image -> depth, features) and
-// a dense AuxUE reading image + depth (4 channels) into dir. Their weights
-// are random: outputs are meaningless, but shapes and wiring are real.
+// writeTestModels writes the seeded random-weight test models
+// (internal/testmodels) into dir: outputs are meaningless, but shapes and
+// wiring are real.
 func writeTestModels(t testing.TB, dir string) (depth, aux string) {
 	t.Helper()
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, testH, testW})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true,
-		Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, testH, testW})
-	if err != nil {
-		t.Fatal(err)
-	}
-	depth, aux = filepath.Join(dir, "depth.onnx"), filepath.Join(dir, "auxue.onnx")
-	if err := onnx.WriteFile(depth, dm); err != nil {
-		t.Fatal(err)
-	}
-	if err := onnx.WriteFile(aux, ax); err != nil {
-		t.Fatal(err)
-	}
-	return depth, aux
+	f := testmodels.Write(t, dir)
+	return f.Depth, f.AuxUE
 }
 
 // testConfigYAML is a complete config for the test models; %[1]s is the

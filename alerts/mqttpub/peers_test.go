@@ -4,28 +4,20 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/testnet"
 )
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is testnet.FreePort under the name this package's tests use.
+func freePort(t *testing.T) int { return testnet.FreePort(t) }
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
@@ -91,7 +83,7 @@ func (m *mosquitto) start() {
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)
 	}
-	waitListening(m.t, m.port)
+	testnet.WaitListening(m.t, m.port, 5*time.Second)
 }
 
 // stop ends the broker by its PID (SIGTERM: it saves its persistence).
@@ -109,20 +101,6 @@ func (m *mosquitto) stop() {
 		<-done
 	}
 	m.cmd = nil
-}
-
-func waitListening(t *testing.T, port int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }
 
 // subscriber is a mosquitto_sub process; it collects "topic payload" lines.

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,51 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/internal/testnet"
 )
-
-// writeDemoTestModels writes random-weight models in the reference layout
-// at 32x64 (the demo's camera takes the depth model's input size).
-func writeDemoTestModels(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm); err != nil {
-		t.Fatal(err)
-	}
-	if err := onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "depth.yaml"), []byte("input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("test models with random weights\n"), 0o644)
-	return dir
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestDemoExternalBroker runs `didoedge demo --mqtt` against a real
 // mosquitto on 127.0.0.1 for a few seconds: the simulated RTSP camera, the
@@ -69,8 +25,11 @@ func freePort(t *testing.T) int {
 // events appear here (the meaning of the alarms is tested with the
 // reference models in runtime/demo).
 func TestDemoExternalBroker(t *testing.T) {
-	models := writeDemoTestModels(t)
-	port := freePort(t)
+	// random-weight models in the reference layout at 32x64 (the demo's
+	// camera takes the depth model's input size)
+	models := t.TempDir()
+	testmodels.WriteReference(t, models)
+	port := testnet.FreePort(t)
 	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
 	os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n", port)), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -80,16 +39,7 @@ func TestDemoExternalBroker(t *testing.T) {
 		t.Fatalf("mosquitto (run bash scripts/deps.sh): %v", err)
 	}
 	defer func() { syscall.Kill(broker.Process.Pid, syscall.SIGTERM); broker.Wait() }()
-	for i := 0; ; i++ {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			break
-		}
-		if i > 100 {
-			t.Fatal("mosquitto did not listen")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testnet.WaitListening(t, port, 5*time.Second)
 	var subOut bytes.Buffer
 	sub := exec.CommandContext(ctx, "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", fmt.Sprint(port),
 		"-t", "didoedge/demo/front/events", "-q", "1", "-W", "30")

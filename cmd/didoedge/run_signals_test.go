@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +15,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts/outbox"
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/internal/testmodels"
 )
 
 // TestHelperProcessRuntime is not a test: TestRunSignals runs the test
@@ -35,14 +33,7 @@ func TestHelperProcessRuntime(t *testing.T) {
 
 const signalsConfig = `camera:
   sequence: {dir: frames, fps: 10, loop: true}
-inference: {providers: [{name: cpu}], intra_op_threads: 1}
-depth:
-  model: depth.onnx
-  io: {input: {name: image, height: 32, width: 64}, depth: {name: depth, meaning: metric_depth}}
-auxue:
-  model: auxue.onnx
-  io: {input: {name: features, channels: 4, height: 32, width: 64}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
-alerts:
+` + testmodels.RuntimeConfig + `alerts:
   vehicle: sigcar
   camera: front
   calibration: %s
@@ -79,24 +70,7 @@ func TestRunSignals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm)
-	onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax)
+	testmodels.Write(t, dir)
 	os.WriteFile(filepath.Join(dir, "alarm.yaml"), []byte(alarmCal), 0o644)
 	os.WriteFile(filepath.Join(dir, "quiet.yaml"), []byte(quietCal), 0o644)
 	cfgPath := filepath.Join(dir, "run.yaml")

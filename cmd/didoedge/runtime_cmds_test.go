@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/internal/testmodels"
 )
 
 // TestRuntimeCommandErrors: the runtime commands fail with messages that
@@ -54,38 +51,8 @@ func TestCalibrateCommand(t *testing.T) {
 		"--size", "32x64", "--workers", "2", "--out", data}); code != 0 {
 		t.Fatalf("sim render: %s", errb)
 	}
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
 	models := filepath.Join(dir, "models")
-	os.MkdirAll(models, 0o755)
-	if err := onnx.WriteFile(filepath.Join(models, "depth.onnx"), dm); err != nil {
-		t.Fatal(err)
-	}
-	if err := onnx.WriteFile(filepath.Join(models, "auxue.onnx"), ax); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{
-		"depth.yaml": "input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n",
-		"MANIFEST":   "test models with random weights\n",
-	} {
-		if err := os.WriteFile(filepath.Join(models, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testmodels.WriteReference(t, models)
 	out := filepath.Join(dir, "calibration.yaml")
 	env, stdout, errb := modelTestEnv()
 	if code := run(context.Background(), env, []string{"calibrate", "--data", data, "--models", models,

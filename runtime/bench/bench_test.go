@@ -2,53 +2,20 @@ package bench
 
 import (
 	"context"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/internal/testmodels"
 )
 
 const testH, testW = 32, 64
 
 // testModels writes seeded random-weight models in the reference layout
-// (depth.onnx + depth.yaml, auxue.onnx reading image + depth, MANIFEST).
+// (internal/testmodels.WriteReference) and returns their directory.
 func testModels(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, testH, testW})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, testH, testW})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, m := range map[string]*onnx.Model{"depth.onnx": dm, "auxue.onnx": ax} {
-		if err := onnx.WriteFile(filepath.Join(dir, name), m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := map[string]string{
-		"depth.yaml": "input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n",
-		"MANIFEST":   "test models with random weights\n",
-	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testmodels.WriteReference(t, dir)
 	return dir
 }
 

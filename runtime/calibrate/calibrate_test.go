@@ -11,10 +11,9 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/calib/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime"
 )
 
@@ -158,28 +157,7 @@ func testRig(t *testing.T) (data string, cfg *runtime.Config) {
 	if err := dataset.Generate(context.Background(), dataset.GenerateOptions{Dir: data, Meta: meta, Workers: 2}, simDrives{}); err != nil {
 		t.Fatal(err)
 	}
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, tinyH, tinyW})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, tinyH, tinyW})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm); err != nil {
-		t.Fatal(err)
-	}
-	if err := onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax); err != nil {
-		t.Fatal(err)
-	}
+	testmodels.Write(t, dir)
 	text := fmt.Sprintf(`camera: {url: "rtsp://127.0.0.1:1/unused"}
 inference: {providers: [{name: cpu}], intra_op_threads: 1}
 depth:

@@ -5,15 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"image/jpeg"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime"
 )
 
@@ -23,33 +21,9 @@ import (
 // the frames; /readyz turns ready.
 func TestRealPipelineSnapshots(t *testing.T) {
 	dir := t.TempDir()
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	onnx.WriteFile(filepath.Join(dir, "depth.onnx"), dm)
-	onnx.WriteFile(filepath.Join(dir, "auxue.onnx"), ax)
+	testmodels.Write(t, dir)
 	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-inference: {providers: [{name: cpu}], intra_op_threads: 1}
-depth:
-  model: depth.onnx
-  io: {input: {name: image, height: 32, width: 64}, depth: {name: depth, meaning: metric_depth}}
-auxue:
-  model: auxue.onnx
-  io: {input: {name: features, channels: 4, height: 32, width: 64}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
-alerts:
+` + testmodels.RuntimeConfig + `alerts:
   vehicle: v
   camera: front
   grid: {rows: 2, cols: 3}

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +11,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime"
 )
 
@@ -224,26 +222,7 @@ func calibrateForTest(t *testing.T, models string) string {
 // the demo does without models/calibration.yaml.
 func TestCalibrateOnSim(t *testing.T) {
 	models := t.TempDir()
-	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := unet.Export([]int64{1, 3, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true, Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, 32, 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	onnx.WriteFile(filepath.Join(models, DepthModel), dm)
-	onnx.WriteFile(filepath.Join(models, AuxUEModel), ax)
-	os.WriteFile(filepath.Join(models, DepthIOSpec), []byte("input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n"), 0o644)
-	os.WriteFile(filepath.Join(models, Manifest), []byte("test models with random weights\n"), 0o644)
+	testmodels.WriteReference(t, models)
 	path, res, err := CalibrateOnSim(context.Background(), Options{ModelsDir: models, WorkDir: t.TempDir()}, 4, 0.05)
 	if err != nil {
 		t.Fatal(err)
