@@ -14,18 +14,13 @@ import (
 
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/rtspserver"
+	"github.com/didoedge/didoedge/internal/testnet"
 )
 
 // freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t))
 }
 
 // freeUDPPair returns 127.0.0.1 addresses of an even UDP port and the one
