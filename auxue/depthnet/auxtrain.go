@@ -41,10 +41,7 @@ type AuxTrainConfig struct {
 }
 
 func (c *AuxTrainConfig) defaults() {
-	setDefault(&c.Drives, 48)
-	setDefault(&c.FramesPerDrive, 200)
-	setDefault(&c.Width, 640)
-	setDefault(&c.Height, 192)
+	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	setDefault(&c.Frames, 300)
 	setDefault(&c.Epochs, 15)
 	setDefault(&c.Batch, 2)

@@ -38,13 +38,10 @@ type TrainConfig struct {
 }
 
 func (c *TrainConfig) defaults() {
-	setDefault(&c.Drives, 48)
-	setDefault(&c.FramesPerDrive, 200)
+	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	setDefault(&c.ValFrames, 8)
 	setDefault(&c.ValDrives, 4)
 	setDefault(&c.ValEvery, 200)
-	setDefault(&c.Width, 640)
-	setDefault(&c.Height, 192)
 	setDefault(&c.Steps, 1500)
 	setDefault(&c.Batch, 4)
 	setDefault(&c.CropWidth, 256)
@@ -65,6 +62,16 @@ func setDefault[T comparable](v *T, d T) {
 	if *v == zero {
 		*v = d
 	}
+}
+
+// poolDefaults fills the frame pool both trainings draw from (the AuxUE
+// learns on the main model's training distribution): 48 drives x 200
+// frames of 640 x 192.
+func poolDefaults(drives, framesPerDrive, width, height *int) {
+	setDefault(drives, 48)
+	setDefault(framesPerDrive, 200)
+	setDefault(width, 640)
+	setDefault(height, 192)
 }
 
 // TrainStats summarizes a run.
