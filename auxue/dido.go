@@ -20,13 +20,21 @@ const (
 //	L = psi(S) - psi(alpha_y) + Lambda * KL(Dir(alpha) || Dir(1)),
 //	KL = lnGamma(S) - sum lnGamma(alpha_k) - lnGamma(K) + sum (alpha_k - 1)(psi(alpha_k) - psi(S)),
 //
-// averaged over the elements whose bin y is >= 0.
+// averaged over the elements whose bin y is >= 0. With UnlabeledWeight
+// gamma > 0 the elements without ground truth (bin < 0) add gamma * Lambda *
+// KL to the sum (still divided by the labeled count): their one-hot target
+// is all zeros, so of eq. 4 only the regularizer remains, which pulls alpha
+// towards 1. A pattern labeled on a fraction f of its pixels then settles
+// at alpha = 1 + f p / (Lambda (f + (1 - f) gamma)) instead of 1 + p/Lambda,
+// and a pattern never labeled (the sky under a LiDAR) at alpha = 1, K/S = 1.
 type DIDOLoss struct {
 	K      int
 	Lambda float64
 	// MaxLogit clamps logits before exp (0 means nn.DefaultExpClamp, the bound
 	// the exported network's Exp uses); clamped logits get no gradient.
 	MaxLogit float64
+	// UnlabeledWeight is gamma above; 0 skips the elements with bin < 0.
+	UnlabeledWeight float64
 }
 
 func (d DIDOLoss) maxLogit() float64 {
@@ -82,9 +90,10 @@ func startClassLoss(bins []int32, grad []float32) int {
 }
 
 // Loss returns the mean DIDO loss over elements with bins[i] >= 0 and their
-// count. logits is (N, K, HW), bins is (N, HW). If grad is non-nil it receives
-// d(mean loss)/d(logits) (0 for skipped elements). No counted element gives
-// loss 0 and a zero gradient.
+// count; with UnlabeledWeight > 0 the regularizer of the other elements is
+// added before dividing by that count. logits is (N, K, HW), bins is (N, HW).
+// If grad is non-nil it receives d(loss)/d(logits) (0 for skipped elements).
+// No counted element gives loss 0 and a zero gradient.
 func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32) (float64, int, error) {
 	if err := checkBins("DIDO loss", d.K, logits, n, hw, bins, grad); err != nil {
 		return 0, 0, err
@@ -100,7 +109,7 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 		base := b * k * hw
 		for j := 0; j < hw; j++ {
 			y := int(bins[b*hw+j])
-			if y < 0 {
+			if y < 0 && d.UnlabeledWeight == 0 {
 				continue
 			}
 			s := 0.0
@@ -121,12 +130,21 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 				}
 				if grad != nil {
 					triA := Trigamma(a)
+					if y < 0 {
+						g := d.UnlabeledWeight * d.Lambda * (e*triA - (s-float64(k))*triS)
+						grad[base+c*hw+j] = float32(g * de * inv)
+						continue
+					}
 					g := triS + d.Lambda*(e*triA-(s-float64(k))*triS)
 					if c == y {
 						g -= triA
 					}
 					grad[base+c*hw+j] = float32(g * de * inv)
 				}
+			}
+			if y < 0 {
+				total += d.UnlabeledWeight * d.Lambda * kl
+				continue
 			}
 			total += loss + d.Lambda*kl
 		}

@@ -26,6 +26,7 @@ func TestClassLossGradients(t *testing.T) {
 		{"dido lambda=0.01", DIDOLoss{K: 4, Lambda: 0.01}, 4},
 		{"dido lambda=1", DIDOLoss{K: 4, Lambda: 1}, 4},
 		{"dido K=2 lambda=0.1", DIDOLoss{K: 2, Lambda: 0.1}, 2},
+		{"dido unlabeled gamma=0.5", DIDOLoss{K: 4, Lambda: 0.1, UnlabeledWeight: 0.5}, 4},
 		{"categorical", CategoricalLoss{K: 4}, 4},
 	}
 	for _, lo := range layouts {
@@ -40,7 +41,11 @@ func TestClassLossGradients(t *testing.T) {
 				for i := range bins {
 					bins[i] = int32(rng.IntN(ls.k))
 				}
-				bins[1] = -1 // not in the loss
+				bins[1] = -1 // no target: skipped, or only the regularizer with UnlabeledWeight
+				unlabeledKL := false
+				if d, ok := ls.loss.(DIDOLoss); ok && d.UnlabeledWeight > 0 {
+					unlabeledKL = true
+				}
 				grad := make([]float32, len(logits))
 				if _, n, err := ls.loss.Loss(logits, lo.n, lo.hw, bins, grad); err != nil || n != len(bins)-1 {
 					t.Fatalf("count %d err %v", n, err)
@@ -52,15 +57,21 @@ func TestClassLossGradients(t *testing.T) {
 				if err := gradcheck.Check(grad, num, gradcheck.Tolerance{Rel: 2e-3, Abs: 1e-5}); err != nil {
 					t.Error(err)
 				}
-				// Element 1 (image 0 pixel 1, or vector 1) is skipped.
+				// Element 1 (image 0 pixel 1, or vector 1) is skipped, or
+				// only pulled towards Dir(1) by the regularizer.
+				var unlabeledGrad float64
 				for c := 0; c < ls.k; c++ {
 					idx := c*lo.hw + 1
 					if lo.hw == 1 {
 						idx = 1*ls.k + c
 					}
-					if grad[idx] != 0 {
+					if !unlabeledKL && grad[idx] != 0 {
 						t.Errorf("skipped element has gradient %v", grad[idx])
 					}
+					unlabeledGrad += math.Abs(float64(grad[idx]))
+				}
+				if unlabeledKL && unlabeledGrad < 1e-4 {
+					t.Errorf("unlabeled element: |gradient| %.2g, want the regularizer's", unlabeledGrad)
 				}
 			})
 		}
@@ -172,59 +183,77 @@ func TestClassLossBadInput(t *testing.T) {
 func TestDIDOStrengthEquilibrium(t *testing.T) {
 	const k = 32
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, lambda := range []float64{0.1, 0.01, 0.001} {
-		for _, spread := range []int{1, 3, 12, 32} {
-			// p: `spread` bins with random integer counts; each element
-			// carries the same logits and one bin, so the mean loss over the
-			// elements is the expected loss under p.
-			counts := make([]int, k)
-			n := 0
-			for _, c := range rng.Perm(k)[:spread] {
-				counts[c] = 1 + rng.IntN(9)
-				n += counts[c]
-			}
-			bins := make([]int32, 0, n)
-			for c, m := range counts {
-				for range m {
-					bins = append(bins, int32(c))
+	// gamma > 0 adds `unlabeled` elements (bin -1) with the same logits: the
+	// pattern is labeled on a fraction f of its elements and the stationary
+	// point moves to alpha = 1 + p/Lambda', Lambda' = lambda (f + (1-f) gamma) / f.
+	for _, reg := range []struct {
+		gamma     float64
+		unlabeled int
+	}{{0, 0}, {0, 20}, {0.1, 20}, {1, 5}} {
+		for _, lambda := range []float64{0.1, 0.01, 0.001} {
+			for _, spread := range []int{1, 3, 12, 32} {
+				// p: `spread` bins with random integer counts; each element
+				// carries the same logits and one bin, so the mean loss over the
+				// elements is the expected loss under p.
+				counts := make([]int, k)
+				n := 0
+				for _, c := range rng.Perm(k)[:spread] {
+					counts[c] = 1 + rng.IntN(9)
+					n += counts[c]
 				}
-			}
-			d := DIDOLoss{K: k, Lambda: lambda}
-			grad := make([]float32, k*n)
-			gradAt := func(scale float64) []float64 {
-				logits := make([]float32, k*n)
+				bins := make([]int32, 0, n+reg.unlabeled)
 				for c, m := range counts {
-					z := -40.0 // no evidence where p = 0
-					if m > 0 {
-						z = math.Log(scale * float64(m) / float64(n) / lambda)
-					}
-					for j := 0; j < n; j++ {
-						logits[c*n+j] = float32(z)
+					for range m {
+						bins = append(bins, int32(c))
 					}
 				}
-				if _, _, err := d.Loss(logits, 1, n, bins, grad); err != nil {
-					t.Fatal(err)
+				for range reg.unlabeled {
+					bins = append(bins, -1)
 				}
-				g := make([]float64, k) // d(mean loss)/d(shared logit of bin c)
-				for c := range g {
-					for j := 0; j < n; j++ {
-						g[c] += float64(grad[c*n+j])
+				all := len(bins)
+				f := float64(n) / float64(all)
+				eff := lambda
+				if reg.gamma > 0 {
+					eff = lambda * (f + (1-f)*reg.gamma) / f
+				}
+				d := DIDOLoss{K: k, Lambda: lambda, UnlabeledWeight: reg.gamma}
+				grad := make([]float32, k*all)
+				gradAt := func(scale float64) []float64 {
+					logits := make([]float32, k*all)
+					for c, m := range counts {
+						z := -40.0 // no evidence where p = 0
+						if m > 0 {
+							z = math.Log(scale * float64(m) / float64(n) / eff)
+						}
+						for j := 0; j < all; j++ {
+							logits[c*all+j] = float32(z)
+						}
 					}
+					if _, _, err := d.Loss(logits, 1, all, bins, grad); err != nil {
+						t.Fatal(err)
+					}
+					g := make([]float64, k) // d(mean loss)/d(shared logit of bin c)
+					for c := range g {
+						for j := 0; j < all; j++ {
+							g[c] += float64(grad[c*all+j])
+						}
+					}
+					return g
 				}
-				return g
-			}
-			maxAbs := func(g []float64) float64 {
-				m := 0.0
-				for _, v := range g {
-					m = max(m, math.Abs(v))
+				maxAbs := func(g []float64) float64 {
+					m := 0.0
+					for _, v := range g {
+						m = max(m, math.Abs(v))
+					}
+					return m
 				}
-				return m
-			}
-			// At the stationary point the gradient vanishes up to float32
-			// rounding of the logits; with twice the evidence it does not.
-			at, off := maxAbs(gradAt(1)), maxAbs(gradAt(2))
-			if at > 1e-6 || off < 100*at || off < 1e-4 {
-				t.Errorf("lambda %g, %d bins: |grad| %.2g at alpha = 1 + p/lambda, %.2g at 1 + 2p/lambda", lambda, spread, at, off)
+				// At the stationary point the gradient vanishes up to float32
+				// rounding of the logits; with twice the evidence it does not.
+				at, off := maxAbs(gradAt(1)), maxAbs(gradAt(2))
+				if at > 1e-6 || off < 100*at || off < 1e-4 {
+					t.Errorf("gamma %g, %d unlabeled, lambda %g, %d bins: |grad| %.2g at alpha = 1 + p/lambda', %.2g at 1 + 2p/lambda'",
+						reg.gamma, reg.unlabeled, lambda, spread, at, off)
+				}
 			}
 		}
 	}

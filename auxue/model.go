@@ -36,11 +36,21 @@ type Config struct {
 	SharedEncoder bool
 	// Hidden is the width of the epistemic head's hidden layers (toy: 300).
 	Hidden int
+	// GlobalContext (dense form) starts sigma_Theta2 with nn.GlobalContext:
+	// each pixel's features are joined by the frame's channel means, so the
+	// evidence can depend on the whole frame (a dataset change is a property
+	// of the frame, not of a 9 x 9 patch).
+	GlobalContext bool
 	// Aleatoric is the sigma_Theta1 loss (Laplace by default).
 	Aleatoric AleatoricLoss
 	// K and Lambda configure DIDO on sigma_Theta2.
 	K      int
 	Lambda float64
+	// UnlabeledKL (gamma) keeps the regularizer gamma * Lambda *
+	// KL(Dir(alpha) || Dir(1)) on the elements without ground truth (bin < 0),
+	// whose one-hot target of eq. 4 is all zeros; 0 trains DIDO on the
+	// labeled elements only. See DIDOLoss.UnlabeledWeight.
+	UnlabeledKL float64
 	// Seed initializes the weights.
 	Seed uint64
 }
@@ -59,6 +69,7 @@ type Config struct {
 //	dense Theta1:    Conv1x1(W,1), or Conv3x3(W,W) ReLU Conv1x1(W,P) for P > 1 (A.5)
 //	vector Theta2:   Cosine(W,H) ReLU Linear(H,K)    (A.1: cosine layer + hidden layer + exp)
 //	dense Theta2:    Cosine(W,H) ReLU Conv3x3(H,H) ReLU Conv1x1(H,K)  (A.5)
+//	                 GlobalContext Cosine(2W,H) ... with Config.GlobalContext
 type Model struct {
 	Config Config
 	// Encoder feeds AleaHead, and EpisHead too when SharedEncoder; nil without encoder.
@@ -94,14 +105,18 @@ func NewModel(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("auxue model: encoder width %d is negative", cfg.EncoderWidth)
 	case cfg.Lambda < 0 || math.IsNaN(cfg.Lambda):
 		return nil, fmt.Errorf("auxue model: lambda %v, want >= 0", cfg.Lambda)
+	case cfg.UnlabeledKL < 0 || math.IsNaN(cfg.UnlabeledKL):
+		return nil, fmt.Errorf("auxue model: unlabeled KL weight %v, want >= 0", cfg.UnlabeledKL)
 	case cfg.Form != FormVector && cfg.Form != FormDense:
 		return nil, fmt.Errorf("auxue model: unknown form %d", cfg.Form)
+	case cfg.GlobalContext && cfg.Form != FormDense:
+		return nil, fmt.Errorf("auxue model: global context needs the dense form (images)")
 	}
 	if cfg.Aleatoric.Kind < Laplace || cfg.Aleatoric.Kind > NIG {
 		return nil, fmt.Errorf("auxue model: unknown aleatoric loss %d", cfg.Aleatoric.Kind)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x417578))
-	m := &Model{Config: cfg, DIDO: DIDOLoss{K: cfg.K, Lambda: cfg.Lambda}}
+	m := &Model{Config: cfg, DIDO: DIDOLoss{K: cfg.K, Lambda: cfg.Lambda, UnlabeledWeight: cfg.UnlabeledKL}}
 	w := cfg.In
 	var err error
 	if cfg.EncoderWidth > 0 {
@@ -126,8 +141,13 @@ func NewModel(cfg Config) (*Model, error) {
 			layers = append(layers, cv.conv(w, w, 3, 1), &nn.ReLU{})
 		}
 		m.AleaHead = &nn.Sequential{Layers: append(layers, cv.conv(w, p, 1, 1))}
-		m.EpisHead = &nn.Sequential{Layers: []nn.Layer{nn.NewCosineSimilarity(w, h, rng), &nn.ReLU{},
-			cv.conv(h, h, 3, 1), &nn.ReLU{}, cv.conv(h, k, 1, 1)}}
+		var epis []nn.Layer
+		cosIn := w
+		if cfg.GlobalContext {
+			epis, cosIn = append(epis, &nn.GlobalContext{}), 2*w
+		}
+		m.EpisHead = &nn.Sequential{Layers: append(epis, nn.NewCosineSimilarity(cosIn, h, rng), &nn.ReLU{},
+			cv.conv(h, h, 3, 1), &nn.ReLU{}, cv.conv(h, k, 1, 1))}
 		if cv.err != nil {
 			return nil, cv.err
 		}

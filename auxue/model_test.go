@@ -53,6 +53,12 @@ func TestModelGradients(t *testing.T) {
 		{"dense shared encoder laplace", Config{Form: FormDense, In: 2, EncoderWidth: 3, SharedEncoder: true, Hidden: 3, K: 3, Lambda: 0.1}},
 		{"dense separate encoders gaussian", Config{Form: FormDense, In: 2, EncoderWidth: 3, Hidden: 3, K: 3, Lambda: 0.1,
 			Aleatoric: AleatoricLoss{Kind: Gaussian}}},
+		// a quarter of the pixels have no ground truth (bin -1): the KL on them
+		// must reach the parameters through the same backward pass.
+		{"dense separate encoders unlabeled KL", Config{Form: FormDense, In: 2, EncoderWidth: 3, Hidden: 3, K: 3, Lambda: 0.1,
+			UnlabeledKL: 0.5}},
+		{"dense global context", Config{Form: FormDense, In: 2, EncoderWidth: 3, Hidden: 3, K: 3, Lambda: 0.1,
+			UnlabeledKL: 0.5, GlobalContext: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +110,14 @@ func TestModelBadInput(t *testing.T) {
 	}{
 		{"K<2", func() error { _, err := NewModel(Config{In: 1, Hidden: 1, K: 1}); return err }, "at least 2 bins"},
 		{"no input", func() error { _, err := NewModel(Config{Hidden: 1, K: 2}); return err }, "input width"},
+		{"negative unlabeled KL", func() error {
+			_, err := NewModel(Config{In: 1, Hidden: 1, K: 2, UnlabeledKL: -0.1})
+			return err
+		}, "unlabeled KL weight"},
+		{"global context on vectors", func() error {
+			_, err := NewModel(Config{Form: FormVector, In: 1, Hidden: 1, K: 2, GlobalContext: true})
+			return err
+		}, "global context needs the dense form"},
 		{"wrong rank", func() error { _, _, err := m.Forward(nn.NewDense(2, 2), nn.Eval); return err }, "want (N, 2, H, W)"},
 		{"wrong channels", func() error { _, _, err := m.Forward(nn.NewDense(1, 3, 2, 2), nn.Eval); return err }, "want (N, 2, H, W)"},
 		{"empty batch", func() error { _, _, err := m.Forward(nn.NewDense(0, 2, 2, 2), nn.Eval); return err }, "empty batch"},

@@ -161,9 +161,11 @@ auxue:
   aleatoric: laplace
   k: %d
   lambda: %g
+  unlabeled_kl: %g       # weight of the DIDO KL on blocks without ground truth (0: labeled blocks only)
+  global_context: %t   # DIDO head reads each pixel's features and the frame's channel means
 `, depthModel, AuxInputName, AuxFeaturesName, c.In, height/factor, width/factor,
 		AuxScaleName, height, width, AuxEpistemicName, height, width, AuxAlphaName, c.K, height/factor, width/factor,
-		factor, factor, c.EncoderWidth, c.Hidden, c.K, c.Lambda)
+		factor, factor, c.EncoderWidth, c.Hidden, c.K, c.Lambda, c.UnlabeledKL, c.GlobalContext)
 	spec = filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
 		return "", "", fmt.Errorf("write %q: %w", spec, err)

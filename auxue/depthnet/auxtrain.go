@@ -36,6 +36,13 @@ type AuxTrainConfig struct {
 	// EncoderWidth and Hidden of the AuxUE [8, 8]; K and Lambda of DIDO [32, 0.01].
 	EncoderWidth, Hidden, K int
 	Lambda                  float64
+	// UnlabeledKL keeps gamma * Lambda * KL(Dir(alpha) || Dir(1)) on the
+	// blocks without ground truth (auxue.Config.UnlabeledKL); 0 trains DIDO
+	// on the labeled blocks only.
+	UnlabeledKL float64
+	// GlobalContext joins each pixel's DIDO features with the frame's
+	// channel means (auxue.Config.GlobalContext).
+	GlobalContext bool
 	// Log receives progress lines; nil discards them.
 	Log *slog.Logger
 }
@@ -62,7 +69,7 @@ func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 	c.defaults()
 	return auxue.Config{Form: auxue.FormDense, In: in, EncoderWidth: c.EncoderWidth,
 		SharedEncoder: false, Hidden: c.Hidden, Aleatoric: auxue.AleatoricLoss{Kind: auxue.Laplace},
-		K: c.K, Lambda: c.Lambda, Seed: uint64(c.Seed)}
+		K: c.K, Lambda: c.Lambda, UnlabeledKL: c.UnlabeledKL, GlobalContext: c.GlobalContext, Seed: uint64(c.Seed)}
 }
 
 // AuxStats summarizes an AuxUE run.

@@ -42,6 +42,10 @@ func TestLayerGradients(t *testing.T) {
 		{"softplus", func() Layer { return &Softplus{} }, []int{2, 9}, -5, 5},
 		{"cosine vectors", func() Layer { return NewCosineSimilarity(6, 4, testRNG(4)) }, []int{3, 6}, -1, 1},
 		{"cosine pixels", func() Layer { return NewCosineSimilarity(5, 3, testRNG(5)) }, []int{2, 5, 3, 4}, -1, 1},
+		{"global context", func() Layer { return &GlobalContext{} }, []int{2, 3, 3, 4}, -1, 1},
+		{"global context into cosine", func() Layer {
+			return &Sequential{Layers: []Layer{&GlobalContext{}, NewCosineSimilarity(6, 3, testRNG(9))}}
+		}, []int{2, 3, 2, 5}, -1, 1},
 		{"sequential", func() Layer {
 			return &Sequential{Layers: []Layer{
 				NewCosineSimilarity(4, 6, testRNG(6)), NewLinear(6, 5, testRNG(7)), &ReLU{},
@@ -66,6 +70,27 @@ func TestLayerGradients(t *testing.T) {
 			}
 			checkLayerGrads(t, tc.layer(), x, eps, defaultTol, nil)
 		})
+	}
+}
+
+// GlobalContext keeps the input and appends each image's channel means:
+// hand-computed on a (2, 2, 1, 3) input.
+func TestGlobalContextClosedForm(t *testing.T) {
+	x := NewDense(2, 2, 1, 3)
+	copy(Data(x), []float32{1, 2, 6, -3, 0, 3, 10, 10, 10, 0, 0, 0.5})
+	y, err := (&GlobalContext{}).Forward(x, Eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{1, 2, 6, -3, 0, 3, 3, 3, 3, 0, 0, 0,
+		10, 10, 10, 0, 0, 0.5, 10, 10, 10, 1.0 / 6, 1.0 / 6, 1.0 / 6}
+	if !y.Shape().Eq(tensor.Shape{2, 4, 1, 3}) {
+		t.Fatalf("shape %v, want (2, 4, 1, 3)", y.Shape())
+	}
+	for i, v := range Data(y) {
+		if math.Abs(float64(v-want[i])) > 1e-6 {
+			t.Fatalf("GlobalContext element %d = %v, want %v (all: %v)", i, v, want[i], Data(y))
+		}
 	}
 }
 
@@ -172,6 +197,8 @@ func TestLayerErrors(t *testing.T) {
 			return err
 		}, "layer 1"},
 		{"dropout p", func() error { _, err := NewDropout(1, nil).Forward(NewDense(2), Train); return err }, "probability"},
+		{"global context on vectors", func() error { _, err := (&GlobalContext{}).Forward(NewDense(2, 3), Train); return err }, "GlobalContext"},
+		{"global context backward first", func() error { _, err := (&GlobalContext{}).Backward(NewDense(1, 2, 1, 1)); return err }, "without a preceding Forward"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +237,7 @@ func TestBufferReuse(t *testing.T) {
 	}
 	img := &Sequential{Layers: []Layer{
 		mustConv(Conv2dConfig{In: 3, Out: 4, Kernel: 3, Padding: 1}), &Softplus{}, NewDropout(0.2, testRNG(5)),
-		&Upsample{Factor: 2}, NewCosineSimilarity(4, 2, testRNG(6)),
+		&Upsample{Factor: 2}, &GlobalContext{}, NewCosineSimilarity(8, 2, testRNG(6)),
 	}}
 	xi := randDense(testRNG(7), -1, 1, 2, 3, 6, 8)
 	dyi := NewDense(2, 2, 12, 16)

@@ -26,6 +26,7 @@ type ExportOptions struct {
 //	ReLU, Softplus    Relu, Softplus
 //	Exp{Clamp}        Clip(max=Clamp) then Exp
 //	Upsample{Factor}  Resize(mode=linear, coordinate_transformation_mode=half_pixel)
+//	GlobalContext     Concat(x, Expand(ReduceMean(x, axes=[2,3]), Shape(x)))
 //	Concat            Concat(axis=1) of its branches' outputs
 //	Dropout           omitted (identity at inference)
 //	Sequential        its layers in order

@@ -23,6 +23,13 @@ func emitMore(b *Builder, layer nn.Layer, x Value) (Value, error) {
 		return Value{b.Op("Resize", []string{x.Name, "", scales},
 			StringAttr("mode", "linear"),
 			StringAttr("coordinate_transformation_mode", "half_pixel")), 4}, nil
+	case *nn.GlobalContext:
+		if x.Rank != 4 {
+			return Value{}, fmt.Errorf("GlobalContext needs an NCHW input, got rank %d", x.Rank)
+		}
+		mean := b.Op("ReduceMean", []string{x.Name}, IntsAttr("axes", 2, 3), IntAttr("keepdims", 1))
+		spread := b.Op("Expand", []string{mean, b.Op("Shape", []string{x.Name})})
+		return EmitConcat(b, x, Value{spread, 4})
 	}
 	return Value{}, unsupported(layer)
 }

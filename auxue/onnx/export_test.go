@@ -56,6 +56,11 @@ func TestExportParity(t *testing.T) {
 			mustConv(t, nn.Conv2dConfig{In: 6, Out: 4, Kernel: 3, Padding: 2, Dilation: 2, Bias: true}, rng),
 			&nn.Upsample{Factor: 2}, &nn.Exp{},
 		}}, []int{2, 3, 12, 16}},
+		{"global context into a cosine head", &nn.Sequential{Layers: []nn.Layer{
+			mustConv(t, nn.Conv2dConfig{In: 3, Out: 4, Kernel: 3, Padding: 1, Bias: true}, rng), &nn.ReLU{},
+			&nn.GlobalContext{}, nn.NewCosineSimilarity(8, 5, rng), &nn.ReLU{},
+			mustConv(t, nn.Conv2dConfig{In: 5, Out: 3, Kernel: 1, Bias: true}, rng), &nn.Exp{},
+		}}, []int{2, 3, 6, 10}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +142,7 @@ func TestExportErrors(t *testing.T) {
 	}{
 		{"linear on images", nn.NewLinear(3, 2, nil), []int64{1, 3, 4, 4}},
 		{"upsample on vectors", &nn.Upsample{Factor: 2}, []int64{1, 3}},
+		{"global context on vectors", &nn.GlobalContext{}, []int64{1, 3}},
 		{"bad input rank", &nn.ReLU{}, []int64{3}},
 	}
 	for _, tc := range tests {

@@ -23,7 +23,8 @@ type auxVariant struct {
 	Shared      bool
 	K           int
 	Lambda      float64
-	Categorical bool // softmax cross-entropy over the K bins instead of DIDO
+	UnlabeledKL float64 // DIDO regularizer weight on pixels without ground truth
+	Categorical bool    // softmax cross-entropy over the K bins instead of DIDO
 }
 
 func (v auxVariant) id() string {
@@ -32,6 +33,9 @@ func (v auxVariant) id() string {
 		enc = "shared"
 	}
 	s := fmt.Sprintf("%s_%s_k%d_l%s", v.Head, enc, v.K, strconv.FormatFloat(v.Lambda, 'g', -1, 64))
+	if v.UnlabeledKL != 0 {
+		s += "_u" + strconv.FormatFloat(v.UnlabeledKL, 'g', -1, 64)
+	}
 	if v.Categorical {
 		s += "_cat"
 	}
@@ -59,9 +63,10 @@ func auxPlan(c *Config) ([]auxVariant, []auxMethod) {
 		return len(vs) - 1
 	}
 	a := c.AuxUE
+	u := a.UnlabeledKL
 	for _, enc := range a.Encoders {
 		for _, h := range a.Heads {
-			i := add(auxVariant{Head: h, Shared: enc == "shared", K: a.K, Lambda: a.Lambda})
+			i := add(auxVariant{Head: h, Shared: enc == "shared", K: a.K, Lambda: a.Lambda, UnlabeledKL: u})
 			short := map[string]string{"separate": "sep", "shared": "shared"}[enc]
 			ms = append(ms, auxMethod{name: h + "_" + short, variant: i})
 			if h == "laplace" {
@@ -69,16 +74,21 @@ func auxPlan(c *Config) ([]auxVariant, []auxMethod) {
 			}
 		}
 	}
+	if u > 0 {
+		// The strict reading of eq. 4 (labeled pixels only) beside it.
+		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: a.Lambda})
+		ms = append(ms, auxMethod{name: MethodDIDOLabeledOnly, variant: i, epistemic: true})
+	}
 	if a.Categorical {
 		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: a.Lambda, Categorical: true})
 		ms = append(ms, auxMethod{name: "categorical", variant: i, epistemic: true})
 	}
 	for _, k := range c.Ablations.K {
-		i := add(auxVariant{Head: "laplace", K: k, Lambda: a.Lambda})
+		i := add(auxVariant{Head: "laplace", K: k, Lambda: a.Lambda, UnlabeledKL: u})
 		ms = append(ms, auxMethod{name: fmt.Sprintf("dido_k%d", k), variant: i, epistemic: true})
 	}
 	for _, l := range c.Ablations.Lambda {
-		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: l})
+		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: l, UnlabeledKL: u})
 		ms = append(ms, auxMethod{name: "dido_lambda" + strconv.FormatFloat(l, 'g', -1, 64), variant: i, epistemic: true})
 	}
 	return vs, ms
@@ -162,7 +172,7 @@ func newAuxModel(c *Config, v auxVariant, in int, seed int64) (*auxue.Model, err
 	}
 	return auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: in,
 		EncoderWidth: c.AuxUE.EncoderWidth, SharedEncoder: v.Shared, Hidden: c.AuxUE.Hidden,
-		Aleatoric: auxue.AleatoricLoss{Kind: kind}, K: v.K, Lambda: v.Lambda, Seed: uint64(seed)})
+		Aleatoric: auxue.AleatoricLoss{Kind: kind}, K: v.K, Lambda: v.Lambda, UnlabeledKL: v.UnlabeledKL, Seed: uint64(seed)})
 }
 
 func auxParams(m *auxue.Model) []*nn.Param {

@@ -74,6 +74,9 @@ type AuxUE struct {
 	Hidden       int     `yaml:"hidden"`
 	K            int     `yaml:"k"`
 	Lambda       float64 `yaml:"lambda"`
+	// UnlabeledKL keeps the DIDO regularizer on pixels without ground truth
+	// at this weight (auxue.Config.UnlabeledKL; 0: labeled pixels only).
+	UnlabeledKL float64 `yaml:"unlabeled_kl"`
 	// Inputs of the AuxUE: "rgbd" (half-resolution image and predicted
 	// depth, as the exported runtime AuxUE) or "rgbd+decoder" (plus the main
 	// model's last decoder features, the paper's "features of the main model").
@@ -181,6 +184,9 @@ func (c *Config) check() error {
 	}
 	if !(c.AuxUE.LR > 0 && c.AuxUE.LR < 10) || !(c.AuxUE.EndLR >= 0) || !(c.AuxUE.Lambda >= 0 && c.AuxUE.Lambda <= 10) {
 		return fmt.Errorf("key auxue.lr/end_lr/lambda: need lr > 0, end_lr >= 0, lambda >= 0")
+	}
+	if !(c.AuxUE.UnlabeledKL >= 0 && c.AuxUE.UnlabeledKL <= 100) {
+		return fmt.Errorf("key auxue.unlabeled_kl: %v outside [0, 100]", c.AuxUE.UnlabeledKL)
 	}
 	if c.AuxUE.Inputs != "rgbd" && c.AuxUE.Inputs != "rgbd+decoder" {
 		return fmt.Errorf("key auxue.inputs: %q (want rgbd or rgbd+decoder)", c.AuxUE.Inputs)

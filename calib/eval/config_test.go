@@ -38,6 +38,7 @@ func TestParseConfig(t *testing.T) {
 		{"bad yaml", "name: t=>name: [t", "eval config"},
 		{"nan step", "name: t=>name: t\nsparsification_step: .nan", "sparsification_step"},
 		{"nan end lr", "end_lr: 0=>end_lr: .nan", "auxue.lr"},
+		{"negative unlabeled kl", "lambda: 0.01,=>lambda: 0.01, unlabeled_kl: -1,", "auxue.unlabeled_kl"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -248,7 +248,7 @@ func isTableTwoMethod(m string) bool {
 // tables use them as OOD scores); the K/lambda ablations have their own table.
 func isSkyMethod(m string) bool {
 	switch m {
-	case "dido_sep", "dido_shared", "categorical", MethodEnsemble, MethodInject, MethodGradient:
+	case "dido_sep", "dido_shared", MethodDIDOLabeledOnly, "categorical", MethodEnsemble, MethodInject, MethodGradient:
 		return true
 	}
 	return isTableTwoMethod(m)

@@ -24,6 +24,9 @@ const (
 	MethodEnsemble = "ensemble"
 	MethodInject   = "inject_dropout"
 	MethodGradient = "gradient"
+	// MethodDIDOLabeledOnly is dido_sep trained on labeled pixels only (the
+	// strict reading of eq. 4), run when auxue.unlabeled_kl > 0.
+	MethodDIDOLabeledOnly = "dido_sep_eq4"
 )
 
 // Curves holds what the plots need beyond the table (clean test frames,

@@ -13,9 +13,9 @@ import (
 // TestQuickConfig runs configs/eval-quick.yaml end to end (trains the main
 // network, the ensemble members and every AuxUE, evaluates, writes the
 // report), checks results.json's schema, that every expected row exists and
-// is in range, that the report's DIDO-vs-heads verdict matches the numbers,
-// and that a second run loads every model from the cache and reproduces the
-// table exactly.
+// is in range, that DIDO's clean sky AUC beats every aleatoric head's and
+// that the report's verdict says so, and that a second run loads every model
+// from the cache and reproduces the table exactly.
 func TestQuickConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains models for about two minutes")
@@ -95,6 +95,12 @@ func TestQuickConfig(t *testing.T) {
 		}
 	}
 	t.Logf("clean sky AUC: dido_sep %.3f; DIDO beats every aleatoric head: %v", dido, beats)
+	if !beats {
+		// The check on the reduced run: DIDO (with the regularizer on
+		// pixels without ground truth, auxue.unlabeled_kl) ranks the sky above
+		// the ground-truth pixels better than any aleatoric scale does.
+		t.Errorf("clean sky AUC of dido_sep %.3f does not beat every aleatoric head", dido)
+	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -116,6 +116,11 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	w.f("the mean over the %d corruptions at that severity.\n\n", len(c.Corruptions))
 	w.f("- Command: `%s`\n- Config: `%s` (hash %s)\n- Machine: %s\n- Started: %s\n", m.Command, m.Config, m.ConfigHash, m.Machine, m.Started)
 	w.f("- Main model: %s\n", m.MainModel)
+	w.f("- DIDO: K = %d, lambda = %g, regularizer on pixels without ground truth at weight %g", c.AuxUE.K, c.AuxUE.Lambda, c.AuxUE.UnlabeledKL)
+	if c.AuxUE.UnlabeledKL > 0 {
+		w.f(" (`%s`: the same head trained on labeled pixels only, the strict reading of eq. 4)", MethodDIDOLabeledOnly)
+	}
+	w.f("\n")
 	var secs []string
 	for _, k := range []string{"train_main", "train_ensemble", "train_auxue", "render_test", "evaluate", "tabular", "total"} {
 		if v, ok := m.WallSeconds[k]; ok {
@@ -233,7 +238,7 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	})
 	if len(abl) > 1 {
 		w.f("\n## Ablations (supplementary D): K and lambda of DIDO (separate encoder, Laplace sigma_Theta1)\n\n")
-		w.f("`dido_sep` is K = %d, lambda = %g. Clean test frames; AUC/AUPR in %%.\n\n", c.AuxUE.K, c.AuxUE.Lambda)
+		w.f("`dido_sep` is K = %d, lambda = %g, unlabeled_kl = %g. Clean test frames; AUC/AUPR in %%.\n\n", c.AuxUE.K, c.AuxUE.Lambda, c.AuxUE.UnlabeledKL)
 		w.provenance(c, fmt.Sprintf("%d clean outdoor + %d indoor frames, %d seeds", c.Data.TestFrames, c.Data.IndoorFrames, len(c.Seeds)), "train_auxue", "evaluate")
 		w.f("| method | sky AUC | sky AUPR | Sky-All | indoor AUC | indoor AUPR |\n|---|---|---|---|---|---|\n")
 		for _, a := range abl {

@@ -135,6 +135,8 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	hidden := fs.Int("hidden", 8, "hidden channels of the DIDO head")
 	k := fs.Int("k", 32, "DIDO bins")
 	lambda := fs.Float64("lambda", 0.01, "DIDO KL weight")
+	globalCtx := fs.Bool("global-context", false, "join each pixel's DIDO features with the frame's channel means (false: local features only)")
+	unlabeledKL := fs.Float64("unlabeled-kl", 0.1, "weight gamma of the DIDO KL on blocks without ground truth (0: labeled blocks only, strict eq. 4)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -146,7 +148,7 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	cfg := depthnet.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Library: *library,
 		Seed: *seed, Drives: *drives, FramesPerDrive: *framesPer, Frames: *frames, Epochs: *epochs,
-		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, Log: env.log}
+		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL, GlobalContext: *globalCtx, Log: env.log}
 	start := time.Now()
 	model, st, err := depthnet.AuxTrain(ctx, cfg)
 	if err != nil {
