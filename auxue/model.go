@@ -41,6 +41,10 @@ type Config struct {
 	// evidence can depend on the whole frame (a dataset change is a property
 	// of the frame, not of a 9 x 9 patch).
 	GlobalContext bool
+	// GlobalContextBands splits the frame into that many horizontal bands
+	// of equal height and joins the channel means of each (nn.GlobalContext
+	// Bands); 0 or 1 is the whole frame. The height must be a multiple.
+	GlobalContextBands int
 	// Aleatoric is the sigma_Theta1 loss (Laplace by default).
 	Aleatoric AleatoricLoss
 	// K and Lambda configure DIDO on sigma_Theta2.
@@ -69,7 +73,7 @@ type Config struct {
 //	dense Theta1:    Conv1x1(W,1), or Conv3x3(W,W) ReLU Conv1x1(W,P) for P > 1 (A.5)
 //	vector Theta2:   Cosine(W,H) ReLU Linear(H,K)    (A.1: cosine layer + hidden layer + exp)
 //	dense Theta2:    Cosine(W,H) ReLU Conv3x3(H,H) ReLU Conv1x1(H,K)  (A.5)
-//	                 GlobalContext Cosine(2W,H) ... with Config.GlobalContext
+//	                 GlobalContext Cosine(W+W*B,H) ... with Config.GlobalContext (B bands)
 type Model struct {
 	Config Config
 	// Encoder feeds AleaHead, and EpisHead too when SharedEncoder; nil without encoder.
@@ -111,6 +115,8 @@ func NewModel(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("auxue model: unknown form %d", cfg.Form)
 	case cfg.GlobalContext && cfg.Form != FormDense:
 		return nil, fmt.Errorf("auxue model: global context needs the dense form (images)")
+	case cfg.GlobalContextBands < 0:
+		return nil, fmt.Errorf("auxue model: %d global context bands, want >= 0", cfg.GlobalContextBands)
 	}
 	if cfg.Aleatoric.Kind < Laplace || cfg.Aleatoric.Kind > NIG {
 		return nil, fmt.Errorf("auxue model: unknown aleatoric loss %d", cfg.Aleatoric.Kind)
@@ -144,7 +150,8 @@ func NewModel(cfg Config) (*Model, error) {
 		var epis []nn.Layer
 		cosIn := w
 		if cfg.GlobalContext {
-			epis, cosIn = append(epis, &nn.GlobalContext{}), 2*w
+			gc := &nn.GlobalContext{Bands: cfg.GlobalContextBands}
+			epis, cosIn = append(epis, gc), gc.OutChannels(w)
 		}
 		m.EpisHead = &nn.Sequential{Layers: append(epis, nn.NewCosineSimilarity(cosIn, h, rng), &nn.ReLU{},
 			cv.conv(h, h, 3, 1), &nn.ReLU{}, cv.conv(h, k, 1, 1))}

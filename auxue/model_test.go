@@ -59,6 +59,8 @@ func TestModelGradients(t *testing.T) {
 			UnlabeledKL: 0.5}},
 		{"dense global context", Config{Form: FormDense, In: 2, EncoderWidth: 3, Hidden: 3, K: 3, Lambda: 0.1,
 			UnlabeledKL: 0.5, GlobalContext: true}},
+		{"dense global context in bands", Config{Form: FormDense, In: 2, EncoderWidth: 3, Hidden: 3, K: 3, Lambda: 0.1,
+			UnlabeledKL: 0.5, GlobalContext: true, GlobalContextBands: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -163,9 +163,10 @@ auxue:
   lambda: %g
   unlabeled_kl: %g       # weight of the DIDO KL on blocks without ground truth (0: labeled blocks only)
   global_context: %t   # DIDO head reads each pixel's features and the frame's channel means
+  global_context_bands: %d   # horizontal bands of those means (0 or 1: the whole frame)
 `, depthModel, AuxInputName, AuxFeaturesName, c.In, height/factor, width/factor,
 		AuxScaleName, height, width, AuxEpistemicName, height, width, AuxAlphaName, c.K, height/factor, width/factor,
-		factor, factor, c.EncoderWidth, c.Hidden, c.K, c.Lambda, c.UnlabeledKL, c.GlobalContext)
+		factor, factor, c.EncoderWidth, c.Hidden, c.K, c.Lambda, c.UnlabeledKL, c.GlobalContext, c.GlobalContextBands)
 	spec = filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
 		return "", "", fmt.Errorf("write %q: %w", spec, err)

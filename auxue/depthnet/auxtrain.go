@@ -43,6 +43,13 @@ type AuxTrainConfig struct {
 	// GlobalContext joins each pixel's DIDO features with the frame's
 	// channel means (auxue.Config.GlobalContext).
 	GlobalContext bool
+	// GlobalContextBands is auxue.Config.GlobalContextBands.
+	GlobalContextBands int
+	// Outliers is the fraction of batch items replaced by a layout outlier
+	// of one of OutlierKinds made from the drawn frame; its blocks count as
+	// without ground truth (only the unlabeled KL applies). 0 disables.
+	Outliers     float64
+	OutlierKinds []OutlierKind
 	// Log receives progress lines; nil discards them.
 	Log *slog.Logger
 }
@@ -69,7 +76,7 @@ func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 	c.defaults()
 	return auxue.Config{Form: auxue.FormDense, In: in, EncoderWidth: c.EncoderWidth,
 		SharedEncoder: false, Hidden: c.Hidden, Aleatoric: auxue.AleatoricLoss{Kind: auxue.Laplace},
-		K: c.K, Lambda: c.Lambda, UnlabeledKL: c.UnlabeledKL, GlobalContext: c.GlobalContext, Seed: uint64(c.Seed)}
+		K: c.K, Lambda: c.Lambda, UnlabeledKL: c.UnlabeledKL, GlobalContext: c.GlobalContext, GlobalContextBands: c.GlobalContextBands, Seed: uint64(c.Seed)}
 }
 
 // AuxStats summarizes an AuxUE run.
@@ -109,6 +116,9 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	if cfg.Height%2 != 0 || cfg.Width%2 != 0 {
 		return nil, st, fmt.Errorf("train auxue: size %dx%d must be even", cfg.Width, cfg.Height)
 	}
+	if cfg.Outliers < 0 || cfg.Outliers >= 1 || (cfg.Outliers > 0 && len(cfg.OutlierKinds) == 0) {
+		return nil, st, fmt.Errorf("train auxue: outlier fraction %v with kinds %v, want [0, 1) and a kind", cfg.Outliers, cfg.OutlierKinds)
+	}
 	start := time.Now()
 	cache, absRel, err := buildAuxCache(ctx, cfg, log)
 	if err != nil {
@@ -133,6 +143,8 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	perEpoch := cfg.Frames / B
 	st.Steps = perEpoch * cfg.Epochs
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x617578))
+	orng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f75746c))
+	scratch := make([]float32, hw2)
 	order := make([]int, cfg.Frames)
 	for i := range order {
 		order[i] = i
@@ -152,6 +164,14 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 				copy(errs[b*hw2:(b+1)*hw2], cache.errs[f*hw2:(f+1)*hw2])
 				copy(valid[b*hw2:(b+1)*hw2], cache.valid[f*hw2:(f+1)*hw2])
 				copy(bins[b*hw2:(b+1)*hw2], cache.bins[f*hw2:(f+1)*hw2])
+				if cfg.Outliers > 0 && orng.Float64() < cfg.Outliers {
+					kind := cfg.OutlierKinds[orng.IntN(len(cfg.OutlierKinds))]
+					makeOutlier(kind, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2, orng, scratch)
+					clear(valid[b*hw2 : (b+1)*hw2])
+					for i := b * hw2; i < (b+1)*hw2; i++ {
+						bins[i] = -1
+					}
+				}
 			}
 			nn.ZeroGrad(params)
 			l, err := model.Step(x, errs, valid, bins)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
@@ -143,6 +144,13 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("config %+v accepted", c)
 		}
 	}
+	// Outlier settings are checked before any frame is rendered or run.
+	for _, c := range []AuxTrainConfig{{Outliers: 0.25}, {Outliers: 1, OutlierKinds: []OutlierKind{OutlierFlip}}, {Outliers: -0.1}} {
+		_, _, err := AuxTrain(context.Background(), c)
+		if err == nil || !strings.Contains(err.Error(), "outlier fraction") {
+			t.Errorf("AuxTrain %+v: %v, want an outlier fraction error", c, err)
+		}
+	}
 }
 
 // TestTrainSmoke trains both networks for a few steps on tiny frames, checks
@@ -223,12 +231,22 @@ func TestTrainSmoke(t *testing.T) {
 	runner.Close()
 
 	aux, ast, err := AuxTrain(ctx, AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
-		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, Epochs: 4, Batch: 2, LR: 2e-3, K: 8})
+		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, Epochs: 4, Batch: 2, LR: 2e-3, K: 8, UnlabeledKL: 0.1,
+		GlobalContext: true, GlobalContextBands: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !(ast.LastLoss < ast.FirstLoss) {
 		t.Fatalf("auxue loss did not fall: first %v last %v", ast.FirstLoss, ast.LastLoss)
+	}
+	// The reference recipe also swaps batch items for layout outliers; their
+	// blocks have no ground truth, so the epoch means (divided by the labeled
+	// count) are not comparable across epochs: the run must only stay finite.
+	_, ost, err := AuxTrain(ctx, AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
+		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, Epochs: 2, Batch: 2, LR: 2e-3, K: 8, UnlabeledKL: 0.1,
+		GlobalContext: true, GlobalContextBands: 4, Outliers: 0.5, OutlierKinds: []OutlierKind{OutlierFlip, OutlierTiles}})
+	if err != nil || math.IsNaN(ost.LastLoss) || math.IsInf(ost.LastLoss, 0) {
+		t.Fatalf("auxue training with layout outliers: %v (last loss %v)", err, ost.LastLoss)
 	}
 	if ast.Factor != f {
 		t.Fatalf("auxue factor %d, want %d", ast.Factor, f)

@@ -43,6 +43,7 @@ func TestLayerGradients(t *testing.T) {
 		{"cosine vectors", func() Layer { return NewCosineSimilarity(6, 4, testRNG(4)) }, []int{3, 6}, -1, 1},
 		{"cosine pixels", func() Layer { return NewCosineSimilarity(5, 3, testRNG(5)) }, []int{2, 5, 3, 4}, -1, 1},
 		{"global context", func() Layer { return &GlobalContext{} }, []int{2, 3, 3, 4}, -1, 1},
+		{"global context 3 bands", func() Layer { return &GlobalContext{Bands: 3} }, []int{2, 2, 6, 4}, -1, 1},
 		{"global context into cosine", func() Layer {
 			return &Sequential{Layers: []Layer{&GlobalContext{}, NewCosineSimilarity(6, 3, testRNG(9))}}
 		}, []int{2, 3, 2, 5}, -1, 1},
@@ -91,6 +92,31 @@ func TestGlobalContextClosedForm(t *testing.T) {
 		if math.Abs(float64(v-want[i])) > 1e-6 {
 			t.Fatalf("GlobalContext element %d = %v, want %v (all: %v)", i, v, want[i], Data(y))
 		}
+	}
+}
+
+// With bands, channel C + c*B + b holds the mean of channel c over the
+// rows of band b: hand-computed on a (1, 2, 4, 2) input in 2 bands.
+func TestGlobalContextBandsClosedForm(t *testing.T) {
+	x := NewDense(1, 2, 4, 2)
+	copy(Data(x), []float32{1, 3, 5, 7, 0, 0, 2, 2, 4, 4, 4, 4, -1, 1, 9, 9})
+	y, err := (&GlobalContext{Bands: 2}).Forward(x, Eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !y.Shape().Eq(tensor.Shape{1, 6, 4, 2}) {
+		t.Fatalf("shape %v, want (1, 6, 4, 2)", y.Shape())
+	}
+	// channel 0: rows 0-1 mean 4, rows 2-3 mean 1; channel 1: rows 0-1 mean 4, rows 2-3 mean 4.5.
+	for k, want := range []float32{4, 1, 4, 4.5} {
+		for i, v := range Data(y)[(2+k)*8 : (3+k)*8] {
+			if math.Abs(float64(v-want)) > 1e-6 {
+				t.Fatalf("context channel %d element %d = %v, want %v", 2+k, i, v, want)
+			}
+		}
+	}
+	if _, err := (&GlobalContext{Bands: 3}).Forward(x, Eval); err == nil || !strings.Contains(err.Error(), "multiple of 3 bands") {
+		t.Fatalf("height 4 in 3 bands: %v", err)
 	}
 }
 

@@ -27,8 +27,18 @@ func emitMore(b *Builder, layer nn.Layer, x Value) (Value, error) {
 		if x.Rank != 4 {
 			return Value{}, fmt.Errorf("GlobalContext needs an NCHW input, got rank %d", x.Rank)
 		}
-		mean := b.Op("ReduceMean", []string{x.Name}, IntsAttr("axes", 2, 3), IntAttr("keepdims", 1))
-		spread := b.Op("Expand", []string{mean, b.Op("Shape", []string{x.Name})})
+		if l.Bands <= 1 {
+			mean := b.Op("ReduceMean", []string{x.Name}, IntsAttr("axes", 2, 3), IntAttr("keepdims", 1))
+			spread := b.Op("Expand", []string{mean, b.Op("Shape", []string{x.Name})})
+			return EmitConcat(b, x, Value{spread, 4})
+		}
+		nb := int64(l.Bands)
+		bands := b.Op("Reshape", []string{x.Name, b.ConstInt64("bands_shape", []int64{4}, []int64{0, 0, nb, -1})})
+		mean := b.Op("ReduceMean", []string{bands}, IntsAttr("axes", 3), IntAttr("keepdims", 1))
+		flat := b.Op("Reshape", []string{mean, b.ConstInt64("context_shape", []int64{4}, []int64{0, -1, 1, 1})})
+		size := b.Op("Concat", []string{b.ConstInt64("ones", []int64{2}, []int64{1, 1}),
+			b.Op("Shape", []string{x.Name}, IntAttr("start", 2))}, IntAttr("axis", 0))
+		spread := b.Op("Expand", []string{flat, size})
 		return EmitConcat(b, x, Value{spread, 4})
 	}
 	return Value{}, unsupported(layer)

@@ -61,6 +61,11 @@ func TestExportParity(t *testing.T) {
 			&nn.GlobalContext{}, nn.NewCosineSimilarity(8, 5, rng), &nn.ReLU{},
 			mustConv(t, nn.Conv2dConfig{In: 5, Out: 3, Kernel: 1, Bias: true}, rng), &nn.Exp{},
 		}}, []int{2, 3, 6, 10}},
+		{"banded global context into a cosine head", &nn.Sequential{Layers: []nn.Layer{
+			mustConv(t, nn.Conv2dConfig{In: 3, Out: 4, Kernel: 3, Padding: 1, Bias: true}, rng), &nn.ReLU{},
+			&nn.GlobalContext{Bands: 3}, nn.NewCosineSimilarity(16, 5, rng), &nn.ReLU{},
+			mustConv(t, nn.Conv2dConfig{In: 5, Out: 3, Kernel: 1, Bias: true}, rng), &nn.Exp{},
+		}}, []int{2, 3, 6, 10}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -137,18 +137,26 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	lambda := fs.Float64("lambda", 0.01, "DIDO KL weight")
 	globalCtx := fs.Bool("global-context", false, "join each pixel's DIDO features with the frame's channel means (false: local features only)")
 	unlabeledKL := fs.Float64("unlabeled-kl", 0.1, "weight gamma of the DIDO KL on blocks without ground truth (0: labeled blocks only, strict eq. 4)")
+	gcBands := fs.Int("global-context-bands", 0, "with -global-context: horizontal bands whose channel means are joined (0 or 1: the whole frame)")
+	outliers := fs.Float64("outliers", 0, "fraction of batch items replaced by a layout outlier without ground truth (0: none)")
+	outlierKinds := fs.String("outlier-kinds", "flip,tiles", "layout outliers to draw from: flip, tiles")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	kinds, err := depthnet.ParseOutlierKinds(*outlierKinds)
+	if err != nil {
+		return fmt.Errorf("flag -outlier-kinds: %w", err)
+	}
 	if *depthSpec == "" {
 		*depthSpec = strings.TrimSuffix(*depthModel, filepath.Ext(*depthModel)) + ".yaml"
 	}
 	cfg := depthnet.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Library: *library,
 		Seed: *seed, Drives: *drives, FramesPerDrive: *framesPer, Frames: *frames, Epochs: *epochs,
-		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL, GlobalContext: *globalCtx, Log: env.log}
+		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL, GlobalContext: *globalCtx, GlobalContextBands: *gcBands,
+		Outliers: *outliers, OutlierKinds: kinds, Log: env.log}
 	start := time.Now()
 	model, st, err := depthnet.AuxTrain(ctx, cfg)
 	if err != nil {

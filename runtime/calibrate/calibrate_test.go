@@ -203,6 +203,11 @@ func TestRunOnRenderedData(t *testing.T) {
 	if len(cal.TauEZones) != 4 || cal.TauE <= 0 || cal.TauE > 1 || cal.TauA <= 0 || cal.ScaleCorrection <= 0 {
 		t.Fatalf("calibration %+v", cal)
 	}
+	// The zone thresholds bound events, not only pixels: on the calibration
+	// frames at most a fraction FAR of them open an ood_fraction event.
+	if res.FrameAlarmRate > far {
+		t.Fatalf("frame alarm rate %g on the calibration frames, want <= %g", res.FrameAlarmRate, far)
+	}
 	for _, key := range []string{"coverage_before", "coverage_after", "uce_before_m", "uce_after_m", "frames", "target_far"} {
 		if _, err := strconv.ParseFloat(cal.Meta[key], 64); err != nil {
 			t.Fatalf("meta %s = %q", key, cal.Meta[key])
@@ -232,5 +237,29 @@ func TestRunOnRenderedData(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Options{Config: cfg, Data: filepath.Join(data, "nope"), TargetFAR: far}); err == nil {
 		t.Fatal("missing data set accepted")
+	}
+}
+
+// zoneEventTau, hand-computed: enter 0.25 on 4 values per frame means a
+// frame opens an event when its largest value exceeds tau_e (m = 1), so the
+// quiet threshold of each frame is its maximum; with q = 1 the result is
+// the largest of them, with q = 0.5 the 2nd smallest of 4.
+func TestZoneEventTauClosedForm(t *testing.T) {
+	zv := zoneValues{
+		values: []float32{0.1, 0.9, 0.2, 0.3 /* frame 0: max 0.9 */, 0.5, 0.4, 0.1, 0.1, /* frame 1: 0.5 */
+			0.2, 0.2, 0.2, 0.3 /* frame 2: 0.3 */, 0.7, 0.1, 0.1, 0.1 /* frame 3: 0.7 */},
+		starts: []int{0, 4, 8, 12},
+	}
+	for _, tc := range []struct {
+		enter, q, want float64
+	}{
+		{0.25, 1, 0.9},
+		{0.25, 0.5, 0.5},
+		{0.5, 1, 0.4}, // m = 2: second largest per frame: 0.3, 0.4, 0.2, 0.1
+		{0, 1, 0},     // no level: no bound
+	} {
+		if got := zoneEventTau(zv, tc.enter, tc.q); math.Abs(got-tc.want) > 1e-6 {
+			t.Errorf("enter %g q %g: tau %g, want %g", tc.enter, tc.q, got, tc.want)
+		}
 	}
 }

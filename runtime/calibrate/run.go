@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,8 +23,11 @@ type Options struct {
 	// Data is a data set in the layout of calib/dataset (OpenSim).
 	Data  string
 	Split string // default "val"
-	// TargetFAR is the per-pixel false-alarm rate on in-distribution data:
-	// tau_e is the (1 - TargetFAR)-quantile of K/S, tau_a that of b/depth.
+	// TargetFAR is the false-alarm rate on in-distribution data, bounded
+	// twice: tau_e is at least the (1 - TargetFAR)-quantile of K/S (pixels),
+	// and each zone's tau_e is raised until at most that fraction of the
+	// frames would open an ood_fraction event in the zone (see zoneEventTau);
+	// tau_a is the (1 - TargetFAR)-quantile of b/depth.
 	TargetFAR float64
 	// Coverage is the nominal coverage of the Laplace interval (default 0.9).
 	Coverage  float64
@@ -165,7 +169,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cal.TauEZones = map[string]float64{}
 	for z, zv := range per {
 		if len(zv.values) > 0 {
-			cal.TauEZones[zones[z].Name] = clampTau(Quantile(append([]float32(nil), zv.values...), q))
+			tau := Quantile(append([]float32(nil), zv.values...), q)
+			if lv := cal.Levels.OODFraction; lv != nil {
+				tau = math.Max(tau, zoneEventTau(zv, lv.Warn.Enter, q))
+			}
+			cal.TauEZones[zones[z].Name] = clampTau(tau)
 		}
 	}
 	corr := ScaleCorrection(absErr, scale, o.Coverage)
@@ -219,6 +227,37 @@ func clampTau(v float64) float64 {
 		return 1
 	}
 	return math.Min(1, math.Max(v, 1e-6))
+}
+
+// zoneEventTau is the smallest tau_e that keeps the zone's ood_fraction
+// (the share of its K/S values above tau_e) below enter in a fraction q of
+// the frames. A frame stays quiet iff tau_e >= its m-th largest value, m =
+// ceil(enter * n), so the result is the q-quantile of those per-frame
+// values. Pixel quantiles alone do not bound events: the K/S of one frame is
+// spatially correlated, and a few frames can hold all the exceedances.
+func zoneEventTau(zv zoneValues, enter, q float64) float64 {
+	if !(enter > 0) {
+		return 0
+	}
+	var quiet []float32
+	for f, lo := range zv.starts {
+		hi := len(zv.values)
+		if f+1 < len(zv.starts) {
+			hi = zv.starts[f+1]
+		}
+		n := hi - lo
+		if n == 0 {
+			continue
+		}
+		v := slices.Clone(zv.values[lo:hi])
+		slices.Sort(v)
+		m := max(int(math.Ceil(enter*float64(n)-1e-9)), 1)
+		quiet = append(quiet, v[n-m])
+	}
+	if len(quiet) == 0 {
+		return 0
+	}
+	return Quantile(quiet, q)
 }
 
 // frameAlarmRate counts the frames in which any zone's fraction of K/S

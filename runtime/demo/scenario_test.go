@@ -92,14 +92,6 @@ func referenceModels(t *testing.T) string {
 // some zone within 1 s of the first such frame, and every episode must end
 // after the camera is back outdoors.
 func TestScenarioRaisesEpistemicEvents(t *testing.T) {
-	// Known failure, kept runnable: the reference AuxUE misses its indoor
-	// target (AUC 0.705 < 0.90, models/MANIFEST) and barely raises K/S on
-	// the road zones in fog or indoors (docs/runtime.md), so no critical
-	// event follows either shift. It runs in CI again once the models meet
-	// their targets.
-	if os.Getenv("DIDOEDGE_SCENARIO") == "" {
-		t.Skip("reference AuxUE misses its indoor AUC target (0.705 < 0.90): no critical event after the shifts; DIDOEDGE_SCENARIO=1 runs it")
-	}
 	models := referenceModels(t)
 	ref, err := ReadReference(models)
 	if err != nil {

@@ -1,0 +1,72 @@
+package depthnet
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// auxImageChannels is the number of leading aux_features channels that
+// describe the frame's content (normalized RGB and depth/80); the row
+// coordinate and decoder features after them are left as they are by the
+// layout outliers, so an outlier keeps the geometry of a real frame.
+const auxImageChannels = 4
+
+// OutlierKind names a synthetic layout outlier made from a training frame.
+type OutlierKind string
+
+// The layout outliers. Each keeps every local pattern of a real outdoor
+// frame and breaks only where it sits, so the DIDO head can lower its
+// evidence on them only by looking beyond the patch.
+const (
+	// OutlierFlip turns the frame's content upside down (road on top, sky
+	// at the bottom) under the unchanged row coordinate.
+	OutlierFlip OutlierKind = "flip"
+	// OutlierTiles cuts the content into a 4 x 4 grid of tiles and
+	// permutes them.
+	OutlierTiles OutlierKind = "tiles"
+)
+
+// ParseOutlierKinds parses a comma-separated list of outlier kinds.
+func ParseOutlierKinds(s string) ([]OutlierKind, error) {
+	var out []OutlierKind
+	for _, f := range strings.Split(s, ",") {
+		switch k := OutlierKind(strings.TrimSpace(f)); k {
+		case OutlierFlip, OutlierTiles:
+			out = append(out, k)
+		case "":
+		default:
+			return nil, fmt.Errorf("outlier kind %q: want %q or %q", k, OutlierFlip, OutlierTiles)
+		}
+	}
+	return out, nil
+}
+
+// makeOutlier rewrites the content channels of one frame's features
+// (c x h x w, in place) as the outlier kind; scratch holds h*w floats.
+func makeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand, scratch []float32) {
+	const grid = 4
+	var perm []int
+	if kind == OutlierTiles {
+		perm = rng.Perm(grid * grid)
+	}
+	th, tw := h/grid, w/grid
+	hw := h * w
+	for ch := 0; ch < min(c, auxImageChannels); ch++ {
+		m := feats[ch*hw : (ch+1)*hw]
+		copy(scratch, m)
+		switch kind {
+		case OutlierFlip:
+			for y := 0; y < h; y++ {
+				copy(m[y*w:(y+1)*w], scratch[(h-1-y)*w:(h-y)*w])
+			}
+		case OutlierTiles:
+			for t, src := range perm {
+				ty, tx, sy, sx := t/grid*th, t%grid*tw, src/grid*th, src%grid*tw
+				for y := 0; y < th; y++ {
+					copy(m[(ty+y)*w+tx:(ty+y)*w+tx+tw], scratch[(sy+y)*w+sx:(sy+y)*w+sx+tw])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package depthnet
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The flip outlier reverses the rows of the content channels and leaves
+// the row coordinate (channel 4) as it was.
+func TestOutlierFlip(t *testing.T) {
+	const c, h, w = 5, 3, 2
+	feats := make([]float32, c*h*w)
+	for i := range feats {
+		feats[i] = float32(i)
+	}
+	makeOutlier(OutlierFlip, feats, c, h, w, rand.New(rand.NewPCG(1, 2)), make([]float32, h*w))
+	for ch := 0; ch < c; ch++ {
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				srcY := h - 1 - y
+				if ch >= auxImageChannels {
+					srcY = y
+				}
+				want := float32(ch*h*w + srcY*w + x)
+				if got := feats[ch*h*w+y*w+x]; got != want {
+					t.Fatalf("channel %d (%d,%d) = %v, want %v", ch, y, x, got, want)
+				}
+			}
+		}
+	}
+}
+
+// The tiles outlier permutes the 16 tiles of a 4 x 4 grid, the same way in
+// every content channel, and keeps every value.
+func TestOutlierTiles(t *testing.T) {
+	const c, h, w = 5, 8, 12 // tiles of 2 x 3
+	feats := make([]float32, c*h*w)
+	for ch := 0; ch < c; ch++ {
+		for i := 0; i < h*w; i++ {
+			feats[ch*h*w+i] = float32(ch*1000 + i)
+		}
+	}
+	orig := slices.Clone(feats)
+	makeOutlier(OutlierTiles, feats, c, h, w, rand.New(rand.NewPCG(3, 4)), make([]float32, h*w))
+	if slices.Equal(feats[:h*w], orig[:h*w]) {
+		t.Fatal("tiles left the frame unchanged")
+	}
+	for ch := 0; ch < c; ch++ {
+		got, want := slices.Clone(feats[ch*h*w:(ch+1)*h*w]), slices.Clone(orig[ch*h*w:(ch+1)*h*w])
+		if ch >= auxImageChannels {
+			if !slices.Equal(got, want) {
+				t.Fatalf("channel %d (not content) changed", ch)
+			}
+			continue
+		}
+		for i := range got { // same permutation as channel 0
+			if got[i]-float32(ch*1000) != feats[i] {
+				t.Fatalf("channel %d element %d = %v, channel 0 has %v: permutations differ", ch, i, got[i], feats[i])
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("channel %d: values not preserved", ch)
+		}
+	}
+	// Each 2 x 3 tile moves as a block: its top-left source value fixes the rest.
+	for ty := 0; ty < h; ty += 2 {
+		for tx := 0; tx < w; tx += 3 {
+			base := feats[ty*w+tx]
+			for y := 0; y < 2; y++ {
+				for x := 0; x < 3; x++ {
+					if feats[(ty+y)*w+tx+x] != base+float32(y*w+x) {
+						t.Fatalf("tile at (%d,%d) is not a whole source tile", ty, tx)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestParseOutlierKinds(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []OutlierKind
+		wantErr string
+	}{
+		{"flip,tiles", []OutlierKind{OutlierFlip, OutlierTiles}, ""},
+		{" tiles ", []OutlierKind{OutlierTiles}, ""},
+		{"", nil, ""},
+		{"flip,fog", nil, `outlier kind "fog"`},
+	}
+	for _, tc := range tests {
+		got, err := ParseOutlierKinds(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: error %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseOutlierKinds(f *testing.F) {
+	for _, s := range []string{"flip,tiles", "", ",,", "tiles,x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		kinds, err := ParseOutlierKinds(s)
+		if err != nil {
+			return
+		}
+		for _, k := range kinds {
+			if k != OutlierFlip && k != OutlierTiles {
+				t.Fatalf("%q: accepted kind %q", s, k)
+			}
+		}
+	})
+}
