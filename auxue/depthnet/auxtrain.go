@@ -166,7 +166,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 				copy(bins[b*hw2:(b+1)*hw2], cache.bins[f*hw2:(f+1)*hw2])
 				if cfg.Outliers > 0 && orng.Float64() < cfg.Outliers {
 					kind := cfg.OutlierKinds[orng.IntN(len(cfg.OutlierKinds))]
-					makeOutlier(kind, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2, orng, scratch)
+					MakeOutlier(kind, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2, orng, scratch)
 					clear(valid[b*hw2 : (b+1)*hw2])
 					for i := b * hw2; i < (b+1)*hw2; i++ {
 						bins[i] = -1

@@ -42,9 +42,11 @@ func ParseOutlierKinds(s string) ([]OutlierKind, error) {
 	return out, nil
 }
 
-// makeOutlier rewrites the content channels of one frame's features
-// (c x h x w, in place) as the outlier kind; scratch holds h*w floats.
-func makeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand, scratch []float32) {
+// MakeOutlier rewrites the content channels (the first four: image and
+// depth) of one frame's features (c x h x w, in place) as the outlier kind;
+// scratch holds h*w floats. The caller marks the frame as without ground
+// truth.
+func MakeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand, scratch []float32) {
 	const grid = 4
 	var perm []int
 	if kind == OutlierTiles {

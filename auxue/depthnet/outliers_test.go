@@ -15,7 +15,7 @@ func TestOutlierFlip(t *testing.T) {
 	for i := range feats {
 		feats[i] = float32(i)
 	}
-	makeOutlier(OutlierFlip, feats, c, h, w, rand.New(rand.NewPCG(1, 2)), make([]float32, h*w))
+	MakeOutlier(OutlierFlip, feats, c, h, w, rand.New(rand.NewPCG(1, 2)), make([]float32, h*w))
 	for ch := 0; ch < c; ch++ {
 		for y := 0; y < h; y++ {
 			for x := 0; x < w; x++ {
@@ -43,7 +43,7 @@ func TestOutlierTiles(t *testing.T) {
 		}
 	}
 	orig := slices.Clone(feats)
-	makeOutlier(OutlierTiles, feats, c, h, w, rand.New(rand.NewPCG(3, 4)), make([]float32, h*w))
+	MakeOutlier(OutlierTiles, feats, c, h, w, rand.New(rand.NewPCG(3, 4)), make([]float32, h*w))
 	if slices.Equal(feats[:h*w], orig[:h*w]) {
 		t.Fatal("tiles left the frame unchanged")
 	}

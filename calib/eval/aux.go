@@ -25,6 +25,11 @@ type auxVariant struct {
 	Lambda      float64
 	UnlabeledKL float64 // DIDO regularizer weight on pixels without ground truth
 	Categorical bool    // softmax cross-entropy over the K bins instead of DIDO
+	// Bands > 0 gives sigma_Theta2 the banded global context and Outliers
+	// the fraction of layout outliers in training (the reference recipe,
+	// docs/training.md); both 0 for the strict eq. 4 variant.
+	Bands    int
+	Outliers float64
 }
 
 func (v auxVariant) id() string {
@@ -38,6 +43,12 @@ func (v auxVariant) id() string {
 	}
 	if v.Categorical {
 		s += "_cat"
+	}
+	if v.Bands > 0 {
+		s += fmt.Sprintf("_gc%d", v.Bands)
+	}
+	if v.Outliers > 0 {
+		s += "_o" + strconv.FormatFloat(v.Outliers, 'g', -1, 64)
 	}
 	return s
 }
@@ -63,10 +74,10 @@ func auxPlan(c *Config) ([]auxVariant, []auxMethod) {
 		return len(vs) - 1
 	}
 	a := c.AuxUE
-	u := a.UnlabeledKL
+	u, gb, out := a.UnlabeledKL, a.GlobalContextBands, a.Outliers
 	for _, enc := range a.Encoders {
 		for _, h := range a.Heads {
-			i := add(auxVariant{Head: h, Shared: enc == "shared", K: a.K, Lambda: a.Lambda, UnlabeledKL: u})
+			i := add(auxVariant{Head: h, Shared: enc == "shared", K: a.K, Lambda: a.Lambda, UnlabeledKL: u, Bands: gb, Outliers: out})
 			short := map[string]string{"separate": "sep", "shared": "shared"}[enc]
 			ms = append(ms, auxMethod{name: h + "_" + short, variant: i})
 			if h == "laplace" {
@@ -74,21 +85,21 @@ func auxPlan(c *Config) ([]auxVariant, []auxMethod) {
 			}
 		}
 	}
-	if u > 0 {
-		// The strict reading of eq. 4 (labeled pixels only) beside it.
+	if u > 0 || gb > 0 || out > 0 {
+		// The strict reading of eq. 4 (labeled pixels only, local features) beside it.
 		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: a.Lambda})
 		ms = append(ms, auxMethod{name: MethodDIDOLabeledOnly, variant: i, epistemic: true})
 	}
 	if a.Categorical {
-		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: a.Lambda, Categorical: true})
+		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: a.Lambda, Categorical: true, Bands: gb, Outliers: out})
 		ms = append(ms, auxMethod{name: "categorical", variant: i, epistemic: true})
 	}
 	for _, k := range c.Ablations.K {
-		i := add(auxVariant{Head: "laplace", K: k, Lambda: a.Lambda, UnlabeledKL: u})
+		i := add(auxVariant{Head: "laplace", K: k, Lambda: a.Lambda, UnlabeledKL: u, Bands: gb, Outliers: out})
 		ms = append(ms, auxMethod{name: fmt.Sprintf("dido_k%d", k), variant: i, epistemic: true})
 	}
 	for _, l := range c.Ablations.Lambda {
-		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: l, UnlabeledKL: u})
+		i := add(auxVariant{Head: "laplace", K: a.K, Lambda: l, UnlabeledKL: u, Bands: gb, Outliers: out})
 		ms = append(ms, auxMethod{name: "dido_lambda" + strconv.FormatFloat(l, 'g', -1, 64), variant: i, epistemic: true})
 	}
 	return vs, ms
@@ -172,7 +183,8 @@ func newAuxModel(c *Config, v auxVariant, in int, seed int64) (*auxue.Model, err
 	}
 	return auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: in,
 		EncoderWidth: c.AuxUE.EncoderWidth, SharedEncoder: v.Shared, Hidden: c.AuxUE.Hidden,
-		Aleatoric: auxue.AleatoricLoss{Kind: kind}, K: v.K, Lambda: v.Lambda, UnlabeledKL: v.UnlabeledKL, Seed: uint64(seed)})
+		Aleatoric: auxue.AleatoricLoss{Kind: kind}, K: v.K, Lambda: v.Lambda, UnlabeledKL: v.UnlabeledKL,
+		GlobalContext: v.Bands > 0, GlobalContextBands: v.Bands, Seed: uint64(seed)})
 }
 
 func auxParams(m *auxue.Model) []*nn.Param {
@@ -248,6 +260,9 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 		order[i] = i
 	}
 	cat := auxue.CategoricalLoss{K: v.K}
+	orng := rand.New(rand.NewPCG(uint64(seed), 0x6f75746c))
+	kinds := []depthnet.OutlierKind{depthnet.OutlierFlip, depthnet.OutlierTiles}
+	scratch := make([]float32, hw2)
 	var dRaw, dLog *tensor.Dense
 	step := 0
 	var last float64
@@ -264,6 +279,13 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 				copy(errs[b*hw2:(b+1)*hw2], data.errs[f*hw2:(f+1)*hw2])
 				copy(valid[b*hw2:(b+1)*hw2], data.valid[f*hw2:(f+1)*hw2])
 				copy(bb[b*hw2:(b+1)*hw2], bins[f*hw2:(f+1)*hw2])
+				if v.Outliers > 0 && orng.Float64() < v.Outliers {
+					depthnet.MakeOutlier(kinds[orng.IntN(len(kinds))], xs[b*ch*hw2:(b+1)*ch*hw2], ch, data.h2, data.w2, orng, scratch)
+					clear(valid[b*hw2 : (b+1)*hw2])
+					for i := b * hw2; i < (b+1)*hw2; i++ {
+						bb[i] = -1
+					}
+				}
 			}
 			nn.ZeroGrad(params)
 			raw, logits, err := m.Forward(x, nn.Train)

@@ -77,6 +77,13 @@ type AuxUE struct {
 	// UnlabeledKL keeps the DIDO regularizer on pixels without ground truth
 	// at this weight (auxue.Config.UnlabeledKL; 0: labeled pixels only).
 	UnlabeledKL float64 `yaml:"unlabeled_kl"`
+	// GlobalContextBands > 0 gives every DIDO head the frame's channel means
+	// over that many horizontal bands (auxue.Config.GlobalContextBands);
+	// Outliers replaces that fraction of the batch items by layout outliers
+	// without ground truth (flip, tiles; depthnet.MakeOutlier). 0 and 0: the
+	// local-feature AuxUE. The reference recipe is 4 and 0.25.
+	GlobalContextBands int     `yaml:"global_context_bands"`
+	Outliers           float64 `yaml:"outliers"`
 	// Inputs of the AuxUE: "rgbd" (half-resolution image and predicted
 	// depth, as the exported runtime AuxUE) or "rgbd+decoder" (plus the main
 	// model's last decoder features, the paper's "features of the main model").
@@ -184,6 +191,12 @@ func (c *Config) check() error {
 	}
 	if !(c.AuxUE.LR > 0 && c.AuxUE.LR < 10) || !(c.AuxUE.EndLR >= 0) || !(c.AuxUE.Lambda >= 0 && c.AuxUE.Lambda <= 10) {
 		return fmt.Errorf("key auxue.lr/end_lr/lambda: need lr > 0, end_lr >= 0, lambda >= 0")
+	}
+	if c.AuxUE.GlobalContextBands < 0 || (c.AuxUE.GlobalContextBands > 0 && (c.Data.Height/2)%c.AuxUE.GlobalContextBands != 0) {
+		return fmt.Errorf("key auxue.global_context_bands: %d must be >= 0 and divide the AuxUE's %d rows", c.AuxUE.GlobalContextBands, c.Data.Height/2)
+	}
+	if !(c.AuxUE.Outliers >= 0 && c.AuxUE.Outliers < 1) {
+		return fmt.Errorf("key auxue.outliers: %v outside [0, 1)", c.AuxUE.Outliers)
 	}
 	if !(c.AuxUE.UnlabeledKL >= 0 && c.AuxUE.UnlabeledKL <= 100) {
 		return fmt.Errorf("key auxue.unlabeled_kl: %v outside [0, 100]", c.AuxUE.UnlabeledKL)

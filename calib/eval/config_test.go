@@ -39,6 +39,8 @@ func TestParseConfig(t *testing.T) {
 		{"nan step", "name: t=>name: t\nsparsification_step: .nan", "sparsification_step"},
 		{"nan end lr", "end_lr: 0=>end_lr: .nan", "auxue.lr"},
 		{"negative unlabeled kl", "lambda: 0.01,=>lambda: 0.01, unlabeled_kl: -1,", "auxue.unlabeled_kl"},
+		{"bands not dividing the rows", "lambda: 0.01,=>lambda: 0.01, global_context_bands: 5,", "auxue.global_context_bands"},
+		{"outlier fraction 1", "lambda: 0.01,=>lambda: 0.01, outliers: 1,", "auxue.outliers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

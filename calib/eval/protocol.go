@@ -25,7 +25,8 @@ const (
 	MethodInject   = "inject_dropout"
 	MethodGradient = "gradient"
 	// MethodDIDOLabeledOnly is dido_sep trained on labeled pixels only (the
-	// strict reading of eq. 4), run when auxue.unlabeled_kl > 0.
+	// strict reading of eq. 4, local features), run when auxue.unlabeled_kl,
+	// auxue.global_context_bands or auxue.outliers is set.
 	MethodDIDOLabeledOnly = "dido_sep_eq4"
 )
 

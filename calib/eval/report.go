@@ -117,8 +117,12 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	w.f("- Command: `%s`\n- Config: `%s` (hash %s)\n- Machine: %s\n- Started: %s\n", m.Command, m.Config, m.ConfigHash, m.Machine, m.Started)
 	w.f("- Main model: %s\n", m.MainModel)
 	w.f("- DIDO: K = %d, lambda = %g, regularizer on pixels without ground truth at weight %g", c.AuxUE.K, c.AuxUE.Lambda, c.AuxUE.UnlabeledKL)
-	if c.AuxUE.UnlabeledKL > 0 {
-		w.f(" (`%s`: the same head trained on labeled pixels only, the strict reading of eq. 4)", MethodDIDOLabeledOnly)
+	if a := c.AuxUE; a.GlobalContextBands > 0 || a.Outliers > 0 {
+		w.f("; banded global context of %d bands and layout outliers at %g of the batch items, for every head but `%s` (docs/training.md)",
+			a.GlobalContextBands, a.Outliers, MethodDIDOLabeledOnly)
+	}
+	if a := c.AuxUE; a.UnlabeledKL > 0 || a.GlobalContextBands > 0 || a.Outliers > 0 {
+		w.f(" (`%s`: the same head trained on labeled pixels only with local features, the strict reading of eq. 4)", MethodDIDOLabeledOnly)
 	}
 	w.f("\n")
 	var secs []string
