@@ -164,14 +164,8 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 				copy(errs[b*hw2:(b+1)*hw2], cache.errs[f*hw2:(f+1)*hw2])
 				copy(valid[b*hw2:(b+1)*hw2], cache.valid[f*hw2:(f+1)*hw2])
 				copy(bins[b*hw2:(b+1)*hw2], cache.bins[f*hw2:(f+1)*hw2])
-				if cfg.Outliers > 0 && orng.Float64() < cfg.Outliers {
-					kind := cfg.OutlierKinds[orng.IntN(len(cfg.OutlierKinds))]
-					MakeOutlier(kind, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2, orng, scratch)
-					clear(valid[b*hw2 : (b+1)*hw2])
-					for i := b * hw2; i < (b+1)*hw2; i++ {
-						bins[i] = -1
-					}
-				}
+				MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2,
+					valid[b*hw2:(b+1)*hw2], bins[b*hw2:(b+1)*hw2], scratch)
 			}
 			nn.ZeroGrad(params)
 			l, err := model.Step(x, errs, valid, bins)

@@ -72,3 +72,20 @@ func MakeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand,
 		}
 	}
 }
+
+// MaybeOutlier turns one batch item into a layout outlier with probability
+// frac: a kind drawn from kinds rewrites its features (c x h x w) and every
+// block is marked as without ground truth (valid false, bin -1), so only
+// the unlabeled-block regularizer of DIDO applies to it. It reports
+// whether it did.
+func MaybeOutlier(rng *rand.Rand, frac float64, kinds []OutlierKind, feats []float32, c, h, w int, valid []bool, bins []int32, scratch []float32) bool {
+	if frac <= 0 || len(kinds) == 0 || rng.Float64() >= frac {
+		return false
+	}
+	MakeOutlier(kinds[rng.IntN(len(kinds))], feats, c, h, w, rng, scratch)
+	clear(valid)
+	for i := range bins {
+		bins[i] = -1
+	}
+	return true
+}

@@ -81,6 +81,38 @@ func TestOutlierTiles(t *testing.T) {
 	}
 }
 
+// MaybeOutlier marks every block of a replaced item as without ground
+// truth and leaves an item it does not replace untouched.
+func TestMaybeOutlier(t *testing.T) {
+	const c, h, w = 4, 4, 4
+	feats := make([]float32, c*h*w)
+	for i := range feats {
+		feats[i] = float32(i)
+	}
+	valid, bins := make([]bool, h*w), make([]int32, h*w)
+	for i := range valid {
+		valid[i], bins[i] = true, int32(i%3)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	if MaybeOutlier(rng, 0, []OutlierKind{OutlierFlip}, feats, c, h, w, valid, bins, make([]float32, h*w)) {
+		t.Fatal("fraction 0 replaced an item")
+	}
+	if !valid[0] || bins[1] != 1 || feats[0] != 0 {
+		t.Fatal("fraction 0 changed the item")
+	}
+	if !MaybeOutlier(rng, 0.999999, []OutlierKind{OutlierFlip}, feats, c, h, w, valid, bins, make([]float32, h*w)) {
+		t.Fatal("fraction ~1 did not replace the item")
+	}
+	for i := range valid {
+		if valid[i] || bins[i] != -1 {
+			t.Fatalf("block %d still labeled (valid %v, bin %d)", i, valid[i], bins[i])
+		}
+	}
+	if feats[0] != float32((h-1)*w) {
+		t.Fatalf("features not flipped: first value %v", feats[0])
+	}
+}
+
 func TestParseOutlierKinds(t *testing.T) {
 	tests := []struct {
 		in      string

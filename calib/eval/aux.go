@@ -279,13 +279,8 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 				copy(errs[b*hw2:(b+1)*hw2], data.errs[f*hw2:(f+1)*hw2])
 				copy(valid[b*hw2:(b+1)*hw2], data.valid[f*hw2:(f+1)*hw2])
 				copy(bb[b*hw2:(b+1)*hw2], bins[f*hw2:(f+1)*hw2])
-				if v.Outliers > 0 && orng.Float64() < v.Outliers {
-					depthnet.MakeOutlier(kinds[orng.IntN(len(kinds))], xs[b*ch*hw2:(b+1)*ch*hw2], ch, data.h2, data.w2, orng, scratch)
-					clear(valid[b*hw2 : (b+1)*hw2])
-					for i := b * hw2; i < (b+1)*hw2; i++ {
-						bb[i] = -1
-					}
-				}
+				depthnet.MaybeOutlier(orng, v.Outliers, kinds, xs[b*ch*hw2:(b+1)*ch*hw2], ch, data.h2, data.w2,
+					valid[b*hw2:(b+1)*hw2], bb[b*hw2:(b+1)*hw2], scratch)
 			}
 			nn.ZeroGrad(params)
 			raw, logits, err := m.Forward(x, nn.Train)
