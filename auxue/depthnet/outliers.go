@@ -44,8 +44,9 @@ func ParseOutlierKinds(s string) ([]OutlierKind, error) {
 
 // MakeOutlier rewrites the content channels (the first four: image and
 // depth) of one frame's features (c x h x w, in place) as the outlier kind;
-// scratch holds h*w floats. The caller marks the frame as without ground
-// truth.
+// scratch holds h*w floats. Tiles cover the largest multiple of the 4 x 4
+// grid; rows and columns beyond it stay in place. The caller marks the
+// frame as without ground truth.
 func MakeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand, scratch []float32) {
 	const grid = 4
 	var perm []int
