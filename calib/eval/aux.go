@@ -105,10 +105,11 @@ func auxPlan(c *Config) ([]auxVariant, []auxMethod) {
 	return vs, ms
 }
 
-// auxData is the AuxUE training set of one seed: half-resolution features
-// (RGB + depth/80), errors |d - y| and validity, as depthnet.AuxTrain builds it.
+// auxData is the AuxUE training set of one seed: features on the block grid
+// of auxue.factor (RGB + depth/80 [+ row]), block errors |d - y| and
+// validity, as depthnet.AuxTrain builds them.
 type auxData struct {
-	n, h2, w2 int
+	n, gh, gw int
 	ch        int // input channels
 	feats     []float32
 	errs      []float32
@@ -122,14 +123,15 @@ func buildAuxData(ctx context.Context, c *Config, dm *depthModel, seed int64) (*
 	if err != nil {
 		return nil, err
 	}
-	n, h2, w2 := c.AuxUE.Frames, d.Height/2, d.Width/2
-	hw2 := h2 * w2
-	ch := auxInputChannels(c, dm)
-	ad := &auxData{n: n, h2: h2, w2: w2, ch: ch, feats: make([]float32, n*ch*hw2),
-		errs: make([]float32, n*hw2), valid: make([]bool, n*hw2), bins: map[int][]int32{}}
+	f := c.AuxUE.Factor
+	n, gh, gw := c.AuxUE.Frames, d.Height/f, d.Width/f
+	ghw := gh * gw
+	ch, in := auxInputChannels(c, dm), c.auxInputs()
+	ad := &auxData{n: n, gh: gh, gw: gw, ch: ch, feats: make([]float32, n*ch*ghw),
+		errs: make([]float32, n*ghw), valid: make([]bool, n*ghw), bins: map[int][]int32{}}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x657661))
 	depth := make([]float32, d.Width*d.Height)
-	for f := 0; f < n; f++ {
+	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -138,16 +140,16 @@ func buildAuxData(ctx context.Context, c *Config, dm *depthModel, seed int64) (*
 			return nil, err
 		}
 		dm.setImage(fr.RGB, false)
-		x := ad.feats[f*ch*hw2 : (f+1)*ch*hw2]
+		x := ad.feats[i*ch*ghw : (i+1)*ch*ghw]
 		var dec []float32
-		if ch > auxChannels {
-			dec = x[auxChannels*hw2:]
+		if in.decoder {
+			dec = x[in.content()*ghw:]
 		}
 		if err := dm.predictFeatures(depth, dec); err != nil {
 			return nil, err
 		}
-		auxFeatures(dm.image(), depth, d.Height, d.Width, x[:auxChannels*hw2])
-		halfResErrors(depth, fr.Sparse, d.Height, d.Width, ad.errs[f*hw2:(f+1)*hw2], ad.valid[f*hw2:(f+1)*hw2])
+		auxFeatures(dm.image(), depth, d.Height, d.Width, f, in.row, x[:in.content()*ghw])
+		blockErrors(depth, fr.Sparse, d.Height, d.Width, f, ad.errs[i*ghw:(i+1)*ghw], ad.valid[i*ghw:(i+1)*ghw])
 	}
 	return ad, nil
 }
@@ -161,7 +163,7 @@ func (ad *auxData) binsFor(k int) ([]int32, error) {
 		return nil, err
 	}
 	b := make([]int32, len(ad.errs))
-	if err := disc.PerImage(ad.errs, ad.valid, ad.n, ad.h2*ad.w2, b); err != nil {
+	if err := disc.PerImage(ad.errs, ad.valid, ad.n, ad.gh*ad.gw, b); err != nil {
 		return nil, err
 	}
 	ad.bins[k] = b
@@ -170,10 +172,17 @@ func (ad *auxData) binsFor(k int) ([]int32, error) {
 
 // auxInputChannels is the AuxUE input width for the config's inputs.
 func auxInputChannels(c *Config, dm *depthModel) int {
-	if c.AuxUE.Inputs == "rgbd+decoder" {
-		return auxChannels + dm.decoderChannels()
+	in := c.auxInputs()
+	if in.decoder {
+		return in.content() + dm.decoderChannels()
 	}
-	return auxChannels
+	return in.content()
+}
+
+// auxInputs is the parsed auxue.inputs of a validated config.
+func (c *Config) auxInputs() auxInputs {
+	in, _ := parseAuxInputs(c.AuxUE.Inputs) // checked by validate
+	return in
 }
 
 func newAuxModel(c *Config, v auxVariant, in int, seed int64) (*auxue.Model, error) {
@@ -216,6 +225,7 @@ type auxCacheKey struct {
 	LR, EndLR                 float64
 	EncoderWidth, Hidden      int
 	Inputs                    string
+	Factor                    int
 	Variant                   string
 }
 
@@ -228,7 +238,7 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 	a, d := c.AuxUE, c.Data
 	key := auxCacheKey{Main: mainID, W: d.Width, H: d.Height, Drives: d.Drives, FramesPer: d.FramesPerDrive,
 		TrainSeed: d.TrainSeed, MainSeed: c.Main.Seed, Seed: seed, Frames: a.Frames, Epochs: a.Epochs, Batch: a.Batch,
-		LR: a.LR, EndLR: a.EndLR, EncoderWidth: a.EncoderWidth, Hidden: a.Hidden, Inputs: a.Inputs, Variant: v.id()}
+		LR: a.LR, EndLR: a.EndLR, EncoderWidth: a.EncoderWidth, Hidden: a.Hidden, Inputs: a.Inputs, Factor: a.Factor, Variant: v.id()}
 	path := filepath.Join(cacheDir, fmt.Sprintf("auxue-%s-s%d-%s.ckpt", v.id(), seed, hashOf(key)))
 	params := auxParams(m)
 	if fileExists(path) {
@@ -245,12 +255,12 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 	if err != nil {
 		return nil, false, err
 	}
-	hw2 := data.h2 * data.w2
+	ghw := data.gh * data.gw
 	B := a.Batch
 	ch := data.ch
-	x := nn.NewDense(B, ch, data.h2, data.w2)
+	x := nn.NewDense(B, ch, data.gh, data.gw)
 	xs := nn.Data(x)
-	errs, valid, bb := make([]float32, B*hw2), make([]bool, B*hw2), make([]int32, B*hw2)
+	errs, valid, bb := make([]float32, B*ghw), make([]bool, B*ghw), make([]int32, B*ghw)
 	perEpoch := data.n / B
 	total := perEpoch * a.Epochs
 	opt := nn.NewAdam(params, nn.AdamConfig{})
@@ -262,7 +272,7 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 	cat := auxue.CategoricalLoss{K: v.K}
 	orng := rand.New(rand.NewPCG(uint64(seed), 0x6f75746c))
 	kinds := []depthnet.OutlierKind{depthnet.OutlierFlip, depthnet.OutlierTiles}
-	scratch := make([]float32, hw2)
+	scratch := make([]float32, ghw)
 	var dRaw, dLog *tensor.Dense
 	step := 0
 	var last float64
@@ -275,12 +285,12 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 			}
 			for b := 0; b < B; b++ {
 				f := order[k*B+b]
-				copy(xs[b*ch*hw2:(b+1)*ch*hw2], data.feats[f*ch*hw2:(f+1)*ch*hw2])
-				copy(errs[b*hw2:(b+1)*hw2], data.errs[f*hw2:(f+1)*hw2])
-				copy(valid[b*hw2:(b+1)*hw2], data.valid[f*hw2:(f+1)*hw2])
-				copy(bb[b*hw2:(b+1)*hw2], bins[f*hw2:(f+1)*hw2])
-				depthnet.MaybeOutlier(orng, v.Outliers, kinds, xs[b*ch*hw2:(b+1)*ch*hw2], ch, data.h2, data.w2,
-					valid[b*hw2:(b+1)*hw2], bb[b*hw2:(b+1)*hw2], scratch)
+				copy(xs[b*ch*ghw:(b+1)*ch*ghw], data.feats[f*ch*ghw:(f+1)*ch*ghw])
+				copy(errs[b*ghw:(b+1)*ghw], data.errs[f*ghw:(f+1)*ghw])
+				copy(valid[b*ghw:(b+1)*ghw], data.valid[f*ghw:(f+1)*ghw])
+				copy(bb[b*ghw:(b+1)*ghw], bins[f*ghw:(f+1)*ghw])
+				depthnet.MaybeOutlier(orng, v.Outliers, kinds, xs[b*ch*ghw:(b+1)*ch*ghw], ch, data.gh, data.gw,
+					valid[b*ghw:(b+1)*ghw], bb[b*ghw:(b+1)*ghw], scratch)
 			}
 			nn.ZeroGrad(params)
 			raw, logits, err := m.Forward(x, nn.Train)
@@ -290,15 +300,15 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 			if dRaw == nil {
 				dRaw, dLog = nn.NewDense(raw.Shape()...), nn.NewDense(logits.Shape()...)
 			}
-			la, _, err := m.Config.Aleatoric.Loss(nn.Data(raw), B, hw2, errs, valid, nn.Data(dRaw))
+			la, _, err := m.Config.Aleatoric.Loss(nn.Data(raw), B, ghw, errs, valid, nn.Data(dRaw))
 			if err != nil {
 				return nil, false, fmt.Errorf("auxue %s step %d: %w", v.id(), step, err)
 			}
 			var le float64
 			if v.Categorical {
-				le, _, err = cat.Loss(nn.Data(logits), B, hw2, bb, nn.Data(dLog))
+				le, _, err = cat.Loss(nn.Data(logits), B, ghw, bb, nn.Data(dLog))
 			} else {
-				le, _, err = m.DIDO.Loss(nn.Data(logits), B, hw2, bb, nn.Data(dLog))
+				le, _, err = m.DIDO.Loss(nn.Data(logits), B, ghw, bb, nn.Data(dLog))
 			}
 			if err != nil {
 				return nil, false, fmt.Errorf("auxue %s step %d: %w", v.id(), step, err)
@@ -328,52 +338,56 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 	return m, false, nil
 }
 
-// auxReadout runs an AuxUE on one frame's half-resolution features and
-// writes the aleatoric scale and the epistemic score (K/S, or the entropy
-// for the categorical head), replicated 2x2 to full resolution.
+// auxReadout runs an AuxUE on one frame's features on the f x f block grid
+// and writes the aleatoric scale and the epistemic score (K/S, or the
+// entropy for the categorical head), each block replicated to full
+// resolution.
 type auxReadout struct {
-	x          *tensor.Dense
-	half       []float32
-	w, h       int
-	catEntropy []float32
+	x    *tensor.Dense
+	in   auxInputs
+	grid []float32
+	w, h int
+	f    int
 }
 
-func newAuxReadout(w, h, ch int) *auxReadout {
-	return &auxReadout{x: nn.NewDense(1, ch, h/2, w/2), half: make([]float32, (w/2)*(h/2)), w: w, h: h}
+func newAuxReadout(w, h, f, ch int, in auxInputs) *auxReadout {
+	return &auxReadout{x: nn.NewDense(1, ch, h/f, w/f), in: in, grid: make([]float32, (w/f)*(h/f)), w: w, h: h, f: f}
 }
 
 // setFeatures builds the input from the normalized image, the depth and
-// (for rgbd+decoder) the decoder features.
+// (for the +decoder inputs) the decoder features.
 func (r *auxReadout) setFeatures(img, depth, dec []float32) {
 	x := nn.Data(r.x)
-	hw2 := (r.w / 2) * (r.h / 2)
-	auxFeatures(img, depth, r.h, r.w, x[:auxChannels*hw2])
-	copy(x[auxChannels*hw2:], dec)
+	n := r.in.content() * len(r.grid)
+	auxFeatures(img, depth, r.h, r.w, r.f, r.in.row, x[:n])
+	copy(x[n:], dec)
 }
 
+// run makes one forward pass of m and writes the scale into scale and the
+// epistemic score into epis (either may be nil).
 func (r *auxReadout) run(m *auxue.Model, categorical bool, scale, epis []float32) error {
 	raw, logits, err := m.Forward(r.x, nn.Eval)
 	if err != nil {
 		return err
 	}
-	hw2 := len(r.half)
+	ghw := len(r.grid)
 	if scale != nil {
 		np := m.Config.Aleatoric.Kind.NumParams()
 		rd := nn.Data(raw)
 		var p [3]float32
-		for j := 0; j < hw2; j++ {
+		for j := 0; j < ghw; j++ {
 			for c := 0; c < np; c++ {
-				p[c] = rd[c*hw2+j]
+				p[c] = rd[c*ghw+j]
 			}
-			r.half[j] = float32(m.Config.Aleatoric.Scale(p[:np]))
+			r.grid[j] = float32(m.Config.Aleatoric.Scale(p[:np]))
 		}
 		r.upsample(scale)
 	}
 	if epis != nil {
 		if categorical {
-			err = auxue.CategoricalLoss{K: m.Config.K}.Entropy(nn.Data(logits), 1, hw2, r.half)
+			err = auxue.CategoricalLoss{K: m.Config.K}.Entropy(nn.Data(logits), 1, ghw, r.grid)
 		} else {
-			err = m.DIDO.Epistemic(nn.Data(logits), 1, hw2, r.half, nil)
+			err = m.DIDO.Epistemic(nn.Data(logits), 1, ghw, r.grid, nil)
 		}
 		if err != nil {
 			return err
@@ -384,12 +398,12 @@ func (r *auxReadout) run(m *auxue.Model, categorical bool, scale, epis []float32
 }
 
 func (r *auxReadout) upsample(dst []float32) {
-	w2 := r.w / 2
+	f, gw := r.f, r.w/r.f
 	for v := 0; v < r.h; v++ {
-		src := r.half[(v/2)*w2:]
+		src := r.grid[(v/f)*gw:]
 		row := dst[v*r.w : (v+1)*r.w]
 		for u := range row {
-			row[u] = src[u/2]
+			row[u] = src[u/f]
 		}
 	}
 }
@@ -397,6 +411,6 @@ func (r *auxReadout) upsample(dst []float32) {
 // errDiverged marks a training run whose loss became NaN or infinite.
 var errDiverged = errors.New("training diverged")
 
-// auxChannels is the AuxUE input: the half-resolution normalized RGB and the
+// auxChannels is the AuxUE input: the block means of the normalized RGB and the
 // predicted depth / maxDepth (depthnet.AuxFeatures).
 const auxChannels = 4

@@ -85,9 +85,14 @@ type AuxUE struct {
 	GlobalContextBands int     `yaml:"global_context_bands"`
 	Outliers           float64 `yaml:"outliers"`
 	// Inputs of the AuxUE: "rgbd" (half-resolution image and predicted
-	// depth, as the exported runtime AuxUE) or "rgbd+decoder" (plus the main
-	// model's last decoder features, the paper's "features of the main model").
-	Inputs      string   `yaml:"inputs"`
+	// depth), "rgbd+row" (plus the row coordinate, as the exported runtime
+	// AuxUE), "rgbd+decoder" (plus the main model's last decoder features,
+	// the paper's "features of the main model") or "rgbd+row+decoder".
+	Inputs string `yaml:"inputs"`
+	// Factor is the AuxUE's resolution divisor: it reads and predicts on
+	// Factor x Factor blocks (2, the default, or 4 as the exported runtime
+	// AuxUE at 640x192; the +decoder inputs need 2).
+	Factor      int      `yaml:"factor"`
 	Heads       []string `yaml:"heads"`    // laplace, gaussian, ggau, nig
 	Encoders    []string `yaml:"encoders"` // separate, shared
 	Categorical bool     `yaml:"categorical"`
@@ -192,17 +197,27 @@ func (c *Config) check() error {
 	if !(c.AuxUE.LR > 0 && c.AuxUE.LR < 10) || !(c.AuxUE.EndLR >= 0) || !(c.AuxUE.Lambda >= 0 && c.AuxUE.Lambda <= 10) {
 		return fmt.Errorf("key auxue.lr/end_lr/lambda: need lr > 0, end_lr >= 0, lambda >= 0")
 	}
-	if c.AuxUE.GlobalContextBands < 0 || (c.AuxUE.GlobalContextBands > 0 && (c.Data.Height/2)%c.AuxUE.GlobalContextBands != 0) {
-		return fmt.Errorf("key auxue.global_context_bands: %d must be >= 0 and divide the AuxUE's %d rows", c.AuxUE.GlobalContextBands, c.Data.Height/2)
+	in, err := parseAuxInputs(c.AuxUE.Inputs)
+	if err != nil {
+		return fmt.Errorf("key auxue.inputs: %w", err)
+	}
+	if c.AuxUE.Factor == 0 {
+		c.AuxUE.Factor = 2
+	}
+	if f := c.AuxUE.Factor; f != 2 && f != 4 {
+		return fmt.Errorf("key auxue.factor: %d (want 2 or 4)", f)
+	} else if f != 2 && in.decoder {
+		return fmt.Errorf("key auxue.factor: %d, but inputs %q need 2 (the decoder features are at half resolution)", f, c.AuxUE.Inputs)
+	}
+	rows := d.Height / c.AuxUE.Factor
+	if c.AuxUE.GlobalContextBands < 0 || (c.AuxUE.GlobalContextBands > 0 && rows%c.AuxUE.GlobalContextBands != 0) {
+		return fmt.Errorf("key auxue.global_context_bands: %d must be >= 0 and divide the AuxUE's %d rows", c.AuxUE.GlobalContextBands, rows)
 	}
 	if !(c.AuxUE.Outliers >= 0 && c.AuxUE.Outliers < 1) {
 		return fmt.Errorf("key auxue.outliers: %v outside [0, 1)", c.AuxUE.Outliers)
 	}
 	if !(c.AuxUE.UnlabeledKL >= 0 && c.AuxUE.UnlabeledKL <= 100) {
 		return fmt.Errorf("key auxue.unlabeled_kl: %v outside [0, 100]", c.AuxUE.UnlabeledKL)
-	}
-	if c.AuxUE.Inputs != "rgbd" && c.AuxUE.Inputs != "rgbd+decoder" {
-		return fmt.Errorf("key auxue.inputs: %q (want rgbd or rgbd+decoder)", c.AuxUE.Inputs)
 	}
 	if len(c.AuxUE.Heads) == 0 || len(c.AuxUE.Encoders) == 0 {
 		return fmt.Errorf("key auxue.heads/encoders: at least one each")

@@ -40,6 +40,9 @@ func TestParseConfig(t *testing.T) {
 		{"nan end lr", "end_lr: 0=>end_lr: .nan", "auxue.lr"},
 		{"negative unlabeled kl", "lambda: 0.01,=>lambda: 0.01, unlabeled_kl: -1,", "auxue.unlabeled_kl"},
 		{"bands not dividing the rows", "lambda: 0.01,=>lambda: 0.01, global_context_bands: 5,", "auxue.global_context_bands"},
+		{"factor 3", "lambda: 0.01,=>lambda: 0.01, factor: 3,", "auxue.factor"},
+		{"factor 4 with decoder", "inputs: rgbd=>inputs: rgbd+decoder, factor: 4", "need 2"},
+		{"bands not dividing the factor-4 rows", "lambda: 0.01,=>lambda: 0.01, factor: 4, global_context_bands: 16,", "AuxUE's 8 rows"},
 		{"outlier fraction 1", "lambda: 0.01,=>lambda: 0.01, outliers: 1,", "auxue.outliers"},
 	}
 	for _, tc := range cases {
@@ -57,7 +60,7 @@ func TestParseConfig(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
-				if c.Data.Width != 64 || c.AuxUE.K != 4 || c.Corruptions[0] != "fog" {
+				if c.Data.Width != 64 || c.AuxUE.K != 4 || c.AuxUE.Factor != 2 || c.Corruptions[0] != "fog" {
 					t.Fatalf("decoded %+v", c)
 				}
 				return
@@ -95,7 +98,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseConfig(data, "fuzz.yaml")
-		if err == nil && (len(c.Seeds) == 0 || c.Data.Height%32 != 0 || c.AuxUE.K < 1) {
+		if err == nil && (len(c.Seeds) == 0 || c.Data.Height%32 != 0 || c.AuxUE.K < 1 || (c.AuxUE.Factor != 2 && c.AuxUE.Factor != 4)) {
 			t.Fatalf("accepted an invalid config: %+v", c)
 		}
 	})

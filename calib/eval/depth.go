@@ -31,6 +31,7 @@ type depthModel struct {
 	cat3, cat2, cat1     nn.Concat
 	drop                 *nn.Dropout
 	zbuf, flip, ref      []float32
+	e1, e2, e3, e4       *tensor.Dense // encoder outputs of the last encode
 	dec1                 *tensor.Dense // last decoder features of the last forward (1,16c,H/2,W/2)
 }
 
@@ -118,6 +119,16 @@ func (m *depthModel) predict(dst []float32) error {
 // forward replays depthnet.Net.Forward layer by layer; with drop it applies
 // dropout (Monte-Carlo mode) to the bottleneck. It returns the logits.
 func (m *depthModel) forward(mode nn.Mode, drop bool) (*tensor.Dense, error) {
+	if err := m.encode(mode); err != nil {
+		return nil, err
+	}
+	return m.decode(mode, drop)
+}
+
+// encode runs the encoder on the last setImage and keeps its outputs for
+// decode (dropout at the bottleneck leaves them unchanged, so the dropout
+// samples share one encoder pass).
+func (m *depthModel) encode(mode nn.Mode) error {
 	n := m.net
 	hw := m.w * m.h
 	src, dst := nn.Data(m.x), nn.Data(m.in)
@@ -129,23 +140,26 @@ func (m *depthModel) forward(mode nn.Mode, drop bool) (*tensor.Dense, error) {
 			row[u] = val
 		}
 	}
-	e1, err := n.Enc1.Forward(m.in, mode)
-	if err != nil {
-		return nil, err
+	var err error
+	if m.e1, err = n.Enc1.Forward(m.in, mode); err != nil {
+		return err
 	}
-	e2, err := n.Enc2.Forward(e1, mode)
-	if err != nil {
-		return nil, err
+	if m.e2, err = n.Enc2.Forward(m.e1, mode); err != nil {
+		return err
 	}
-	e3, err := n.Enc3.Forward(e2, mode)
-	if err != nil {
-		return nil, err
+	if m.e3, err = n.Enc3.Forward(m.e2, mode); err != nil {
+		return err
 	}
-	e4, err := n.Enc4.Forward(e3, mode)
-	if err != nil {
-		return nil, err
-	}
+	m.e4, err = n.Enc4.Forward(m.e3, mode)
+	return err
+}
+
+// decode runs the decoder and head on the outputs of the last encode.
+func (m *depthModel) decode(mode nn.Mode, drop bool) (*tensor.Dense, error) {
+	n := m.net
+	e4 := m.e4
 	if drop {
+		var err error
 		if e4, err = m.drop.Forward(e4, nn.MonteCarlo); err != nil {
 			return nil, err
 		}
@@ -161,14 +175,14 @@ func (m *depthModel) forward(mode nn.Mode, drop bool) (*tensor.Dense, error) {
 		}
 		return seq.Forward(c, mode)
 	}
-	d, err := dec(n.Dec3, &m.up4, &m.cat3, e4, e3)
+	d, err := dec(n.Dec3, &m.up4, &m.cat3, e4, m.e3)
 	if err != nil {
 		return nil, err
 	}
-	if d, err = dec(n.Dec2, &m.up3, &m.cat2, d, e2); err != nil {
+	if d, err = dec(n.Dec2, &m.up3, &m.cat2, d, m.e2); err != nil {
 		return nil, err
 	}
-	if d, err = dec(n.Dec1, &m.up2, &m.cat1, d, e1); err != nil {
+	if d, err = dec(n.Dec1, &m.up2, &m.cat1, d, m.e1); err != nil {
 		return nil, err
 	}
 	m.dec1 = d
@@ -204,8 +218,11 @@ func (m *depthModel) injectVariance(samples int, p float64, rng *rand.Rand, dst 
 	hw := m.w * m.h
 	mean := make([]float64, hw)
 	sq := make([]float64, hw)
+	if err := m.encode(nn.Eval); err != nil {
+		return fmt.Errorf("inject dropout: %w", err)
+	}
 	for s := 0; s < samples; s++ {
-		z, err := m.forward(nn.Eval, true)
+		z, err := m.decode(nn.Eval, true)
 		if err != nil {
 			return fmt.Errorf("inject dropout: %w", err)
 		}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,39 +133,55 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 	variants, auxMethods := auxPlan(c)
 	auxIn := auxInputChannels(c, main)
 	var decFeats []float32
-	if auxIn > auxChannels {
-		decFeats = make([]float32, (auxIn-auxChannels)*(W/2)*(H/2))
+	if c.auxInputs().decoder {
+		decFeats = make([]float32, (auxIn-c.auxInputs().content())*(W/c.AuxUE.Factor)*(H/c.AuxUE.Factor))
 	}
+	// The seeds train concurrently (their runs are independent), each
+	// building its data with a private copy of the main network.
 	models := make([][]*auxue.Model, len(c.Seeds))
-	for si, s := range c.Seeds {
+	notes := make([][]string, len(c.Seeds))
+	cachedAux := make([]int, len(c.Seeds))
+	err = forEachSeed(ctx, make([]*seedWorker, len(c.Seeds)), func(si int, _ *seedWorker) error {
+		s := int64(c.Seeds[si])
 		var data *auxData
 		get := func() (*auxData, error) {
 			if data == nil {
-				var err error
-				if data, err = buildAuxData(ctx, c, main, int64(s)); err != nil {
+				net, err := cloneDepthNet(mainNet)
+				if err != nil {
+					return nil, err
+				}
+				if data, err = buildAuxData(ctx, c, newDepthModel(net, W, H), s); err != nil {
 					return nil, err
 				}
 			}
 			return data, nil
 		}
 		for _, v := range variants {
-			m, cached, err := loadOrTrainAux(ctx, c, v, auxIn, int64(s), mainID, get, cache, log)
+			m, cached, err := loadOrTrainAux(ctx, c, v, auxIn, s, mainID, get, cache, log)
 			if errors.Is(err, errDiverged) {
 				// Reported, not hidden: the variant's rows average the other seeds.
-				res.Meta.Notes = append(res.Meta.Notes, fmt.Sprintf("AuxUE %s, seed %d: %v; its methods are left out for this seed", v.id(), s, err))
+				notes[si] = append(notes[si], fmt.Sprintf("AuxUE %s, seed %d: %v; its methods are left out for this seed", v.id(), s, err))
 				log.Warn("eval: auxue diverged", "variant", v.id(), "seed", s, "err", err)
 				models[si] = append(models[si], nil)
 				continue
 			}
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			log.Info("eval: auxue ready", "variant", v.id(), "seed", s, "cached", cached)
 			if cached {
-				fromCache["auxue_models_from_cache"]++
+				cachedAux[si]++
 			}
 			models[si] = append(models[si], m)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for si := range c.Seeds {
+		res.Meta.Notes = append(res.Meta.Notes, notes[si]...)
+		fromCache["auxue_models_from_cache"] += cachedAux[si]
 	}
 	section("train_auxue", t0)
 
@@ -223,95 +237,42 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 	}
 
 	t0 = time.Now()
-	sp := metrics.Sparsifier{Step: c.SparsStep}
+	plan := newEvalPlan(c, methods, variants, curves, len(test))
+	workers := make([]*seedWorker, len(c.Seeds))
+	for si := range c.Seeds {
+		if workers[si], err = newSeedWorker(plan, si, models[si], ens[si], main, auxIn); err != nil {
+			return nil, nil, err
+		}
+	}
 	var uce metrics.UCE
-	var (
-		depth    = make([]float32, hw)
-		ensDepth = make([]float32, hw)
-		ensVar   = make([]float32, hw)
-		tmp      = make([]float32, hw)
-		grad     = make([]float32, hw)
-		unc      = make([][]float32, len(methods))
-		skyMask  = make([]bool, hw)
-		gtMask   = make([]bool, hw)
-		rgb      = make([]uint8, 3*hw)
-		readout  = newAuxReadout(W, H, auxIn)
-		corr     = corrupt.NewCorruptor()
-	)
-	for i := range unc {
-		unc[i] = make([]float32, hw)
-	}
-	// uncertainty maps of every method for one frame and seed
-	produce := func(si int, pixels []uint8, frameIdx, condIdx int) ([]float32, error) {
-		var ensOut []float32
-		for mi, m := range methods {
-			switch {
-			case m.name == MethodMain:
-				for i := range unc[mi] {
-					unc[mi][i] = 0
-				}
-			case m.aux != nil:
-				model := models[si][m.aux.variant]
-				if model == nil {
-					continue
-				}
-				v := variants[m.aux.variant]
-				if m.aux.epistemic {
-					if err := readout.run(model, v.Categorical, nil, unc[mi]); err != nil {
-						return nil, err
-					}
-				} else if err := readout.run(model, false, unc[mi], nil); err != nil {
-					return nil, err
-				}
-			case m.name == MethodEnsemble:
-				for i := range ensDepth {
-					ensDepth[i], ensVar[i] = 0, 0
-				}
-				members := ens[si]
-				for _, em := range members {
-					em.setImage(pixels, false)
-					if err := em.predict(tmp); err != nil {
-						return nil, err
-					}
-					for i, v := range tmp {
-						ensDepth[i] += v
-						ensVar[i] += v * v
-					}
-				}
-				k := float32(len(members))
-				for i := range ensDepth {
-					mu := ensDepth[i] / k
-					ensDepth[i] = mu
-					unc[mi][i] = max(ensVar[i]/k-mu*mu, 0)
-				}
-				ensOut = ensDepth
-			case m.name == MethodInject:
-				rng := rand.New(rand.NewPCG(uint64(c.Seeds[si]), uint64(condIdx)<<20|uint64(frameIdx)))
-				main.setImage(pixels, false)
-				if err := main.injectVariance(c.Baselines.InjectSamples, c.Baselines.InjectP, rng, unc[mi]); err != nil {
-					return nil, err
-				}
-			case m.name == MethodGradient:
-				copy(unc[mi], grad)
+	in := &frameInputs{depth: make([]float32, hw), dec: decFeats, grad: make([]float32, hw),
+		gtMask: make([]bool, hw), skyMask: make([]bool, hw)}
+	rgb := make([]uint8, 3*hw)
+	corr := corrupt.NewCorruptor()
+	// prepare computes what every seed reads of one frame: the main model's
+	// depth and features and the gradient score.
+	prepare := func(fr *frame, pixels []uint8, cond, index int) error {
+		if c.Baselines.Gradient {
+			main.setImage(pixels, false)
+			if err := main.gradientScore(pixels, in.grad); err != nil {
+				return err
 			}
 		}
-		return ensOut, nil
-	}
-
-	// newAccs makes the per (seed, method) accumulators of one condition.
-	newAccs := func() [][]*methodAcc {
-		a := make([][]*methodAcc, len(c.Seeds))
-		for si := range a {
-			a[si] = make([]*methodAcc, len(methods))
-			for mi := range a[si] {
-				a[si][mi] = &methodAcc{}
-			}
+		main.setImage(pixels, false)
+		if err := main.predictFeatures(in.depth, in.dec); err != nil {
+			return err
 		}
-		return a
+		in.fr, in.pixels, in.img, in.cond, in.index = fr, pixels, main.image(), cond, index
+		for i := range in.gtMask {
+			in.gtMask[i] = fr.sparse[i] > 0
+			in.skyMask[i] = fr.sem[i] == metrics.SkyClass
+		}
+		return nil
 	}
-	var indoorAccs [][]*methodAcc
 	for ci, cd := range conds {
-		accs := newAccs()
+		for _, w := range workers {
+			w.resetAccs(len(methods))
+		}
 		for fi := range test {
 			fr := &test[fi]
 			pixels := fr.rgb
@@ -324,155 +285,45 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			if c.Baselines.Gradient {
-				main.setImage(pixels, false)
-				if err := main.gradientScore(pixels, grad); err != nil {
-					return nil, nil, err
-				}
-			}
-			main.setImage(pixels, false)
-			if err := main.predictFeatures(depth, decFeats); err != nil {
+			if err := prepare(fr, pixels, ci, fi); err != nil {
 				return nil, nil, err
 			}
-			readout.setFeatures(main.image(), depth, decFeats)
-			for i := range gtMask {
-				gtMask[i] = fr.sparse[i] > 0
-				skyMask[i] = fr.sem[i] == metrics.SkyClass
-			}
-			for si := range c.Seeds {
-				ensOut, err := produce(si, pixels, fi, ci)
+			err := forEachSeed(ctx, workers, func(_ int, w *seedWorker) error {
+				ensOut, err := w.produce(plan, in)
 				if err != nil {
-					return nil, nil, err
+					return err
 				}
-				for mi, m := range methods {
-					if m.aux != nil && models[si][m.aux.variant] == nil {
-						continue
-					}
-					a := accs[si][mi]
-					pred := depth
-					if m.name == MethodEnsemble {
-						pred = ensOut
-					}
-					if m.name == MethodMain || m.name == MethodEnsemble {
-						q, err := metrics.Depth(pred, fr.sparse, metrics.KITTIRange)
-						if err != nil {
-							return nil, nil, err
-						}
-						a.dq.Add(q)
-					}
-					if m.name == MethodMain {
-						continue
-					}
-					u := unc[mi]
-					r, err := sp.Evaluate(pred, fr.sparse, u, metrics.SparsRMSE)
-					if err != nil {
-						return nil, nil, fmt.Errorf("%s: %w", m.name, err)
-					}
-					a.spR.Add(r)
-					if ci == 0 && si == 0 {
-						if curves.Fractions == nil {
-							curves.Fractions = append([]float64(nil), r.Fractions...)
-						}
-						if len(r.Curve) == len(curves.Fractions) {
-							acc := curves.Spars[m.name]
-							if acc == nil {
-								acc = make([]float64, len(r.Curve))
-							}
-							for i, v := range r.Curve {
-								acc[i] += v / float64(len(test))
-							}
-							curves.Spars[m.name] = acc
-							if m.aux != nil && m.name == methods[1].name {
-								if curves.OracleMain == nil {
-									curves.OracleMain = make([]float64, len(r.Oracle))
-								}
-								for i, v := range r.Oracle {
-									curves.OracleMain[i] += v / float64(len(test))
-								}
-							}
-						}
-					}
-					if r, err = sp.Evaluate(pred, fr.sparse, u, metrics.SparsAbsRel); err != nil {
-						return nil, nil, fmt.Errorf("%s: %w", m.name, err)
-					}
-					a.spA.Add(r)
-					if m.aleatoric {
-						for i, y := range fr.sparse {
-							if y > 0 {
-								a.errs = append(a.errs, float32(math.Abs(float64(pred[i]-y))))
-								a.uncs = append(a.uncs, u[i])
-							}
-						}
-					}
-					if _, err := a.sky.AddMasked(u, skyMask, true); err != nil {
-						return nil, nil, err
-					}
-					if _, err := a.sky.AddMasked(u, gtMask, false); err != nil {
-						return nil, nil, err
-					}
-					if ci == 0 {
-						if _, err := a.dc.AddMasked(u, gtMask, false); err != nil {
-							return nil, nil, err
-						}
-						if si == 0 {
-							for i := range u {
-								if skyMask[i] || gtMask[i] {
-									curves.SkyScores[m.name] = append(curves.SkyScores[m.name], u[i])
-									curves.SkyLabels[m.name] = append(curves.SkyLabels[m.name], skyMask[i])
-								}
-							}
-						}
-					}
-					if v, ok, err := metrics.SkyAll(u, fr.sem, metrics.SkyClass); err != nil {
-						return nil, nil, err
-					} else if ok {
-						a.skyAll += v
-						a.skyN++
-					}
-				}
+				return w.accumulate(plan, in, ensOut)
+			})
+			if err != nil {
+				return nil, nil, err
 			}
 		}
 		if ci == 0 {
 			// Dataset change: indoor GT pixels are the positives.
-			indoorAccs = accs
 			for fi := range indoor {
 				fr := &indoor[fi]
-				if c.Baselines.Gradient {
-					main.setImage(fr.rgb, false)
-					if err := main.gradientScore(fr.rgb, grad); err != nil {
-						return nil, nil, err
-					}
-				}
-				main.setImage(fr.rgb, false)
-				if err := main.predictFeatures(depth, decFeats); err != nil {
+				if err := prepare(fr, fr.rgb, 1<<10, fi); err != nil {
 					return nil, nil, err
 				}
-				readout.setFeatures(main.image(), depth, decFeats)
-				for i := range gtMask {
-					gtMask[i] = fr.sparse[i] > 0
-				}
-				for si := range c.Seeds {
-					if _, err := produce(si, fr.rgb, fi, 1<<10); err != nil {
-						return nil, nil, err
+				err := forEachSeed(ctx, workers, func(_ int, w *seedWorker) error {
+					if _, err := w.produce(plan, in); err != nil {
+						return err
 					}
-					for mi, m := range methods {
-						if m.name == MethodMain || (m.aux != nil && models[si][m.aux.variant] == nil) {
-							continue
-						}
-						if _, err := indoorAccs[si][mi].dc.AddMasked(unc[mi], gtMask, true); err != nil {
-							return nil, nil, err
-						}
-					}
+					return w.addIndoor(plan, in)
+				})
+				if err != nil {
+					return nil, nil, err
 				}
 			}
 		}
 		// Finalize the condition.
-		for si := range c.Seeds {
+		for si, wk := range workers {
 			for mi, m := range methods {
-				if m.aux != nil && models[si][m.aux.variant] == nil {
+				if wk.skip(m) {
 					continue
 				}
-				a := accs[si][mi]
+				a := wk.accs[mi]
 				set := func(exp, metric string, v float64) {
 					tab.set(rowKey{m.name, exp, cd.corr, cd.sev, metric}, si, v)
 				}
@@ -507,10 +358,11 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 					set(ExpSky, "sky_all", a.skyAll/float64(a.skyN))
 				}
 				if ci == 0 {
-					if v, err := a.dc.AUC(); err == nil {
+					dc := wk.dc[mi].dc
+					if v, err := dc.AUC(); err == nil {
 						tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "auc"}, si, v)
 					}
-					if v, err := a.dc.AUPR(); err == nil {
+					if v, err := dc.AUPR(); err == nil {
 						tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "aupr"}, si, v)
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/calib/metrics"
 )
 
@@ -104,7 +105,7 @@ func TestHalfResolutionFeatures(t *testing.T) {
 	depth := []float32{8, 16, 24, 32, 40, 48, 56, 64}
 	gt := []float32{10, 0, 0, 0, 0, 50, 0, 0}
 	feats := make([]float32, 4*2)
-	auxFeatures(img, depth, h, w, feats)
+	auxFeatures(img, depth, h, w, 2, false, feats)
 	want := []float32{
 		(0 + 1 + 4 + 5) / 4., (2 + 3 + 6 + 7) / 4., // R: pixels 0,1,4,5 and 2,3,6,7
 		(8 + 9 + 12 + 13) / 4., (10 + 11 + 14 + 15) / 4.,
@@ -117,8 +118,55 @@ func TestHalfResolutionFeatures(t *testing.T) {
 		}
 	}
 	errs, valid := make([]float32, 2), make([]bool, 2)
-	halfResErrors(depth, gt, h, w, errs, valid)
+	blockErrors(depth, gt, h, w, 2, errs, valid)
 	if !valid[0] || valid[1] || errs[0] != (2+2)/2. || errs[1] != 0 {
 		t.Fatalf("targets %v %v, want [2 0] [true false]", errs, valid)
+	}
+}
+
+// The row channel of rgbd+row is the f x f block mean of the main model's
+// full-resolution coordinate channel: -0.5 and 0.5 for the two block rows of
+// a 4-row frame at f = 2 (full-resolution rows -0.75, -0.25, 0.25, 0.75) and
+// of an 8-row frame at f = 4 (-7/8 .. -1/8 and 1/8 .. 7/8).
+func TestBlockRowCoordinate(t *testing.T) {
+	for _, f := range []int{2, 4} {
+		h, w := 2*f, 2*f
+		img, depth := make([]float32, 3*h*w), make([]float32, h*w)
+		feats := make([]float32, 5*2*2)
+		auxFeatures(img, depth, h, w, f, true, feats)
+		want := []float32{-0.5, -0.5, 0.5, 0.5}
+		for i, c := range feats[4*4:] {
+			var full float64
+			for r := f * (i / 2); r < f*(i/2+1); r++ {
+				full += float64(depthnet.RowCoordinate(r, h)) / float64(f)
+			}
+			if c != want[i] || math.Abs(float64(c)-full) > 1e-7 {
+				t.Fatalf("f %d: row channel %d = %v, want %v (block mean %v)", f, i, c, want[i], full)
+			}
+		}
+	}
+}
+
+func TestParseAuxInputs(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		content  int
+		decoder  bool
+		wantFail bool
+	}{
+		{"rgbd", 4, false, false},
+		{"rgbd+row", 5, false, false},
+		{"rgbd+decoder", 4, true, false},
+		{"rgbd+row+decoder", 5, true, false},
+		{"rgb", 0, false, true},
+		{"rgbd+decoder+row", 0, false, true},
+	} {
+		got, err := parseAuxInputs(tc.in)
+		if (err != nil) != tc.wantFail {
+			t.Fatalf("%q: error %v, want failure %v", tc.in, err, tc.wantFail)
+		}
+		if err == nil && (got.content() != tc.content || got.decoder != tc.decoder) {
+			t.Fatalf("%q: %+v content %d, want %d decoder %v", tc.in, got, got.content(), tc.content, tc.decoder)
+		}
 	}
 }

@@ -151,6 +151,33 @@ func tabPredict(net *nn.Sequential, x []float32) ([]float32, error) {
 	return append([]float32(nil), nn.Data(out)...), nil
 }
 
+// The OOD copies of the tabular test split, as the corruption of its rows.
+const (
+	TabNegated  = "negated"  // every feature negated
+	TabShuffled = "shuffled" // each row's values shuffled across the features
+)
+
+// binaryAreas is the AUC and AUPR of in-distribution scores (negative)
+// against OOD scores (positive).
+func binaryAreas(id, ood []float32) (auc, aupr float64, err error) {
+	var b metrics.BinaryScores
+	for _, part := range []struct {
+		s   []float32
+		pos bool
+	}{{id, false}, {ood, true}} {
+		for _, v := range part.s {
+			if err := b.Add(v, part.pos); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	if auc, err = b.AUC(); err != nil {
+		return 0, 0, err
+	}
+	aupr, err = b.AUPR()
+	return auc, aupr, err
+}
+
 func mse(p, y []float32) float64 {
 	var s float64
 	for i := range y {
@@ -215,18 +242,16 @@ func runTabular(ctx context.Context, c *Config, tab *table) error {
 			}
 			return v / 3
 		}
-		var ensScores metrics.BinaryScores
-		for i := 0; i < test.n(); i++ {
-			if err := ensScores.Add(variance(members, i), false); err != nil {
-				return err
-			}
+		// Scores per OOD copy: rows [0, n) of ood are the negated test rows,
+		// [n, 2n) the shuffled ones; "clean" pools both (the paper's table).
+		n := test.n()
+		ensID, ensOOD := make([]float32, n), make([]float32, 2*n)
+		for i := range ensID {
+			ensID[i] = variance(members, i)
 		}
-		for i := 0; i < 2*test.n(); i++ {
-			if err := ensScores.Add(variance(oodMembers, i), true); err != nil {
-				return err
-			}
+		for i := range ensOOD {
+			ensOOD[i] = variance(oodMembers, i)
 		}
-
 		// AuxUE on the main MLP's training errors.
 		ptr, err := tabPredict(main, xtr)
 		if err != nil {
@@ -276,41 +301,42 @@ func runTabular(ctx context.Context, c *Config, tab *table) error {
 			}
 		}
 		var p auxue.Prediction
-		var didoScores metrics.BinaryScores
-		for _, part := range []struct {
-			x   []float32
-			pos bool
-		}{{xte, false}, {ood, true}} {
-			in := nn.NewDense(len(part.x)/tabFeatures, tabFeatures)
-			copy(nn.Data(in), part.x)
+		didoScore := func(x []float32) ([]float32, error) {
+			in := nn.NewDense(len(x)/tabFeatures, tabFeatures)
+			copy(nn.Data(in), x)
 			if err := aux.Predict(in, 0.9, &p); err != nil {
-				return err
+				return nil, err
 			}
-			for _, v := range p.Epistemic {
-				if err := didoScores.Add(v, part.pos); err != nil {
-					return err
+			return append([]float32(nil), p.Epistemic...), nil
+		}
+		didoID, err := didoScore(xte)
+		if err != nil {
+			return err
+		}
+		didoOOD, err := didoScore(ood)
+		if err != nil {
+			return err
+		}
+		set := func(m, corr, metric string, v float64) {
+			tab.set(rowKey{m, ExpTabular, corr, 0, metric}, si, v)
+		}
+		set("dido", CorrClean, "mse", mse(members[0], test.y))
+		set(MethodEnsemble, CorrClean, "mse", mse(ensMean, test.y))
+		for _, part := range []struct {
+			corr   string
+			lo, hi int
+		}{{CorrClean, 0, 2 * n}, {TabNegated, 0, n}, {TabShuffled, n, 2 * n}} {
+			for _, x := range []struct {
+				name    string
+				id, ood []float32
+			}{{"dido", didoID, didoOOD}, {MethodEnsemble, ensID, ensOOD}} {
+				auc, aupr, err := binaryAreas(x.id, x.ood[part.lo:part.hi])
+				if err != nil {
+					return fmt.Errorf("tabular %s %s: %w", x.name, part.corr, err)
 				}
+				set(x.name, part.corr, "auc", auc)
+				set(x.name, part.corr, "aupr", aupr)
 			}
-		}
-		set := func(m, metric string, v float64) {
-			tab.set(rowKey{m, ExpTabular, CorrClean, 0, metric}, si, v)
-		}
-		set("dido", "mse", mse(members[0], test.y))
-		set(MethodEnsemble, "mse", mse(ensMean, test.y))
-		for _, x := range []struct {
-			name string
-			b    *metrics.BinaryScores
-		}{{"dido", &didoScores}, {MethodEnsemble, &ensScores}} {
-			auc, err := x.b.AUC()
-			if err != nil {
-				return err
-			}
-			aupr, err := x.b.AUPR()
-			if err != nil {
-				return err
-			}
-			set(x.name, "auc", auc)
-			set(x.name, "aupr", aupr)
 		}
 	}
 	return nil

@@ -87,6 +87,14 @@ func TestSparsificationHandComputed(t *testing.T) {
 	if !near(r.AUSE, wArea-area, 1e-12) || !near(r.AURG, worst[0]-wArea, 1e-12) || r.AURG >= 0 {
 		t.Errorf("reversed ranking: AUSE %v AURG %v, want %v and %v (< 0)", r.AUSE, r.AURG, wArea-area, worst[0]-wArea)
 	}
+	// Tied uncertainties keep pixel order: the last pixels go first, here
+	// the smallest errors (4, 3, 2, 1), as in the reversed ranking.
+	r, _ = s.Evaluate([]float32{14, 13, 12, 11}, gt, []float32{0.5, 0.5, 0.5, 0.5}, SparsRMSE)
+	for i, v := range worst {
+		if !near(r.Curve[i], v, 1e-12) {
+			t.Fatalf("tied ranking point %d: %v, want %v", i, r.Curve[i], v)
+		}
+	}
 	// AbsRel on gt 1, 2, 4 with |e| = 1 each: relative errors 1, .5, .25.
 	r, _ = s.Evaluate([]float32{2, 3, 5}, []float32{1, 2, 4}, []float32{3, 2, 1}, SparsAbsRel)
 	// n = 3, step .25: removed floor(.25*3)=0, floor(.5*3)=1, floor(.75*3)=2, then all.

@@ -58,7 +58,7 @@ type Sparsifier struct {
 	// Step is the removal step in (0, 1); 0 means DefaultSparsStep.
 	Step float64
 
-	order         []int32
+	order         []keyed
 	unc, val      []float64
 	prefix        []float64
 	fractions     []float64
@@ -131,16 +131,23 @@ func (s *Sparsifier) curveFor(dst []float64, key []float64, metric SparsMetric) 
 	n := len(s.val)
 	s.order = s.order[:0]
 	for i := 0; i < n; i++ {
-		s.order = append(s.order, int32(i))
+		s.order = append(s.order, keyed{key[i], int32(i)})
 	}
-	slices.SortStableFunc(s.order, func(a, b int32) int { return cmp.Compare(key[a], key[b]) })
+	// Ties broken by pixel index: the order of a stable sort, at the speed
+	// of an unstable one.
+	slices.SortFunc(s.order, func(a, b keyed) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
 	if cap(s.prefix) < n+1 {
 		s.prefix = make([]float64, n+1)
 	}
 	s.prefix = s.prefix[:n+1]
 	s.prefix[0] = 0
-	for i, j := range s.order {
-		s.prefix[i+1] = s.prefix[i] + s.val[j]
+	for i, o := range s.order {
+		s.prefix[i+1] = s.prefix[i] + s.val[o.i]
 	}
 	for _, f := range s.fractions {
 		keep := n - int(math.Floor(f*float64(n)+1e-9))
@@ -155,6 +162,12 @@ func (s *Sparsifier) curveFor(dst []float64, key []float64, metric SparsMetric) 
 		dst = append(dst, m)
 	}
 	return dst
+}
+
+// keyed is a pixel's sort key and index.
+type keyed struct {
+	key float64
+	i   int32
 }
 
 func trapezoid(x, y []float64) float64 {

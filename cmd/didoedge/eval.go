@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/didoedge/didoedge/calib/eval"
@@ -15,6 +17,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	config := fs.String("config", "configs/eval-quick.yaml", "evaluation config (configs/eval-*.yaml)")
 	out := fs.String("out", "", "output directory: results.json, report.md, PNG plots (required)")
 	cache := fs.String("cache", "", "directory of trained models (default OUT/cache); re-runs load them instead of retraining")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -27,6 +30,17 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	cfg, err := eval.LoadConfig(*config)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile %q: %w", *cpuProfile, err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cmd := "didoedge " + strings.Join(append([]string{"eval"}, args...), " ")
 	res, curves, err := eval.Run(ctx, cfg, eval.Options{Out: *out, Cache: *cache, Command: cmd, ConfigPath: *config, Log: env.log})
