@@ -137,8 +137,9 @@ func renderReport(c *Config, r *Results, plots []string) string {
 	d := c.Data
 	w.f("- Data: %dx%d frames; main/AuxUE training pool %d drives x %d frames of outdoor world seed %d; AuxUE trained on %d frames\n",
 		d.Width, d.Height, d.Drives, d.FramesPerDrive, d.TrainSeed+c.Main.Seed, c.AuxUE.Frames)
-	w.f("  for %d epochs (batch %d, lr %g -> %g, encoder width %d, hidden %d, inputs %s, K %d, lambda %g); test: %d outdoor frames of %d held-out drives\n",
-		c.AuxUE.Epochs, c.AuxUE.Batch, c.AuxUE.LR, c.AuxUE.EndLR, c.AuxUE.EncoderWidth, c.AuxUE.Hidden, c.AuxUE.Inputs, c.AuxUE.K, c.AuxUE.Lambda, d.TestFrames, d.TestDrives)
+	w.f("  for %d epochs (batch %d, lr %g -> %g, encoder width %d, hidden %d, inputs %s on %dx%d blocks (a %dx%d grid), K %d, lambda %g); test: %d outdoor frames of %d held-out drives\n",
+		c.AuxUE.Epochs, c.AuxUE.Batch, c.AuxUE.LR, c.AuxUE.EndLR, c.AuxUE.EncoderWidth, c.AuxUE.Hidden, c.AuxUE.Inputs, c.AuxUE.Factor, c.AuxUE.Factor,
+		d.Width/c.AuxUE.Factor, d.Height/c.AuxUE.Factor, c.AuxUE.K, c.AuxUE.Lambda, d.TestFrames, d.TestDrives)
 	w.f("  (world seed %d, never trained on), %d indoor frames (seed %d); corruptions %v at severities %v.\n",
 		d.TestSeed, d.IndoorFrames, d.IndoorSeed, c.Corruptions, c.Severities)
 	w.f("- Baselines: ensemble of %d depth networks per seed (each trained %d steps, batch %d, crop %d: the main model's budget), inject dropout %d samples p = %g at the bottleneck, gradient score %v.\n",
@@ -365,7 +366,13 @@ func (w *reportWriter) verdicts(alea, sky, dc []string, sevs []int) []string {
 	}
 	if d, ok := w.value("dido", ExpTabular, CorrClean, 0, "auc"); ok {
 		e, _ := w.value(MethodEnsemble, ExpTabular, CorrClean, 0, "auc")
-		out = append(out, fmt.Sprintf("A.2 tabular: the paper's DIDO beats the 3-member ensemble (AUC 0.936 vs 0.548). Ours: DIDO %.3f, ensemble %.3f: %s.", d, e, agree(d > e)))
+		per := ""
+		dn, okN := w.value("dido", ExpTabular, TabNegated, 0, "auc")
+		ds, okS := w.value("dido", ExpTabular, TabShuffled, 0, "auc")
+		if okN && okS {
+			per = fmt.Sprintf(" (negated copy %.3f, shuffled copy %.3f)", dn, ds)
+		}
+		out = append(out, fmt.Sprintf("A.2 tabular: the paper's DIDO beats the 3-member ensemble (AUC 0.936 vs 0.548). Ours: DIDO %.3f%s, ensemble %.3f: %s.", d, per, e, agree(d > e)))
 	}
 	return out
 }

@@ -1,0 +1,52 @@
+package eval
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+)
+
+// The seeds are trained and evaluated concurrently, each on its own models
+// and buffers: a run over seeds 1 and 2 must give, for every row, exactly
+// the mean of the runs over seed 1 alone and seed 2 alone (and their sample
+// standard deviation |v1 - v2|/sqrt(2)). A buffer shared by mistake between
+// the seeds, or a seed reading another's model, breaks the equality.
+func TestSeedsEvaluateIndependently(t *testing.T) {
+	text := strings.NewReplacer(
+		"seeds: [1]", "seeds: [1, 2]",
+		"corruptions: [fog]", "baselines: {ensemble_members: 2, inject_samples: 2, inject_p: 0.2, gradient: true}\ncorruptions: [fog]",
+		"heads: [laplace]", "heads: [laplace, nig], unlabeled_kl: 0.1, global_context_bands: 4, outliers: 0.25",
+		"test_frames: 1", "test_frames: 2",
+	).Replace(minimalConfig)
+	cache := t.TempDir()
+	run := func(seeds string) *Results {
+		t.Helper()
+		c, err := ParseConfig([]byte(strings.Replace(text, "seeds: [1, 2]", "seeds: "+seeds, 1)), "seeds.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _, err := Run(context.Background(), c, Options{Out: t.TempDir(), Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	both, one, two := run("[1, 2]"), run("[1]"), run("[2]")
+	if len(both.Runs) < 50 {
+		t.Fatalf("only %d rows", len(both.Runs))
+	}
+	for _, r := range both.Runs {
+		a, ok1 := one.Lookup(r.Method, r.Experiment, r.Corruption, r.Severity, r.Metric)
+		b, ok2 := two.Lookup(r.Method, r.Experiment, r.Corruption, r.Severity, r.Metric)
+		if !ok1 || !ok2 || r.Seeds != 2 {
+			t.Fatalf("%+v: single-seed rows %v %v", r, ok1, ok2)
+		}
+		mean, std := (a.Mean+b.Mean)/2, math.Abs(a.Mean-b.Mean)/math.Sqrt2
+		tol := 1e-9 * max(1, math.Abs(mean))
+		if math.Abs(r.Mean-mean) > tol || math.Abs(r.Std-std) > tol+1e-9*std {
+			t.Errorf("%s %s %s S=%d %s: mean %v std %v, want %v and %v (seeds alone: %v, %v)",
+				r.Method, r.Experiment, r.Corruption, r.Severity, r.Metric, r.Mean, r.Std, mean, std, a.Mean, b.Mean)
+		}
+	}
+}
