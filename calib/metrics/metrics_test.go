@@ -156,6 +156,19 @@ func TestSparsificationDefaultsAndRandom(t *testing.T) {
 	}
 }
 
+// mustAreas returns the AUC and AUPR of b, failing the test on an error.
+func mustAreas(t *testing.T, b *BinaryScores) (auc, aupr float64) {
+	t.Helper()
+	auc, err := b.AUC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aupr, err = b.AUPR(); err != nil {
+		t.Fatal(err)
+	}
+	return auc, aupr
+}
+
 func TestAUCAndAUPR(t *testing.T) {
 	add := func(b *BinaryScores, s []float32, pos []bool) {
 		b.Reset()
@@ -184,14 +197,7 @@ func TestAUCAndAUPR(t *testing.T) {
 	var b BinaryScores
 	for _, tc := range tests {
 		add(&b, tc.scores, tc.pos)
-		auc, err := b.AUC()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ap, err := b.AUPR()
-		if err != nil {
-			t.Fatal(err)
-		}
+		auc, ap := mustAreas(t, &b)
 		if !near(auc, tc.auc, 1e-12) || !near(ap, tc.aupr, 1e-12) {
 			t.Errorf("%s: AUC %v AUPR %v, want %v and %v", tc.name, auc, ap, tc.auc, tc.aupr)
 		}

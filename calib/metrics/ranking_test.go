@@ -77,14 +77,7 @@ func TestBinaryScoresMatchPairwiseDefinitions(t *testing.T) {
 			wantAP += (recall - prevRecall) * float64(tp) / float64(tp+fp)
 			prevRecall = recall
 		}
-		auc, err := b.AUC()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ap, err := b.AUPR()
-		if err != nil {
-			t.Fatal(err)
-		}
+		auc, ap := mustAreas(t, &b)
 		if !near(auc, wantAUC, 1e-12) || !near(ap, wantAP, 1e-12) {
 			t.Errorf("%s: AUC %v AUPR %v, want %v and %v", tc.name, auc, ap, wantAUC, wantAP)
 		}
