@@ -30,8 +30,8 @@ type seedWorker struct {
 	unc                   [][]float32 // per method, the map of the current frame
 	ensDepth, ensVar, tmp []float32
 	spars                 metrics.Sparsifier
-	accs                  []*methodAcc // per method, the current condition
-	dc                    []*methodAcc // per method, the dataset-change pools (clean and indoor)
+	accs                  []*methodAcc           // per method, the current condition
+	dc                    []metrics.BinaryScores // per method, the dataset-change pool (clean outdoor and indoor)
 }
 
 // frameInputs is what every seed reads of one frame (read-only while the
@@ -109,7 +109,7 @@ func newSeedWorker(p *evalPlan, si int, models []*auxue.Model, ens []*depthModel
 	for i := range w.unc {
 		w.unc[i] = make([]float32, hw)
 	}
-	w.dc = newAccs(len(p.methods))
+	w.dc = make([]metrics.BinaryScores, len(p.methods))
 	return w, nil
 }
 
@@ -249,7 +249,7 @@ func (w *seedWorker) accumulate(p *evalPlan, in *frameInputs, ensOut []float32) 
 			return err
 		}
 		if in.cond == 0 {
-			if _, err := w.dc[mi].dc.AddMasked(u, in.gtMask, false); err != nil {
+			if _, err := w.dc[mi].AddMasked(u, in.gtMask, false); err != nil {
 				return err
 			}
 			if w.si == 0 {
@@ -278,7 +278,7 @@ func (w *seedWorker) addIndoor(p *evalPlan, in *frameInputs) error {
 		if m.name == MethodMain || w.skip(m) {
 			continue
 		}
-		if _, err := w.dc[mi].dc.AddMasked(w.unc[mi], in.gtMask, true); err != nil {
+		if _, err := w.dc[mi].AddMasked(w.unc[mi], in.gtMask, true); err != nil {
 			return err
 		}
 	}
@@ -313,26 +313,82 @@ func (p *evalPlan) addSparsCurve(m method, r metrics.Sparsification) {
 	}
 }
 
-// forEachSeed runs fn for every seed index (and its worker) concurrently and
-// returns the first error.
-func forEachSeed(ctx context.Context, workers []*seedWorker, fn func(si int, w *seedWorker) error) error {
-	errs := make([]error, len(workers))
+// forEachSeed runs fn for the seed indices 0..n-1 concurrently and returns
+// the first error.
+func forEachSeed(ctx context.Context, n int, fn func(si int) error) error {
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, w := range workers {
+	for si := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := ctx.Err(); err != nil {
-				errs[i] = err
+				errs[si] = err
 				return
 			}
-			errs[i] = fn(i, w)
+			errs[si] = fn(si)
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// finalize writes the seed's figures of one condition into tab; clean adds
+// the dataset-change areas, whose pools are complete after the clean
+// condition.
+func (w *seedWorker) finalize(p *evalPlan, tab *table, corr string, sev int, clean bool, uce *metrics.UCE) error {
+	for mi, m := range p.methods {
+		if w.skip(m) {
+			continue
+		}
+		a := w.accs[mi]
+		set := func(exp, metric string, v float64) {
+			tab.set(rowKey{m.name, exp, corr, sev, metric}, w.si, v)
+		}
+		if m.name == MethodMain || m.name == MethodEnsemble {
+			q := a.dq.Mean()
+			set(ExpMainTask, "absrel", q.AbsRel)
+			set(ExpMainTask, "rmse", q.RMSE)
+		}
+		if m.name == MethodMain {
+			continue
+		}
+		ause, aurg, _ := a.spR.Mean()
+		set(ExpAleatoric, "ause_rmse", ause)
+		set(ExpAleatoric, "aurg_rmse", aurg)
+		ause, aurg, _ = a.spA.Mean()
+		set(ExpAleatoric, "ause_rel", ause)
+		set(ExpAleatoric, "aurg_rel", aurg)
+		if m.aleatoric && len(a.errs) > 0 {
+			v, err := uce.Evaluate(a.errs, a.uncs, nil)
+			if err != nil {
+				return fmt.Errorf("%s UCE: %w", m.name, err)
+			}
+			set(ExpAleatoric, "uce", v)
+		}
+		// A pool without both classes (no sky in the frames) has no area.
+		if v, err := a.sky.AUC(); err == nil {
+			set(ExpSky, "auc", v)
+		}
+		if v, err := a.sky.AUPR(); err == nil {
+			set(ExpSky, "aupr", v)
+		}
+		if a.skyN > 0 {
+			set(ExpSky, "sky_all", a.skyAll/float64(a.skyN))
+		}
+		if clean {
+			dc := &w.dc[mi]
+			if v, err := dc.AUC(); err == nil {
+				tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "auc"}, w.si, v)
+			}
+			if v, err := dc.AUPR(); err == nil {
+				tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "aupr"}, w.si, v)
+			}
 		}
 	}
 	return nil

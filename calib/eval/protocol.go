@@ -66,7 +66,6 @@ type methodAcc struct {
 	skyAll     float64
 	skyN       int
 	errs, uncs []float32
-	dc         metrics.BinaryScores
 }
 
 // Run executes the protocol of c and returns the table and the plot data.
@@ -141,7 +140,7 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 	models := make([][]*auxue.Model, len(c.Seeds))
 	notes := make([][]string, len(c.Seeds))
 	cachedAux := make([]int, len(c.Seeds))
-	err = forEachSeed(ctx, make([]*seedWorker, len(c.Seeds)), func(si int, _ *seedWorker) error {
+	err = forEachSeed(ctx, len(c.Seeds), func(si int) error {
 		s := int64(c.Seeds[si])
 		var data *auxData
 		get := func() (*auxData, error) {
@@ -288,7 +287,8 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 			if err := prepare(fr, pixels, ci, fi); err != nil {
 				return nil, nil, err
 			}
-			err := forEachSeed(ctx, workers, func(_ int, w *seedWorker) error {
+			err := forEachSeed(ctx, len(workers), func(si int) error {
+				w := workers[si]
 				ensOut, err := w.produce(plan, in)
 				if err != nil {
 					return err
@@ -306,66 +306,20 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 				if err := prepare(fr, fr.rgb, 1<<10, fi); err != nil {
 					return nil, nil, err
 				}
-				err := forEachSeed(ctx, workers, func(_ int, w *seedWorker) error {
-					if _, err := w.produce(plan, in); err != nil {
+				err := forEachSeed(ctx, len(workers), func(si int) error {
+					if _, err := workers[si].produce(plan, in); err != nil {
 						return err
 					}
-					return w.addIndoor(plan, in)
+					return workers[si].addIndoor(plan, in)
 				})
 				if err != nil {
 					return nil, nil, err
 				}
 			}
 		}
-		// Finalize the condition.
-		for si, wk := range workers {
-			for mi, m := range methods {
-				if wk.skip(m) {
-					continue
-				}
-				a := wk.accs[mi]
-				set := func(exp, metric string, v float64) {
-					tab.set(rowKey{m.name, exp, cd.corr, cd.sev, metric}, si, v)
-				}
-				if m.name == MethodMain || m.name == MethodEnsemble {
-					q := a.dq.Mean()
-					set(ExpMainTask, "absrel", q.AbsRel)
-					set(ExpMainTask, "rmse", q.RMSE)
-				}
-				if m.name == MethodMain {
-					continue
-				}
-				ause, aurg, _ := a.spR.Mean()
-				set(ExpAleatoric, "ause_rmse", ause)
-				set(ExpAleatoric, "aurg_rmse", aurg)
-				ause, aurg, _ = a.spA.Mean()
-				set(ExpAleatoric, "ause_rel", ause)
-				set(ExpAleatoric, "aurg_rel", aurg)
-				if m.aleatoric && len(a.errs) > 0 {
-					v, err := uce.Evaluate(a.errs, a.uncs, nil)
-					if err != nil {
-						return nil, nil, err
-					}
-					set(ExpAleatoric, "uce", v)
-				}
-				if v, err := a.sky.AUC(); err == nil {
-					set(ExpSky, "auc", v)
-				}
-				if v, err := a.sky.AUPR(); err == nil {
-					set(ExpSky, "aupr", v)
-				}
-				if a.skyN > 0 {
-					set(ExpSky, "sky_all", a.skyAll/float64(a.skyN))
-				}
-				if ci == 0 {
-					dc := wk.dc[mi].dc
-					if v, err := dc.AUC(); err == nil {
-						tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "auc"}, si, v)
-					}
-					if v, err := dc.AUPR(); err == nil {
-						tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "aupr"}, si, v)
-					}
-				}
+		for _, wk := range workers {
+			if err := wk.finalize(plan, tab, cd.corr, cd.sev, ci == 0, &uce); err != nil {
+				return nil, nil, err
 			}
 		}
 		log.Info("eval: condition done", "corruption", cd.corr, "severity", cd.sev, "done", ci+1, "of", len(conds),
