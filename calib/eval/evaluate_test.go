@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,32 @@ func TestSeedsEvaluateIndependently(t *testing.T) {
 			t.Errorf("%s %s %s S=%d %s: mean %v std %v, want %v and %v (seeds alone: %v, %v)",
 				r.Method, r.Experiment, r.Corruption, r.Severity, r.Metric, r.Mean, r.Std, mean, std, a.Mean, b.Mean)
 		}
+	}
+}
+
+func TestCurvesRoundTrip(t *testing.T) {
+	cv := &Curves{Fractions: []float64{0, 0.5, 1}, Spars: map[string][]float64{"dido_sep": {3, 2, 0}},
+		OracleMain: []float64{3, 1, 0}, SkyScores: map[string][]float32{"dido_sep": {0.1, 0.9}},
+		SkyLabels: map[string][]bool{"dido_sep": {false, true}}, MethodOrder: []string{"dido_sep"}}
+	path := t.TempDir() + "/curves.gob"
+	if err := SaveCurves(path, cv); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadCurves(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, cv) {
+		t.Fatalf("round trip: %+v, want %+v", got, cv)
+	}
+	cv.SkyLabels["dido_sep"] = cv.SkyLabels["dido_sep"][:1]
+	if err := SaveCurves(path, cv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadCurves(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("scores without labels: error %v, want one naming %s", err, path)
+	}
+	if _, err := LoadCurves(path + ".missing"); err == nil || !strings.Contains(err.Error(), "run the evaluation first") {
+		t.Fatalf("missing file: %v", err)
 	}
 }

@@ -341,5 +341,8 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 		res.Meta.Notes = append(res.Meta.Notes, fmt.Sprintf("%d rows with an infinite value were left out: %s", len(dropped), strings.Join(dropped, "; ")))
 	}
 	res.Meta.WallSeconds["total"] = time.Since(start).Seconds()
+	if err := SaveCurves(CurvesPath(cache, c), curves); err != nil {
+		return nil, nil, err
+	}
 	return res, curves, nil
 }

@@ -114,21 +114,39 @@ func TestQuickConfig(t *testing.T) {
 		}
 	}
 
-	// Second run: every model comes from the cache, the table is identical.
-	again, _, err := Run(ctx, c, Options{Out: out, Command: "go test", ConfigPath: "configs/eval-quick.yaml"})
+	// The report written again from results.json and the cached plot data
+	// (didoedge eval --report-only) is the same text.
+	r2, err := ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(again.Runs) != len(res.Runs) {
-		t.Fatalf("re-run has %d rows, first run %d", len(again.Runs), len(res.Runs))
+	cv, err := LoadCurves(CurvesPath(filepath.Join(out, "cache"), c))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, x := range again.Runs {
+	again := t.TempDir()
+	if err := WriteReport(again, c, r2, cv); err != nil {
+		t.Fatal(err)
+	}
+	if md2, err := os.ReadFile(filepath.Join(again, "report.md")); err != nil || string(md2) != string(md) {
+		t.Errorf("report written from results.json differs from the run's (err %v)", err)
+	}
+
+	// Second run: every model comes from the cache, the table is identical.
+	rerun, _, err := Run(ctx, c, Options{Out: out, Command: "go test", ConfigPath: "configs/eval-quick.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rerun.Runs) != len(res.Runs) {
+		t.Fatalf("re-run has %d rows, first run %d", len(rerun.Runs), len(res.Runs))
+	}
+	for i, x := range rerun.Runs {
 		y := res.Runs[i]
 		if x.Method != y.Method || x.Metric != y.Metric || math.Abs(x.Mean-y.Mean) > 1e-12 {
 			t.Fatalf("re-run row %d differs: %+v vs %+v", i, x, y)
 		}
 	}
-	if s := again.Meta.WallSeconds["train_auxue"] + again.Meta.WallSeconds["train_ensemble"]; s > 5 {
+	if s := rerun.Meta.WallSeconds["train_auxue"] + rerun.Meta.WallSeconds["train_ensemble"]; s > 5 {
 		t.Errorf("re-run spent %.1f s training: the cache was not used", s)
 	}
 }

@@ -21,7 +21,15 @@ func WriteReport(dir string, c *Config, r *Results, cv *Curves) error {
 	if err != nil {
 		return err
 	}
-	md := renderReport(c, r, plots)
+	// The report shows the values results.json holds (6 significant
+	// digits), so that --report-only renders the same text.
+	rounded := *r
+	rounded.Runs = make([]Row, len(r.Runs))
+	for i, x := range r.Runs {
+		x.Mean, x.Std = round6(x.Mean), round6(x.Std)
+		rounded.Runs[i] = x
+	}
+	md := renderReport(c, &rounded, plots)
 	p := filepath.Join(dir, "report.md")
 	if err := os.WriteFile(p, []byte(md), 0o644); err != nil {
 		return fmt.Errorf("write %q: %w", p, err)

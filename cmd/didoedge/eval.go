@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 
@@ -17,6 +18,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	config := fs.String("config", "configs/eval-quick.yaml", "evaluation config (configs/eval-*.yaml)")
 	out := fs.String("out", "", "output directory: results.json, report.md, PNG plots (required)")
 	cache := fs.String("cache", "", "directory of trained models (default OUT/cache); re-runs load them instead of retraining")
+	reportOnly := fs.Bool("report-only", false, "write report.md and the plots again from OUT/results.json and the cached plot data, without evaluating")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -42,6 +44,9 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *reportOnly {
+		return rewriteReport(env, cfg, *out, *cache)
+	}
 	cmd := "didoedge " + strings.Join(append([]string{"eval"}, args...), " ")
 	res, curves, err := eval.Run(ctx, cfg, eval.Options{Out: *out, Cache: *cache, Command: cmd, ConfigPath: *config, Log: env.log})
 	if err != nil {
@@ -51,5 +56,25 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "wrote %s/report.md and %s/results.json (%d rows) in %.0f s\n", *out, *out, len(res.Runs), res.Meta.WallSeconds["total"])
+	return nil
+}
+
+// rewriteReport renders the report of an earlier run of the same config.
+func rewriteReport(env *cliEnv, cfg *eval.Config, out, cache string) error {
+	if cache == "" {
+		cache = filepath.Join(out, "cache")
+	}
+	res, err := eval.ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		return err
+	}
+	curves, err := eval.LoadCurves(eval.CurvesPath(cache, cfg))
+	if err != nil {
+		return err
+	}
+	if err := eval.WriteReport(out, cfg, res, curves); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "wrote %s/report.md again from %s/results.json (%d rows)\n", out, out, len(res.Runs))
 	return nil
 }
