@@ -84,7 +84,7 @@ type AuxUE struct {
 	// local-feature AuxUE. The reference recipe is 4 and 0.25.
 	GlobalContextBands int     `yaml:"global_context_bands"`
 	Outliers           float64 `yaml:"outliers"`
-	// Inputs of the AuxUE: "rgbd" (half-resolution image and predicted
+	// Inputs of the AuxUE: "rgbd" (block means of the image and predicted
 	// depth), "rgbd+row" (plus the row coordinate, as the exported runtime
 	// AuxUE), "rgbd+decoder" (plus the main model's last decoder features,
 	// the paper's "features of the main model") or "rgbd+row+decoder".
