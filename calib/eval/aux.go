@@ -181,7 +181,7 @@ func auxInputChannels(c *Config, dm *depthModel) int {
 
 // auxInputs is the parsed auxue.inputs of a validated config.
 func (c *Config) auxInputs() auxInputs {
-	in, _ := parseAuxInputs(c.AuxUE.Inputs) // checked by validate
+	in, _ := parseAuxInputs(c.AuxUE.Inputs) // Config.check rejected a bad value
 	return in
 }
 
