@@ -41,8 +41,10 @@ type StageTimes struct {
 var ErrInvalidOutput = errors.New("model output holds NaN or Inf")
 
 // OpenModels loads both models of cfg and checks that they fit together.
-func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (m *Models, err error) {
-	m = &Models{cfg: cfg}
+func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (_ *Models, err error) {
+	// m is not the named result: "return nil, err" must not clear it before
+	// the deferred Close runs.
+	m := &Models{cfg: cfg}
 	defer func() {
 		if err != nil {
 			m.Close()

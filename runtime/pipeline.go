@@ -84,12 +84,14 @@ const maxEventLog = 50
 // New loads the models, checks that their inputs and outputs fit together,
 // opens the camera source and starts the alert publisher (and the embedded
 // broker when configured). Close releases everything if Run is not called.
-func New(ctx context.Context, cfg *Config, opts Options) (p *Pipeline, err error) {
+func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p = &Pipeline{cfg: cfg, log: log, opts: opts, metrics: &Metrics{}, reloadReq: make(chan chan error)}
+	// p is not the named result: "return nil, err" must not clear it before
+	// the deferred cleanup runs.
+	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: &Metrics{}, reloadReq: make(chan chan error)}
 	defer func() {
 		if err != nil {
 			p.closeModels()
