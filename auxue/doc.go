@@ -4,8 +4,10 @@
 // sigma_Theta1 with its NLL losses (Laplace by default; Gaussian, Generalized
 // Gaussian and NIG for comparison), the epistemic head sigma_Theta2 trained
 // with DIDO on discretized prediction errors (and a categorical baseline),
-// the equal-frequency discretization, the read-outs, a training loop and the
-// 1D toy reproduction of the paper's supplementary A.1.
+// the equal-frequency discretization, the read-outs, a training loop, the
+// AuxUE's input features and targets on depth maps, and the layout outliers
+// of the depth recipe. It imports nothing from runtime/, camera/ or calib/;
+// the training applications live in package offline.
 //
 // Conventions shared by every loss:
 //   - Losses take the heads' raw outputs (before the positivity activation)

@@ -5,7 +5,7 @@
 //
 // It is not the method (that is package auxue); it exists so that the
 // project can train, export and ship a real depth network whose errors the
-// AuxUE learns. The network is built from auxue/nn layers, trained on the
-// simulated outdoor world of camera/sim rendered on the fly, and exported to
-// ONNX through auxue/onnx.
+// AuxUE learns. The package holds the architecture and its ONNX export
+// (through auxue/onnx) only; training on the simulated outdoor world lives
+// in package offline.
 package depthnet

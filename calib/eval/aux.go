@@ -12,8 +12,8 @@ import (
 	"strconv"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/offline"
 	"gorgonia.org/tensor"
 )
 
@@ -119,7 +119,7 @@ type auxData struct {
 
 func buildAuxData(ctx context.Context, c *Config, dm *depthModel, seed int64) (*auxData, error) {
 	d := c.Data
-	src, err := depthnet.NewSimSource(d.TrainSeed+c.Main.Seed, d.Drives, d.FramesPerDrive, d.Width, d.Height)
+	src, err := offline.NewSimSource(d.TrainSeed+c.Main.Seed, d.Drives, d.FramesPerDrive, d.Width, d.Height)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 	}
 	cat := auxue.CategoricalLoss{K: v.K}
 	orng := rand.New(rand.NewPCG(uint64(seed), 0x6f75746c))
-	kinds := []depthnet.OutlierKind{depthnet.OutlierFlip, depthnet.OutlierTiles}
+	kinds := []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}
 	scratch := make([]float32, ghw)
 	var dRaw, dLog *tensor.Dense
 	step := 0
@@ -289,7 +289,7 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 				copy(errs[b*ghw:(b+1)*ghw], data.errs[f*ghw:(f+1)*ghw])
 				copy(valid[b*ghw:(b+1)*ghw], data.valid[f*ghw:(f+1)*ghw])
 				copy(bb[b*ghw:(b+1)*ghw], bins[f*ghw:(f+1)*ghw])
-				depthnet.MaybeOutlier(orng, v.Outliers, kinds, xs[b*ch*ghw:(b+1)*ch*ghw], ch, data.gh, data.gw,
+				auxue.MaybeOutlier(orng, v.Outliers, kinds, xs[b*ch*ghw:(b+1)*ch*ghw], ch, data.gh, data.gw,
 					valid[b*ghw:(b+1)*ghw], bb[b*ghw:(b+1)*ghw], scratch)
 			}
 			nn.ZeroGrad(params)
@@ -412,5 +412,5 @@ func (r *auxReadout) upsample(dst []float32) {
 var errDiverged = errors.New("training diverged")
 
 // auxChannels is the AuxUE input: the block means of the normalized RGB and the
-// predicted depth / maxDepth (depthnet.AuxFeatures).
+// predicted depth / maxDepth (auxue.AuxFeatures).
 const auxChannels = 4

@@ -11,6 +11,7 @@ import (
 
 	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/offline"
 	"gorgonia.org/tensor"
 )
 
@@ -81,7 +82,7 @@ func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference
 		return net, "cached " + path, nil
 	}
 	log.Info("eval: training a depth network", "seed", seed, "steps", cfg.Main.Steps)
-	net, st, err := depthnet.Train(ctx, depthnet.TrainConfig{Net: ncfg, Seed: seed + d.TrainSeed,
+	net, st, err := offline.Train(ctx, offline.TrainConfig{Net: ncfg, Seed: seed + d.TrainSeed,
 		Drives: d.Drives, FramesPerDrive: d.FramesPerDrive, ValFrames: 2, ValDrives: 1, ValEvery: cfg.Main.Steps,
 		Width: d.Width, Height: d.Height, Steps: cfg.Main.Steps, Batch: cfg.Main.Batch, CropWidth: cfg.Main.CropWidth,
 		LR: cfg.Main.LR, Log: log})
@@ -100,7 +101,7 @@ func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference
 
 // setImage normalizes an RGB8 frame into the model's input (optionally mirrored).
 func (m *depthModel) setImage(rgb []uint8, flip bool) {
-	depthnet.NormalizeRGB(rgb, m.w, m.h, 0, m.w, flip, nn.Data(m.x))
+	offline.NormalizeRGB(rgb, m.w, m.h, 0, m.w, flip, nn.Data(m.x))
 }
 
 // image is the normalized (3,H,W) input of the last setImage.

@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 
+	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/depthnet"
 )
 
@@ -15,7 +16,7 @@ import (
 // the main model's coordinate channel, as the reference AuxUE's
 // aux_features carry it).
 func auxFeatures(img, depth []float32, height, width, f int, row bool, dst []float32) {
-	depthnet.AuxFeatures(img, depth, height, width, f, maxDepth, dst)
+	auxue.AuxFeatures(img, depth, height, width, f, maxDepth, dst)
 	if !row {
 		return
 	}
@@ -63,5 +64,5 @@ func (in auxInputs) content() int {
 // targets on f x f blocks: a block is valid when any of its pixels has
 // ground truth, and its error is the mean over those pixels.
 func blockErrors(depth, gt []float32, height, width, f int, errs []float32, valid []bool) {
-	depthnet.BlockErrors(depth, gt, height, width, f, errs, valid)
+	auxue.BlockErrors(depth, gt, height, width, f, errs, valid)
 }

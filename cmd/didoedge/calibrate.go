@@ -8,8 +8,8 @@ import (
 	"sort"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/calib/calibrate"
 	"github.com/didoedge/didoedge/runtime"
-	"github.com/didoedge/didoedge/runtime/calibrate"
 	"github.com/didoedge/didoedge/runtime/demo"
 )
 

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
+	"github.com/didoedge/didoedge/offline"
 )
 
 // runEvalQuick evaluates the reference models through ONNX Runtime:
@@ -32,7 +32,7 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	if *data == "" {
 		return fmt.Errorf("--data is required")
 	}
-	res, err := depthnet.QuickEval(ctx, depthnet.QuickConfig{Data: *data, Indoor: *indoor, Models: *models,
+	res, err := offline.QuickEval(ctx, offline.QuickConfig{Data: *data, Indoor: *indoor, Models: *models,
 		Library: *library, Split: *split, MaxFrames: *maxFrames, MaxIndoor: *maxIndoor, Log: env.log})
 	if err != nil {
 		return err

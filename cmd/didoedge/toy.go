@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/offline"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -40,7 +40,7 @@ func runToy(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("create output directory: %w", err)
 	}
 	start := time.Now()
-	res, err := auxue.RunToy(ctx, auxue.ToyConfig{Dataset: *dataset, NTrain: *n, EpochsScale: *scale, Seed: *seed, Progress: env.stderr})
+	res, err := offline.RunToy(ctx, offline.ToyConfig{Dataset: *dataset, NTrain: *n, EpochsScale: *scale, Seed: *seed, Progress: env.stderr})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func runToy(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "toy %s: %d training points, %s\n", res.Dataset, len(res.TrainX), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(env.stdout, "epistemic K/S: AUC outside vs inside the training region %.4f\n", auc)
-	if res.Dataset == auxue.ToyB {
+	if res.Dataset == offline.ToyB {
 		fmt.Fprintf(env.stdout, "mean K/S: %.4f on (-1,3), %.4f on [-3,-1], %.4f on [3,5]\n",
 			res.MeanOn(res.Epistemic, -1, 3), res.MeanOn(res.Epistemic, -3, -1), res.MeanOn(res.Epistemic, 3, 5))
 		fmt.Fprintf(env.stdout, "mean Laplace b: %.3f on [-3,-1] (noise std 1.73), %.3f on [3,5] (std 1)\n",
@@ -91,7 +91,7 @@ func writeToyFile(path string, write func(w io.Writer) error) error {
 // plotToy draws two aligned panels: the data, the true mean, the prediction
 // with a band of plus/minus the Laplace scale b; below, the DIDO epistemic
 // K/S min-max normalized to 0..1 with the training regions shaded.
-func plotToy(r *auxue.ToyResult, path string) error {
+func plotToy(r *offline.ToyResult, path string) error {
 	top := plot.New()
 	top.Title.Text = fmt.Sprintf("Toy %s: y = 10 sin x + noise, main MLP and generalized AuxUE", r.Dataset)
 	top.Y.Label.Text = "y"
@@ -164,7 +164,7 @@ func plotToy(r *auxue.ToyResult, path string) error {
 		epi[i] = plotter.XY{X: float64(x), Y: (float64(r.Epistemic[i]) - minU) / span}
 	}
 	regions := [][2]float64{{-3, 3}}
-	if r.Dataset == auxue.ToyB {
+	if r.Dataset == offline.ToyB {
 		regions = [][2]float64{{-3, -1}, {3, 5}}
 	}
 	for i, reg := range regions {

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/offline"
 )
 
 // runTrain dispatches `didoedge train depth|auxue`.
@@ -52,13 +54,13 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg := depthnet.TrainConfig{Seed: *seed, Steps: *steps, Batch: *batch, CropWidth: *crop,
+	cfg := offline.TrainConfig{Seed: *seed, Steps: *steps, Batch: *batch, CropWidth: *crop,
 		Drives: *drives, FramesPerDrive: *frames, LR: *lr, Log: env.log}
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width = uint64(*seed), *width
 	start := time.Now()
 	var net *depthnet.Net
-	var st depthnet.TrainStats
+	var st offline.TrainStats
 	var err error
 	if *fromCkpt != "" {
 		if net, err = depthnet.New(cfg.Net); err != nil {
@@ -68,11 +70,11 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		st.Steps, st.DistinctFrames = *steps, *drives**frames
-		if st.ValAbsRel, err = depthnet.Validate(net, cfg); err != nil {
+		if st.ValAbsRel, err = offline.Validate(net, cfg); err != nil {
 			return err
 		}
 	} else {
-		if net, st, err = depthnet.Train(ctx, cfg); err != nil {
+		if net, st, err = offline.Train(ctx, cfg); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
@@ -146,19 +148,19 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	kinds, err := depthnet.ParseOutlierKinds(*outlierKinds)
+	kinds, err := auxue.ParseOutlierKinds(*outlierKinds)
 	if err != nil {
 		return fmt.Errorf("flag -outlier-kinds: %w", err)
 	}
 	if *depthSpec == "" {
 		*depthSpec = strings.TrimSuffix(*depthModel, filepath.Ext(*depthModel)) + ".yaml"
 	}
-	cfg := depthnet.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Library: *library,
+	cfg := offline.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Library: *library,
 		Seed: *seed, Drives: *drives, FramesPerDrive: *framesPer, Frames: *frames, Epochs: *epochs,
 		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL, GlobalContext: *globalCtx, GlobalContextBands: *gcBands,
 		Outliers: *outliers, OutlierKinds: kinds, Log: env.log}
 	start := time.Now()
-	model, st, err := depthnet.AuxTrain(ctx, cfg)
+	model, st, err := offline.AuxTrain(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/calib/calibrate"
 	"github.com/didoedge/didoedge/calib/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/runtime"
-	"github.com/didoedge/didoedge/runtime/calibrate"
 )
 
 // simDrives renders clear outdoor drives (in-distribution frames) for

@@ -1,4 +1,4 @@
-package depthnet
+package offline
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type AuxTrainConfig struct {
 	// of one of OutlierKinds made from the drawn frame; its blocks count as
 	// without ground truth (only the unlabeled KL applies). 0 disables.
 	Outliers     float64
-	OutlierKinds []OutlierKind
+	OutlierKinds []auxue.OutlierKind
 	// Log receives progress lines; nil discards them.
 	Log *slog.Logger
 }
@@ -164,7 +164,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 				copy(errs[b*hw2:(b+1)*hw2], cache.errs[f*hw2:(f+1)*hw2])
 				copy(valid[b*hw2:(b+1)*hw2], cache.valid[f*hw2:(f+1)*hw2])
 				copy(bins[b*hw2:(b+1)*hw2], cache.bins[f*hw2:(f+1)*hw2])
-				MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2,
+				auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2,
 					valid[b*hw2:(b+1)*hw2], bins[b*hw2:(b+1)*hw2], scratch)
 			}
 			nn.ZeroGrad(params)
@@ -244,7 +244,7 @@ func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*
 		}
 		copy(c.feats[f*C*hw2:(f+1)*C*hw2], aux)
 		e, v := c.errs[f*hw2:(f+1)*hw2], c.valid[f*hw2:(f+1)*hw2]
-		BlockErrors(depth, fr.Sparse, H, W, c.factor, e, v)
+		auxue.BlockErrors(depth, fr.Sparse, H, W, c.factor, e, v)
 		if err := disc.PerImage(e, v, 1, hw2, c.bins[f*hw2:(f+1)*hw2]); err != nil {
 			return nil, 0, err
 		}

@@ -1,4 +1,4 @@
-package depthnet
+package offline
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -15,7 +16,7 @@ import (
 // AuxUE through a spec that names its input and outputs (a Session only
 // needs names and sizes; "depth" is the epistemic map here).
 func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *infer.Session) {
-	dir := filepath.Join("..", "..", "models")
+	dir := filepath.Join("..", "models")
 	specData, err := os.ReadFile(filepath.Join(dir, "depth.yaml"))
 	if err != nil {
 		b.Skipf("reference models not built: %v", err)
@@ -35,10 +36,10 @@ func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *inf
 	}
 	auxShape := depth[0].OutputShape(1) // aux_features (1,C,H/2,W/2)
 	auxSpec := infer.IOSpec{
-		Input: infer.InputSpec{Name: AuxInputName, Layout: "NCHW", Channels: int(auxShape[1]),
+		Input: infer.InputSpec{Name: depthnet.AuxInputName, Layout: "NCHW", Channels: int(auxShape[1]),
 			Height: int(auxShape[2]), Width: int(auxShape[3])},
-		Depth:    infer.OutputSpec{Name: AuxEpistemicName, Meaning: infer.MeaningMetricDepth},
-		Features: []infer.FeatureSpec{{Name: AuxScaleName}, {Name: AuxAlphaName}},
+		Depth:    infer.OutputSpec{Name: depthnet.AuxEpistemicName, Meaning: infer.MeaningMetricDepth},
+		Features: []infer.FeatureSpec{{Name: depthnet.AuxScaleName}, {Name: depthnet.AuxAlphaName}},
 	}
 	aux, err = infer.NewSession(ctx, filepath.Join(dir, "auxue.onnx"), auxSpec, infer.Config{}, nil)
 	if err != nil {

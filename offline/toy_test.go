@@ -1,10 +1,11 @@
-package auxue
+package offline
 
 import (
 	"context"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/didoedge/didoedge/auxue"
 	"gorgonia.org/tensor"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkToyStep(b *testing.B) {
 			}
 		}
 	})
-	s := &Samples{Shape: []int{toyHidden}}
+	s := &auxue.Samples{Shape: []int{toyHidden}}
 	pred, _ := toyPredict(main, x, &s.X)
 	s.Err = make([]float32, len(x))
 	for i := range x {
@@ -76,8 +77,8 @@ func BenchmarkToyStep(b *testing.B) {
 	if err := s.Discretize(5); err != nil {
 		b.Fatal(err)
 	}
-	m, _ := NewModel(Config{Form: FormVector, In: toyHidden, Hidden: toyHidden, K: 5, Lambda: 1e-3})
-	obj, _ := NewAuxObjective(m, s, nil)
+	m, _ := auxue.NewModel(auxue.Config{Form: auxue.FormVector, In: toyHidden, Hidden: toyHidden, K: 5, Lambda: 1e-3})
+	obj, _ := auxue.NewAuxObjective(m, s, nil)
 	b.Run("auxue", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

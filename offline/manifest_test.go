@@ -1,4 +1,4 @@
-package depthnet
+package offline
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // TestModelsManifest checks every sha256 in models/MANIFEST against the
 // committed files: a changed, missing or unlisted file fails.
 func TestModelsManifest(t *testing.T) {
-	entries, err := VerifyManifest(filepath.Join("..", "..", "models"))
+	entries, err := VerifyManifest(filepath.Join("..", "models"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package depthnet
+package offline
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 
 // TrainConfig configures Train. Zero fields take the defaults in brackets.
 type TrainConfig struct {
-	Net Config
+	Net depthnet.Config
 	// Seed fixes the data order, crops and flips (the weights follow Net.Seed).
 	Seed int64
 	// Drives x FramesPerDrive is the pool of distinct training frames [48 x 200].
@@ -49,8 +50,8 @@ func (c *TrainConfig) defaults() {
 	setDefault(&c.LR, 1e-3)
 	setDefault(&c.EndLR, 1e-5)
 	setDefault(&c.Lambda, 0.85)
-	if c.Net == (Config{}) {
-		c.Net = DefaultConfig()
+	if c.Net == (depthnet.Config{}) {
+		c.Net = depthnet.DefaultConfig()
 	}
 	c.Net.Height = c.Height
 }
@@ -87,7 +88,7 @@ type TrainStats struct {
 // Train trains a depth network from scratch on the simulated outdoor world
 // with sparse ground truth only, using random horizontal crops (full height,
 // so the row coordinate keeps its meaning) and random mirroring.
-func Train(ctx context.Context, cfg TrainConfig) (*Net, TrainStats, error) {
+func Train(ctx context.Context, cfg TrainConfig) (*depthnet.Net, TrainStats, error) {
 	cfg.defaults()
 	log := cfg.Log
 	if log == nil {
@@ -96,7 +97,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Net, TrainStats, error) {
 	if cfg.CropWidth%16 != 0 || cfg.CropWidth > cfg.Width {
 		return nil, TrainStats{}, fmt.Errorf("train depth: crop width %d must be a multiple of 16 and at most %d", cfg.CropWidth, cfg.Width)
 	}
-	net, err := New(cfg.Net)
+	net, err := depthnet.New(cfg.Net)
 	if err != nil {
 		return nil, TrainStats{}, err
 	}
@@ -185,7 +186,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*Net, TrainStats, error) {
 // Validate runs the network in Go on cfg.ValFrames full frames of the
 // validation drives (indices Drives .. Drives+ValDrives-1 of the same seed,
 // never trained on) and returns their mean per-image AbsRel.
-func Validate(net *Net, cfg TrainConfig) (float64, error) {
+func Validate(net *depthnet.Net, cfg TrainConfig) (float64, error) {
 	cfg.defaults()
 	if cfg.ValFrames == 0 {
 		return math.NaN(), nil

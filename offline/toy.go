@@ -1,4 +1,4 @@
-package auxue
+package offline
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/nn"
 	"gorgonia.org/tensor"
 )
@@ -45,7 +46,7 @@ type ToyResult struct {
 	// Grid curves: the noise-free mean 10 sin x, the main model's prediction,
 	// the Laplace scale b of sigma_Theta1 and the DIDO K/S of sigma_Theta2.
 	GridX, Mean, Pred, Aleatoric, Epistemic []float32
-	MainHistory, AuxHistory                 []EpochStats
+	MainHistory, AuxHistory                 []auxue.EpochStats
 }
 
 // ToyInSupport reports whether x lies in the data set's training region.
@@ -213,15 +214,15 @@ func (r *regression) Validate() (float64, error) {
 	return loss / float64(len(pred)), nil
 }
 
-func (r *regression) Params() []NamedParam {
-	var out []NamedParam
+func (r *regression) Params() []auxue.NamedParam {
+	var out []auxue.NamedParam
 	for i, l := range r.model.Body.Layers {
 		for _, p := range l.Params() {
-			out = append(out, NamedParam{fmt.Sprintf("main.%d.%s", i, p.Name), p})
+			out = append(out, auxue.NamedParam{Name: fmt.Sprintf("main.%d.%s", i, p.Name), Param: p})
 		}
 	}
 	for _, p := range r.model.Head.Params() {
-		out = append(out, NamedParam{"main.head." + p.Name, p})
+		out = append(out, auxue.NamedParam{Name: "main.head." + p.Name, Param: p})
 	}
 	return out
 }
@@ -276,15 +277,15 @@ func RunToy(ctx context.Context, cfg ToyConfig) (*ToyResult, error) {
 	reg := &regression{model: main, x: res.TrainX, y: res.TrainY, valX: valX, valY: valY,
 		in: map[int]*tensor.Dense{}, dy: map[int]*tensor.Dense{}}
 	var err error
-	res.MainHistory, err = Train(ctx, reg, cfg.NTrain, TrainConfig{Epochs: epochs(200), BatchSize: 64, LR: 1e-3,
+	res.MainHistory, err = auxue.Train(ctx, reg, cfg.NTrain, auxue.TrainConfig{Epochs: epochs(200), BatchSize: 64, LR: 1e-3,
 		Seed: cfg.Seed, Progress: cfg.Progress, Name: "toy main"})
 	if err != nil {
 		return nil, err
 	}
 
 	// The frozen main model's features and errors for the AuxUE.
-	samples := func(xs, ys []float32) (*Samples, error) {
-		s := &Samples{Shape: []int{toyHidden}}
+	samples := func(xs, ys []float32) (*auxue.Samples, error) {
+		s := &auxue.Samples{Shape: []int{toyHidden}}
 		pred, err := toyPredict(main, xs, &s.X)
 		if err != nil {
 			return nil, err
@@ -308,7 +309,7 @@ func RunToy(ctx context.Context, cfg ToyConfig) (*ToyResult, error) {
 		return nil, err
 	}
 	// The validation errors go into the bins fitted on the training set.
-	d, _ := NewDiscretizer(k)
+	d, _ := auxue.NewDiscretizer(k)
 	abs := func(e []float32) []float32 {
 		out := make([]float32, len(e))
 		for i, v := range e {
@@ -323,15 +324,15 @@ func RunToy(ctx context.Context, cfg ToyConfig) (*ToyResult, error) {
 	if err := d.Assign(abs(val.Err), nil, val.Bins); err != nil {
 		return nil, err
 	}
-	aux, err := NewModel(Config{Form: FormVector, In: toyHidden, Hidden: toyHidden, K: k, Lambda: 1e-3, Seed: cfg.Seed + 1})
+	aux, err := auxue.NewModel(auxue.Config{Form: auxue.FormVector, In: toyHidden, Hidden: toyHidden, K: k, Lambda: 1e-3, Seed: cfg.Seed + 1})
 	if err != nil {
 		return nil, err
 	}
-	obj, err := NewAuxObjective(aux, train, val)
+	obj, err := auxue.NewAuxObjective(aux, train, val)
 	if err != nil {
 		return nil, err
 	}
-	res.AuxHistory, err = Train(ctx, obj, cfg.NTrain, TrainConfig{Epochs: epochs(100), BatchSize: 64, LR: 5e-3,
+	res.AuxHistory, err = auxue.Train(ctx, obj, cfg.NTrain, auxue.TrainConfig{Epochs: epochs(100), BatchSize: 64, LR: 5e-3,
 		Seed: cfg.Seed + 1, Progress: cfg.Progress, Name: "toy auxue"})
 	if err != nil {
 		return nil, err
@@ -349,7 +350,7 @@ func RunToy(ctx context.Context, cfg ToyConfig) (*ToyResult, error) {
 	}
 	x := nn.NewDense(n, toyHidden)
 	copy(nn.Data(x), feats)
-	var p Prediction
+	var p auxue.Prediction
 	if err := aux.Predict(x, 0.9, &p); err != nil {
 		return nil, err
 	}
@@ -382,7 +383,7 @@ func (r *ToyResult) OODAUC() (float64, error) {
 		scores[i] = float64(r.Epistemic[i])
 		pos[i] = !ToyInSupport(r.Dataset, float64(x))
 	}
-	return RankAUC(scores, pos)
+	return auxue.RankAUC(scores, pos)
 }
 
 // WriteCurveCSV writes x,y_true_mean,y_pred,aleatoric,epistemic per grid point.

@@ -1,4 +1,4 @@
-package depthnet
+package offline
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -29,8 +30,8 @@ func OpenDepthRunner(ctx context.Context, model, spec, library string, log *slog
 	if err != nil {
 		return nil, err
 	}
-	if len(s.Features) != 1 || s.Features[0].Name != AuxFeaturesName {
-		return nil, fmt.Errorf("depth io spec %q: want exactly one feature output, %q", spec, AuxFeaturesName)
+	if len(s.Features) != 1 || s.Features[0].Name != depthnet.AuxFeaturesName {
+		return nil, fmt.Errorf("depth io spec %q: want exactly one feature output, %q", spec, depthnet.AuxFeaturesName)
 	}
 	sess, err := infer.NewSession(ctx, model, s, infer.Config{Library: library}, log)
 	if err != nil {
@@ -87,7 +88,7 @@ func OpenAuxRunner(model, library string, width, height, fc, fh, fw int) (*AuxRu
 	if err != nil {
 		return nil, fmt.Errorf("auxue model: %w", err)
 	}
-	ev, err := infer.NewEvaluator(data, library, AuxInputName, []string{AuxScaleName, AuxEpistemicName})
+	ev, err := infer.NewEvaluator(data, library, depthnet.AuxInputName, []string{depthnet.AuxScaleName, depthnet.AuxEpistemicName})
 	if err != nil {
 		return nil, fmt.Errorf("auxue model %q: %w", model, err)
 	}

@@ -1,4 +1,4 @@
-package depthnet
+package offline
 
 import (
 	"context"

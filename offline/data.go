@@ -1,9 +1,10 @@
-package depthnet
+package offline
 
 import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/calib/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 )
@@ -63,8 +64,8 @@ func NormalizeRGB(rgb []uint8, width, height, x0, w int, flip bool, dst []float3
 	hw := height * w
 	var scale, off [3]float32
 	for c := 0; c < 3; c++ {
-		scale[c] = 1 / (255 * Std[c])
-		off[c] = Mean[c] / Std[c]
+		scale[c] = 1 / (255 * depthnet.Std[c])
+		off[c] = depthnet.Mean[c] / depthnet.Std[c]
 	}
 	for v := 0; v < height; v++ {
 		row := rgb[(v*width+x0)*3:]
