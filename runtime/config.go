@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -221,7 +222,7 @@ func (c *CameraConfig) validate() error {
 		return errors.New("camera: url and sequence are exclusive")
 	case c.URL != "":
 		if !strings.HasPrefix(c.URL, "rtsp://") && !strings.HasPrefix(c.URL, "rtsps://") {
-			return fmt.Errorf("camera.url: %q must start with rtsp:// or rtsps://", redact(c.URL))
+			return fmt.Errorf("camera.url: %q must start with rtsp:// or rtsps://", redact.URL(c.URL))
 		}
 	default:
 		if c.Sequence.Dir == "" {
@@ -243,16 +244,6 @@ func (c *CameraConfig) validate() error {
 		}
 	}
 	return nil
-}
-
-// redact hides URL credentials in messages.
-func redact(u string) string {
-	if at := strings.LastIndex(u, "@"); at >= 0 {
-		if s := strings.Index(u, "://"); s >= 0 && s < at {
-			return u[:s+3] + "***@" + u[at+1:]
-		}
-	}
-	return u
 }
 
 func checkFile(key, path string) error {
