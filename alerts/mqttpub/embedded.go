@@ -86,3 +86,11 @@ func ServerTLSConfig(certFile, keyFile, clientCA string) (*tls.Config, error) {
 	}
 	return c, nil
 }
+
+// BrokerStats returns the embedded broker's counters; false without one.
+func (s *Service) BrokerStats() (broker.Stats, bool) {
+	if s.broker == nil {
+		return broker.Stats{}, false
+	}
+	return s.broker.Stats(), true
+}
