@@ -312,6 +312,11 @@ func (a *AuxUEConfig) resolveAuxUE() error {
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("auxue.description: %w", err))...)
 	}
+	if len(errs) == 0 {
+		if err := CheckAuxUEModel(data, a.Description, a.Model); err != nil {
+			errs = append(errs, fmt.Errorf("auxue.description: %w", err))
+		}
+	}
 	a.IO = &spec
 	return errors.Join(errs...)
 }

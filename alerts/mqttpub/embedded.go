@@ -58,7 +58,7 @@ func startEmbedded(ctx context.Context, cfg alerts.Config, po Options, log *slog
 		Write: []string{cfg.TopicPrefix + "/#"}, Unlimited: true})
 	b, err := broker.Start(ctx, bo)
 	if err != nil {
-		return nil, po, fmt.Errorf("alerts.embedded.listen %s: embedded broker: %w", cfg.Embedded.Listen, err)
+		return nil, po, fmt.Errorf("embedded.listen %s: embedded broker: %w", cfg.Embedded.Listen, err)
 	}
 	po.Broker = "tcp://" + b.Addr()
 	po.Username, po.Password, po.TLS = alerts.RuntimeUser, pass, nil

@@ -98,7 +98,7 @@ func Start(ctx context.Context, cfg alerts.Config, log *slog.Logger, opts ...Opt
 		MaxRecords: cfg.Outbox.MaxRecords, SegmentBytes: cfg.Outbox.SegmentBytes, Logger: log})
 	if err != nil {
 		s.closeBroker()
-		return nil, err
+		return nil, fmt.Errorf("outbox.dir: %w", err)
 	}
 	if s.pub, err = Open(po, s.box); err != nil {
 		s.box.Close()
