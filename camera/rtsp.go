@@ -17,6 +17,8 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
+
+	"github.com/didoedge/didoedge/internal/lograte"
 )
 
 // RTSPConfig configures an RTSPSource. Zero values take the defaults.
@@ -61,6 +63,7 @@ type RTSPSource struct {
 	url      *base.URL
 	redacted string
 	log      *slog.Logger
+	rl       *lograte.Limiter // repeated session failures: one line per interval
 	mb       *Mailbox
 
 	seq          atomic.Uint64
@@ -114,6 +117,7 @@ func NewRTSPSource(cfg RTSPConfig) (*RTSPSource, error) {
 		url:      u,
 		redacted: redacted,
 		log:      log.With("camera", cfg.SourceID),
+		rl:       lograte.New(log.With("camera", cfg.SourceID), 0),
 		mb:       NewMailbox(),
 	}, nil
 }
@@ -156,7 +160,9 @@ func (s *RTSPSource) Run(ctx context.Context) error {
 		reason := scrub(err.Error(), s.cfg.URL)
 		attempt++
 		delay := Backoff(attempt-1, s.cfg.BackoffMin, s.cfg.BackoffMax, rand.Float64())
-		s.log.Warn("camera session ended", "reason", reason, "attempt", attempt, "retry_in", delay)
+		// One line per interval while the camera keeps failing, with the
+		// count of the retries in between.
+		s.rl.Warn("session ended", "camera session ended", "reason", reason, "attempt", attempt, "retry_in", delay)
 		if s.faulted.CompareAndSwap(false, true) {
 			s.emit(Event{Kind: EventFault, Reason: reason, Attempt: attempt})
 		}
