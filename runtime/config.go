@@ -375,6 +375,13 @@ func (c *Config) parseAlerts(name, dir string) error {
 			errs = append(errs, checkFile(fmt.Sprintf("alerts.embedded.users[%d].password_file", i), u.PasswordFile))
 		}
 	}
+	if t := ac.Embedded.TLS; t != nil {
+		for _, f := range []struct{ key, path string }{{"cert", t.Cert}, {"key", t.Key}, {"client_ca", t.ClientCA}} {
+			if f.path != "" {
+				errs = append(errs, checkFile("alerts.embedded.tls."+f.key, f.path))
+			}
+		}
+	}
 	if parent := filepath.Dir(ac.Outbox.Dir); parent != "" {
 		if st, err := os.Stat(parent); err != nil || !st.IsDir() {
 			errs = append(errs, fmt.Errorf("alerts.outbox.dir: parent %q is not a directory", parent))
