@@ -73,7 +73,11 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v)\n", b.Addr(), len(opts.Users), opts.AllowAnonymous)
+	addrs := b.Addr()
+	if t := b.TLSAddr(); t != "" {
+		addrs = strings.TrimPrefix(addrs+", TLS "+t, ", ")
+	}
+	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v)\n", addrs, len(opts.Users), opts.AllowAnonymous)
 	<-ctx.Done()
 	return b.Close()
 }
