@@ -112,6 +112,9 @@ type Outbox struct {
 	buf      []byte
 	st       Stats
 	fault    error // non-nil while writes fail
+	// faultNeed is the size of the write that failed: Probe waits until
+	// the file system has room for it before it tries again.
+	faultNeed int64
 	// burned are seqs of data records left partly written in an abandoned
 	// segment; a drop record for each goes into the next segment, so that
 	// replay does not count them as lost.
@@ -528,7 +531,7 @@ func (o *Outbox) startSegment() error {
 	if err != nil {
 		f.Close()
 		os.Remove(path)
-		return fmt.Errorf("new segment %s: %w", path, err)
+		return fmt.Errorf("start a new segment: %w", err)
 	}
 	if o.active != nil {
 		if err := o.active.Close(); err != nil {
@@ -582,7 +585,8 @@ func (o *Outbox) writeRecords(kind Kind, recs []Record) error {
 		err = o.active.Sync()
 	}
 	if err != nil {
-		err = fmt.Errorf("write %s: %w", o.active.Name(), err)
+		// The error (an *os.PathError) names the file and the operation.
+		o.faultNeed = written
 		if terr := o.active.Truncate(s.size); terr != nil {
 			o.log.Error("outbox: cannot truncate a failed write; abandoning the segment", "segment", o.active.Name(), "err", terr)
 			o.active.Close()
@@ -612,7 +616,7 @@ func (o *Outbox) failed(err error) error {
 func (o *Outbox) setFault(err error) {
 	if o.fault == nil {
 		o.st.WriteFaultSinceUnixS = time.Now().Unix()
-		o.log.Error("outbox: cannot write; new events are refused (and reported as not queued) until a write succeeds; pending events are still delivered",
+		o.rl.Error("write fault", "outbox: cannot write; new events are refused (and reported as not queued) until a write succeeds; pending events are still delivered",
 			"err", err, "disk_full", errors.Is(err, syscall.ENOSPC))
 	}
 	o.fault = err
@@ -623,7 +627,7 @@ func (o *Outbox) healed() {
 	if o.fault == nil {
 		return
 	}
-	o.log.Info("outbox: writable again", "down_for", time.Since(time.Unix(o.st.WriteFaultSinceUnixS, 0)).Round(time.Second).String(),
+	o.rl.Log(slog.LevelInfo, "healed", "outbox: writable again", "down_for", time.Since(time.Unix(o.st.WriteFaultSinceUnixS, 0)).Round(time.Second).String(),
 		"not_written", o.st.NotWritten)
 	o.fault = nil
 	o.st.WriteFault, o.st.DiskFull, o.st.WriteFaultErr, o.st.WriteFaultSinceUnixS = false, false, "", 0
@@ -642,7 +646,10 @@ func (o *Outbox) Writable() error {
 
 // Probe tries a write (a base record, which replay reads as a floor for
 // seqs) while the outbox is in the write-fault state, so that the state
-// ends when space returns even if no event is appended. It returns the
+// ends when space returns even if no event is appended. When the fault was
+// ENOSPC it first asks the file system for room for twice the write that
+// failed: a base record fits in less than an event, and ending the state
+// for it alone would only make the next event fail again. It returns the
 // state after the try.
 func (o *Outbox) Probe() error {
 	o.mu.Lock()
@@ -652,6 +659,12 @@ func (o *Outbox) Probe() error {
 	}
 	if o.fault == nil {
 		return nil
+	}
+	if errors.Is(o.fault, syscall.ENOSPC) {
+		var fs syscall.Statfs_t
+		if err := syscall.Statfs(o.opts.Dir, &fs); err == nil && int64(fs.Bavail)*int64(fs.Bsize) < 2*o.faultNeed {
+			return o.fault
+		}
 	}
 	if err := o.write(KindBase, &Record{Seq: o.lastSeq}); err != nil {
 		return o.fault
