@@ -833,17 +833,15 @@ func (o *Outbox) saveAcked() {
 }
 
 // removeAckedSegments deletes every non-active segment whose records are
-// all acknowledged or dropped.
+// all acknowledged. A segment of dropped updates not yet passed by the ack
+// position stays (until then only its drop records account for those
+// seqs at recovery; compaction rewrites them as drop ranges).
 func (o *Outbox) removeAckedSegments() {
-	oldestPending := o.lastSeq + 1
-	if len(o.pending) > 0 {
-		oldestPending = o.pending[0].Seq
-	}
 	kept := o.segs[:0]
 	removed := false
 	for i, s := range o.segs {
 		active := i == len(o.segs)-1 && o.active != nil
-		if !active && s.maxSeq < oldestPending {
+		if !active && s.maxSeq <= o.acked {
 			if err := os.Remove(s.path); err != nil {
 				o.log.Warn("outbox: remove segment", "segment", s.path, "err", err)
 				kept = append(kept, s)
