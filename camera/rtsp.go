@@ -80,15 +80,35 @@ type RTSPSource struct {
 // errStall ends a session whose watchdog fired.
 var errStall = errors.New("stall")
 
-// NewRTSPSource validates cfg and returns a source that is not yet running.
-func NewRTSPSource(cfg RTSPConfig) (*RTSPSource, error) {
-	redacted := RedactURL(cfg.URL)
-	u, err := base.ParseURL(cfg.URL)
+// ValidateRTSPURL checks a camera URL as NewRTSPSource does (without
+// creating a source), so that a config is refused before anything starts.
+// Errors never hold the URL's credentials.
+func ValidateRTSPURL(raw string) error {
+	_, err := parseRTSPURL(raw)
+	return err
+}
+
+func parseRTSPURL(raw string) (*base.URL, error) {
+	redacted := RedactURL(raw)
+	u, err := base.ParseURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("camera url %q: %s", redacted, scrub(err.Error(), cfg.URL))
+		return nil, fmt.Errorf("camera url %q: %s", redacted, scrub(err.Error(), raw))
 	}
 	if u.Scheme != "rtsp" && u.Scheme != "rtsps" {
 		return nil, fmt.Errorf("camera url %q: scheme %q (want rtsp or rtsps)", redacted, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("camera url %q: no host", redacted)
+	}
+	return u, nil
+}
+
+// NewRTSPSource validates cfg and returns a source that is not yet running.
+func NewRTSPSource(cfg RTSPConfig) (*RTSPSource, error) {
+	redacted := RedactURL(cfg.URL)
+	u, err := parseRTSPURL(cfg.URL)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SourceID == "" {
 		cfg.SourceID = redacted

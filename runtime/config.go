@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -223,6 +224,9 @@ func (c *CameraConfig) validate() error {
 	case c.URL != "":
 		if !strings.HasPrefix(c.URL, "rtsp://") && !strings.HasPrefix(c.URL, "rtsps://") {
 			return fmt.Errorf("camera.url: %q must start with rtsp:// or rtsps://", redact.URL(c.URL))
+		}
+		if err := camera.ValidateRTSPURL(c.URL); err != nil {
+			return fmt.Errorf("camera.url: %w", err)
 		}
 	default:
 		if c.Sequence.Dir == "" {
