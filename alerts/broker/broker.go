@@ -153,6 +153,14 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.AllowAnonymous {
+		for _, addr := range []string{opts.Listen, opts.TLSListen} {
+			if host, _, err := net.SplitHostPort(addr); err == nil && !isLoopback(host) {
+				log.Warn("mqtt broker: anonymous clients may connect from other machines (meant for the demo on loopback); they can read the alerts, not publish",
+					"listen", addr)
+			}
+		}
+	}
 	st := &counters{}
 	hook, err := newACLHook(opts, st, lograte.New(log, 0))
 	if err != nil {
@@ -222,6 +230,14 @@ func CheckAddress(addr string) error {
 		return fmt.Errorf("%q: host %q is neither an IP address nor a host name", addr, host)
 	}
 	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validHostname(h string) bool {
