@@ -1,13 +1,18 @@
 package alerts
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/alerts/broker"
+	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 )
 
@@ -74,19 +79,52 @@ type OutboxConfig struct {
 	SegmentBytes int64  `yaml:"segment_bytes"`
 }
 
-// EmbeddedConfig configures the embedded broker used when mqtt.broker is "embedded".
+// EmbeddedConfig configures the embedded broker used when mqtt.broker is
+// "embedded" (and by `didoedge broker`).
 type EmbeddedConfig struct {
-	Listen         string       `yaml:"listen"`
+	// Listen is the plain TCP listener; the runtime's own client connects
+	// through it ("off" disables it for `didoedge broker` only).
+	Listen string `yaml:"listen"`
+	// AllowAnonymous lets clients without credentials read the topic
+	// prefix (never publish); meant for the demo.
 	AllowAnonymous bool         `yaml:"allow_anonymous"`
 	Users          []UserConfig `yaml:"users"`
+	// TLS adds a TLS listener.
+	TLS *EmbeddedTLSConfig `yaml:"tls"`
+	// ConnectTimeout closes connections without a CONNECT (default 5s).
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// MaxConnections bounds open connections (default 64).
+	MaxConnections int `yaml:"max_connections"`
+	// MessageRate and MessageBurst bound each client's publishes per
+	// second (defaults 100 and 200; the runtime's own client is exempt).
+	MessageRate  float64 `yaml:"message_rate"`
+	MessageBurst int     `yaml:"message_burst"`
 }
 
-// UserConfig is one broker account; the password comes from a file or the environment.
-type UserConfig struct {
-	Username     string `yaml:"username"`
-	PasswordFile string `yaml:"password_file"`
-	PasswordEnv  string `yaml:"password_env"`
+// EmbeddedTLSConfig is the embedded broker's TLS listener; paths are
+// relative to the config file.
+type EmbeddedTLSConfig struct {
+	Listen string `yaml:"listen"`
+	Cert   string `yaml:"cert"`
+	Key    string `yaml:"key"`
+	// ClientCA, when set, requires client certificates signed by it.
+	ClientCA string `yaml:"client_ca"`
 }
+
+// UserConfig is one broker account; the password comes from a file or the
+// environment. Read and Write are the topic filters it may subscribe to
+// and publish on: Read defaults to "<topic_prefix>/#", Write to nothing.
+type UserConfig struct {
+	Username     string   `yaml:"username"`
+	PasswordFile string   `yaml:"password_file"`
+	PasswordEnv  string   `yaml:"password_env"`
+	Read         []string `yaml:"read"`
+	Write        []string `yaml:"write"`
+}
+
+// RuntimeUser is the username of the runtime's own client of its embedded
+// broker (a password is made at every start); config users may not take it.
+const RuntimeUser = "didoedge-runtime"
 
 // EmbeddedBroker is the value of mqtt.broker that starts the embedded broker.
 const EmbeddedBroker = "embedded"
@@ -168,8 +206,26 @@ func (c *Config) applyDefaults() {
 	if o.SegmentBytes == 0 {
 		o.SegmentBytes = 4 << 20
 	}
-	if c.Embedded.Listen == "" {
-		c.Embedded.Listen = "127.0.0.1:1883"
+	em := &c.Embedded
+	if em.Listen == "" {
+		em.Listen = "127.0.0.1:1883"
+	}
+	if em.ConnectTimeout == 0 {
+		em.ConnectTimeout = 5 * time.Second
+	}
+	if em.MaxConnections == 0 {
+		em.MaxConnections = 64
+	}
+	if em.MessageRate == 0 {
+		em.MessageRate = 100
+	}
+	if em.MessageBurst == 0 {
+		em.MessageBurst = 200
+	}
+	for i := range em.Users {
+		if em.Users[i].Read == nil {
+			em.Users[i].Read = []string{c.TopicPrefix + "/#"}
+		}
 	}
 }
 
@@ -201,8 +257,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("events.camera_stall: %v is negative", e.CameraStall)
 	}
 	m := c.MQTT
-	if m.Broker != EmbeddedBroker && !brokerPattern.MatchString(m.Broker) {
-		return fmt.Errorf("mqtt.broker: %q is neither %q nor a tcp:// or ssl:// URL", m.Broker, EmbeddedBroker)
+	if redact.HasUserInfo(m.Broker) {
+		return fmt.Errorf("mqtt.broker: %q carries credentials in the URL, which would end up in logs: give mqtt.username and mqtt.password_file (or mqtt.password_env) instead",
+			redact.URL(m.Broker))
+	}
+	if m.Broker != EmbeddedBroker {
+		if err := checkBrokerURL(m.Broker); err != nil {
+			return fmt.Errorf("mqtt.broker: %w", err)
+		}
 	}
 	if m.ClientID == "" || len(m.ClientID) > 128 || strings.ContainsAny(m.ClientID, "/+# ") {
 		return fmt.Errorf("mqtt.client_id: %q must be 1..128 characters without '/', '+', '#' or spaces", m.ClientID)
@@ -246,19 +308,116 @@ func (c *Config) Validate() error {
 	if o.SegmentBytes < 4<<10 || o.SegmentBytes > o.MaxBytes {
 		return fmt.Errorf("outbox.segment_bytes: %d outside [4096, max_bytes]", o.SegmentBytes)
 	}
-	for i, u := range c.Embedded.Users {
-		p := fmt.Sprintf("embedded.users[%d]", i)
-		if u.Username == "" {
-			return fmt.Errorf("%s.username: required", p)
+	if err := c.validateEmbedded(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkBrokerURL checks an MQTT broker URL: scheme, a host and a numeric
+// port, nothing else.
+func checkBrokerURL(raw string) error {
+	if !brokerPattern.MatchString(raw) {
+		return fmt.Errorf("%q is neither %q nor a tcp:// or ssl:// URL (scheme://host:port)", raw, EmbeddedBroker)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q: %v", raw, err)
+	}
+	if u.Hostname() == "" || u.Port() == "" {
+		return fmt.Errorf("%q: want scheme://host:port", raw)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: port %q is not a number in 1..65535", raw, u.Port())
+	}
+	return nil
+}
+
+// validateEmbedded checks the embedded broker section: addresses, users
+// and their grants. With mqtt.broker "embedded", only the runtime's own
+// client may publish under topic_prefix, so no user's write grant may
+// reach into it.
+func (c *Config) validateEmbedded() error {
+	em := c.Embedded
+	embedded := c.MQTT.Broker == EmbeddedBroker
+	if em.Listen == broker.Off {
+		if embedded {
+			return errors.New("embedded.listen: off, but the runtime's own client connects through it (keep it on 127.0.0.1)")
 		}
+	} else if err := broker.CheckAddress(em.Listen); err != nil {
+		return fmt.Errorf("embedded.listen: %w", err)
+	}
+	if t := em.TLS; t != nil {
+		if err := broker.CheckAddress(t.Listen); err != nil {
+			return fmt.Errorf("embedded.tls.listen: %w", err)
+		}
+		if t.Cert == "" || t.Key == "" {
+			return errors.New("embedded.tls.cert: cert and key are required")
+		}
+	}
+	if em.ConnectTimeout < 100*time.Millisecond || em.ConnectTimeout > time.Minute {
+		return fmt.Errorf("embedded.connect_timeout: %v outside [100ms, 1m]", em.ConnectTimeout)
+	}
+	if em.MaxConnections < 1 || em.MaxConnections > 100000 {
+		return fmt.Errorf("embedded.max_connections: %d outside [1, 100000]", em.MaxConnections)
+	}
+	if !(em.MessageRate > 0) || em.MessageRate > 1e6 {
+		return fmt.Errorf("embedded.message_rate: %g outside (0, 1e6]", em.MessageRate)
+	}
+	if em.MessageBurst < 1 || em.MessageBurst > 1e6 {
+		return fmt.Errorf("embedded.message_burst: %d outside [1, 1e6]", em.MessageBurst)
+	}
+	seen := map[string]bool{}
+	for i, u := range em.Users {
+		p := fmt.Sprintf("embedded.users[%d]", i)
+		switch {
+		case u.Username == "":
+			return fmt.Errorf("%s.username: required", p)
+		case u.Username == RuntimeUser:
+			return fmt.Errorf("%s.username: %q is reserved for the runtime's own client", p, RuntimeUser)
+		case seen[u.Username]:
+			return fmt.Errorf("%s.username: %q listed twice", p, u.Username)
+		}
+		seen[u.Username] = true
 		if (u.PasswordFile == "") == (u.PasswordEnv == "") {
 			return fmt.Errorf("%s.password_file: give exactly one of password_file or password_env", p)
 		}
+		for j, f := range u.Read {
+			if err := broker.CheckFilter(f); err != nil {
+				return fmt.Errorf("%s.read[%d]: %q: %w", p, j, f, err)
+			}
+		}
+		for j, f := range u.Write {
+			if err := broker.CheckFilter(f); err != nil {
+				return fmt.Errorf("%s.write[%d]: %q: %w", p, j, f, err)
+			}
+			if embedded && reaches(f, c.TopicPrefix) {
+				return fmt.Errorf("%s.write[%d]: %q reaches into topic_prefix %q: only the runtime's own client may publish there", p, j, f, c.TopicPrefix)
+			}
+		}
 	}
-	if m.Broker == EmbeddedBroker && len(c.Embedded.Users) == 0 && !c.Embedded.AllowAnonymous {
-		return fmt.Errorf("embedded.users: no users and allow_anonymous is false: nobody could connect")
+	if embedded && len(em.Users) == 0 && !em.AllowAnonymous {
+		return errors.New("embedded.users: no users and allow_anonymous is false: nobody could read the alerts")
 	}
 	return nil
+}
+
+// reaches reports whether the filter f matches the prefix itself or any
+// topic under it.
+func reaches(f, prefix string) bool {
+	fl, pl := strings.Split(f, "/"), strings.Split(prefix, "/")
+	for i, l := range fl {
+		if l == "#" {
+			return true
+		}
+		if i >= len(pl) {
+			return true // a topic below the prefix
+		}
+		if l != "+" && l != pl[i] {
+			return false
+		}
+	}
+	return len(fl) >= len(pl)
 }
 
 // ResolvePaths makes the config's relative file paths (calibration, MQTT
@@ -280,6 +439,11 @@ func (c *Config) ResolvePaths(dir string) {
 	}
 	for i := range c.Embedded.Users {
 		abs(&c.Embedded.Users[i].PasswordFile)
+	}
+	if t := c.Embedded.TLS; t != nil {
+		abs(&t.Cert)
+		abs(&t.Key)
+		abs(&t.ClientCA)
 	}
 }
 

@@ -51,6 +51,19 @@ func TestParseConfigErrorsNameKey(t *testing.T) {
 		{"embedded user", "embedded: {users: [{username: u}]}\n", "a.yaml: embedded.users[0].password_file:"},
 		{"segment", "outbox: {dir: /tmp/x, segment_bytes: 10}\n", "a.yaml: outbox.segment_bytes:"},
 		{"zone", "zones: [{name: a, polygon: [[0,0]]}]\n", "a.yaml: zones[0].polygon: needs at least 3 points"},
+		{"password in url", "mqtt: {broker: 'tcp://u:hunter2@host:1883'}\n", "a.yaml: mqtt.broker: \"tcp://***@host:1883\" carries credentials in the URL, which would end up in logs: give mqtt.username and mqtt.password_file"},
+		{"broker without port", "mqtt: {broker: 'tcp://host'}\n", "a.yaml: mqtt.broker: \"tcp://host\": want scheme://host:port"},
+		{"broker port", "mqtt: {broker: 'tcp://host:99999'}\n", "a.yaml: mqtt.broker: \"tcp://host:99999\": port \"99999\" is not a number in 1..65535"},
+		{"embedded listen", "embedded: {listen: '127.0.0.1:http', allow_anonymous: true}\n", "a.yaml: embedded.listen: \"127.0.0.1:http\": port"},
+		{"embedded listen host", "embedded: {listen: 'not a host:1883', allow_anonymous: true}\n", "a.yaml: embedded.listen:"},
+		{"embedded listen off", "mqtt: {broker: embedded}\nembedded: {listen: 'off', allow_anonymous: true}\n", "a.yaml: embedded.listen: off, but the runtime's own client connects through it"},
+		{"embedded tls", "embedded: {tls: {listen: '0.0.0.0:8883', cert: c.pem}}\n", "a.yaml: embedded.tls.cert: cert and key are required"},
+		{"embedded tls listen", "embedded: {tls: {listen: '8883', cert: c.pem, key: k.pem}}\n", "a.yaml: embedded.tls.listen:"},
+		{"reserved user", "embedded: {users: [{username: didoedge-runtime, password_env: X}]}\n", "a.yaml: embedded.users[0].username: \"didoedge-runtime\" is reserved"},
+		{"bad grant", "embedded: {users: [{username: u, password_env: X, read: ['a/#/b']}]}\n", "a.yaml: embedded.users[0].read[0]: \"a/#/b\":"},
+		{"write under prefix", "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['+/v1/#']}]}\n", "a.yaml: embedded.users[0].write[0]: \"+/v1/#\" reaches into topic_prefix \"didoedge\""},
+		{"write everything", "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['#']}]}\n", "a.yaml: embedded.users[0].write[0]: \"#\" reaches into topic_prefix"},
+		{"rate", "embedded: {message_rate: -1}\n", "a.yaml: embedded.message_rate:"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +76,19 @@ func TestParseConfigErrorsNameKey(t *testing.T) {
 				t.Fatalf("error %v, want prefix %q", err, tc.want)
 			}
 		})
+	}
+	// A write grant outside the prefix is fine; with an external broker
+	// (didoedge broker for another runtime) grants under it are too.
+	for _, doc := range []string{
+		base + "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['cmd/#']}]}\n",
+		base + "embedded: {users: [{username: u, password_env: X, write: ['didoedge/#']}]}\n",
+	} {
+		c, err := ParseConfig("a.yaml", []byte(doc))
+		if err != nil {
+			t.Errorf("%q: %v", doc, err)
+		} else if r := c.Embedded.Users[0].Read; len(r) != 1 || r[0] != "didoedge/#" {
+			t.Errorf("default read grant %v, want [didoedge/#]", r)
+		}
 	}
 	for _, missing := range []struct{ doc, want string }{
 		{"camera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /x}\n", "a.yaml: vehicle:"},

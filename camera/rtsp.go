@@ -17,6 +17,8 @@ import (
 	"github.com/bluenviron/gortsplib/v4/pkg/format"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
+
+	"github.com/didoedge/didoedge/internal/lograte"
 )
 
 // RTSPConfig configures an RTSPSource. Zero values take the defaults.
@@ -61,6 +63,7 @@ type RTSPSource struct {
 	url      *base.URL
 	redacted string
 	log      *slog.Logger
+	rl       *lograte.Limiter // repeated session failures: one line per interval
 	mb       *Mailbox
 
 	seq          atomic.Uint64
@@ -77,15 +80,35 @@ type RTSPSource struct {
 // errStall ends a session whose watchdog fired.
 var errStall = errors.New("stall")
 
-// NewRTSPSource validates cfg and returns a source that is not yet running.
-func NewRTSPSource(cfg RTSPConfig) (*RTSPSource, error) {
-	redacted := RedactURL(cfg.URL)
-	u, err := base.ParseURL(cfg.URL)
+// ValidateRTSPURL checks a camera URL as NewRTSPSource does (without
+// creating a source), so that a config is refused before anything starts.
+// Errors never hold the URL's credentials.
+func ValidateRTSPURL(raw string) error {
+	_, err := parseRTSPURL(raw)
+	return err
+}
+
+func parseRTSPURL(raw string) (*base.URL, error) {
+	redacted := RedactURL(raw)
+	u, err := base.ParseURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("camera url %q: %s", redacted, scrub(err.Error(), cfg.URL))
+		return nil, fmt.Errorf("camera url %q: %s", redacted, scrub(err.Error(), raw))
 	}
 	if u.Scheme != "rtsp" && u.Scheme != "rtsps" {
 		return nil, fmt.Errorf("camera url %q: scheme %q (want rtsp or rtsps)", redacted, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("camera url %q: no host", redacted)
+	}
+	return u, nil
+}
+
+// NewRTSPSource validates cfg and returns a source that is not yet running.
+func NewRTSPSource(cfg RTSPConfig) (*RTSPSource, error) {
+	redacted := RedactURL(cfg.URL)
+	u, err := parseRTSPURL(cfg.URL)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SourceID == "" {
 		cfg.SourceID = redacted
@@ -114,6 +137,7 @@ func NewRTSPSource(cfg RTSPConfig) (*RTSPSource, error) {
 		url:      u,
 		redacted: redacted,
 		log:      log.With("camera", cfg.SourceID),
+		rl:       lograte.New(log.With("camera", cfg.SourceID), 0),
 		mb:       NewMailbox(),
 	}, nil
 }
@@ -156,7 +180,9 @@ func (s *RTSPSource) Run(ctx context.Context) error {
 		reason := scrub(err.Error(), s.cfg.URL)
 		attempt++
 		delay := Backoff(attempt-1, s.cfg.BackoffMin, s.cfg.BackoffMax, rand.Float64())
-		s.log.Warn("camera session ended", "reason", reason, "attempt", attempt, "retry_in", delay)
+		// One line per interval while the camera keeps failing, with the
+		// count of the retries in between.
+		s.rl.Warn("session ended", "camera session ended", "reason", reason, "attempt", attempt, "retry_in", delay)
 		if s.faulted.CompareAndSwap(false, true) {
 			s.emit(Event{Kind: EventFault, Reason: reason, Attempt: attempt})
 		}

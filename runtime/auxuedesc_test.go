@@ -85,3 +85,41 @@ func FuzzParseAuxUEDescription(f *testing.F) {
 		}
 	})
 }
+
+// TestAuxUEDescriptionBins: a description whose k contradicts its own
+// alpha output, or the model's, is refused (issue 16: k: 1 against the
+// 32-bin reference model was accepted); the reference description passes
+// against the reference model.
+func TestAuxUEDescriptionBins(t *testing.T) {
+	for _, tc := range []struct{ name, k, alpha, want string }{
+		{"one bin", "1", "[1, 1, 96, 320]", "auxue.k: 1, want 2..4096"},
+		{"k against its alpha", "16", "[1, 32, 96, 320]", "auxue.k: 16, but outputs[2] (alpha) has 32 channels"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(strings.Replace(referenceDescription, "k: 32", "k: "+tc.k, 1), "[1, 32, 96, 320]", tc.alpha, 1)
+			_, err := ParseAuxUEDescription([]byte(text), "auxue.yaml")
+			mustContain(t, err, tc.want)
+		})
+	}
+	ref, err := os.ReadFile(filepath.Join("..", "models", "auxue.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join("..", "models", "auxue.onnx")
+	if err := CheckAuxUEModel(ref, "models/auxue.yaml", model); err != nil {
+		t.Fatalf("the reference description against the reference model: %v", err)
+	}
+	// k and the alpha shape both edited to one bin: only the model can tell.
+	lie := strings.Replace(strings.Replace(string(ref), "k: 32", "k: 2", 1), "shape: [1, 32, 48, 160]", "shape: [1, 2, 48, 160]", 1)
+	if _, err := ParseAuxUEDescription([]byte(lie), "auxue.yaml"); err != nil {
+		t.Fatalf("a self-consistent description: %v", err)
+	}
+	err = CheckAuxUEModel([]byte(lie), "auxue.yaml", model)
+	mustContain(t, err, "auxue.yaml: outputs[2] (alpha): shape [1 2 48 160], but", "declares [1 32 48 160]")
+	noShape := strings.Replace(lie, ", shape: [1, 2, 48, 160]", "", 1)
+	err = CheckAuxUEModel([]byte(noShape), "auxue.yaml", model)
+	mustContain(t, err, "auxue.k: 2, but", `alpha output "alpha" has 32 bins`)
+	renamed := strings.Replace(string(ref), "name: epistemic,", "name: ks,", 1)
+	err = CheckAuxUEModel([]byte(renamed), "auxue.yaml", model)
+	mustContain(t, err, `outputs[1]: "ks" is not an output of`)
+}

@@ -12,6 +12,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -221,7 +223,10 @@ func (c *CameraConfig) validate() error {
 		return errors.New("camera: url and sequence are exclusive")
 	case c.URL != "":
 		if !strings.HasPrefix(c.URL, "rtsp://") && !strings.HasPrefix(c.URL, "rtsps://") {
-			return fmt.Errorf("camera.url: %q must start with rtsp:// or rtsps://", redact(c.URL))
+			return fmt.Errorf("camera.url: %q must start with rtsp:// or rtsps://", redact.URL(c.URL))
+		}
+		if err := camera.ValidateRTSPURL(c.URL); err != nil {
+			return fmt.Errorf("camera.url: %w", err)
 		}
 	default:
 		if c.Sequence.Dir == "" {
@@ -243,16 +248,6 @@ func (c *CameraConfig) validate() error {
 		}
 	}
 	return nil
-}
-
-// redact hides URL credentials in messages.
-func redact(u string) string {
-	if at := strings.LastIndex(u, "@"); at >= 0 {
-		if s := strings.Index(u, "://"); s >= 0 && s < at {
-			return u[:s+3] + "***@" + u[at+1:]
-		}
-	}
-	return u
 }
 
 func checkFile(key, path string) error {
@@ -321,6 +316,11 @@ func (a *AuxUEConfig) resolveAuxUE() error {
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("auxue.description: %w", err))...)
 	}
+	if len(errs) == 0 {
+		if err := CheckAuxUEModel(data, a.Description, a.Model); err != nil {
+			errs = append(errs, fmt.Errorf("auxue.description: %w", err))
+		}
+	}
 	a.IO = &spec
 	return errors.Join(errs...)
 }
@@ -377,6 +377,13 @@ func (c *Config) parseAlerts(name, dir string) error {
 	for i, u := range ac.Embedded.Users {
 		if u.PasswordFile != "" {
 			errs = append(errs, checkFile(fmt.Sprintf("alerts.embedded.users[%d].password_file", i), u.PasswordFile))
+		}
+	}
+	if t := ac.Embedded.TLS; t != nil {
+		for _, f := range []struct{ key, path string }{{"cert", t.Cert}, {"key", t.Key}, {"client_ca", t.ClientCA}} {
+			if f.path != "" {
+				errs = append(errs, checkFile("alerts.embedded.tls."+f.key, f.path))
+			}
 		}
 	}
 	if parent := filepath.Dir(ac.Outbox.Dir); parent != "" {

@@ -90,6 +90,9 @@ func TestParseConfig(t *testing.T) {
 		{"camera url scheme hides credentials", func(s string) string {
 			return strings.Replace(s, "rtsp://user:secret@", "http://user:secret@", 1)
 		}, []string{"camera.url", "***@127.0.0.1"}},
+		{"camera url port hides credentials", func(s string) string {
+			return strings.Replace(s, "127.0.0.1:8554/sim", "127.0.0.1:rtsp/sim", 1)
+		}, []string{"camera.url", "***@127.0.0.1:rtsp"}},
 		{"auxue input unknown", func(s string) string {
 			return strings.Replace(s, "inputs: [image, depth]", "inputs: [image, dpeth]", 1)
 		}, []string{"auxue.inputs[1]", "dpeth", "image, depth, features"}},

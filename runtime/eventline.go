@@ -11,6 +11,9 @@ import (
 // FormatEvent renders an alert event as one human-readable line, e.g.
 //
 //	00:41:07.412 NEW    critical zone=ego_lane_near reasons=ood_fraction ood=0.62 p95=0.93 alea=0.01 seq=3 id=front-ego_lane_near-1763772067412-1
+//
+// An event that could not be queued (Seq 0) shows NOT-QUEUED instead of
+// its seq.
 func FormatEvent(ev *alerts.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-6s %-8s", time.UnixMilli(ev.TimeMS).Format("15:04:05.000"), strings.ToUpper(string(ev.Type)), ev.Level)
@@ -24,6 +27,11 @@ func FormatEvent(ev *alerts.Event) string {
 	}
 	if m := ev.Metrics; m != nil {
 		fmt.Fprintf(&b, " ood=%.2f p95=%.2f alea=%.2f", m.OODFraction, m.EpistemicP95, m.AleatoricFraction)
+	}
+	if ev.Seq == 0 {
+		// Emit could not queue it: no seq belongs to it.
+		fmt.Fprintf(&b, " NOT-QUEUED id=%s", ev.ID)
+		return b.String()
 	}
 	fmt.Fprintf(&b, " seq=%d id=%s", ev.Seq, ev.ID)
 	return b.String()

@@ -127,6 +127,14 @@ type synthSource struct {
 	period time.Duration
 	mu     sync.Mutex
 	level  uint8 // brightness offset, changeable mid-stream
+	paused bool  // no frames while set (a camera that stalls)
+}
+
+// pause stops (true) or resumes the frames without ending the source.
+func (s *synthSource) pause(on bool) {
+	s.mu.Lock()
+	s.paused = on
+	s.mu.Unlock()
 }
 
 func newSynthSource(w, h int, fps float64) *synthSource {
@@ -149,8 +157,11 @@ func (s *synthSource) run(ctx context.Context, frames int) {
 		}
 		f.RGB = f.RGB[:3*s.w*s.h]
 		s.mu.Lock()
-		lv := s.level
+		lv, paused := s.level, s.paused
 		s.mu.Unlock()
+		if paused {
+			continue
+		}
 		for j := range f.RGB {
 			f.RGB[j] = uint8(j*7+i*3) + lv
 		}

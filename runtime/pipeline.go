@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/broker"
+	"github.com/didoedge/didoedge/alerts/outbox"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/internal/lograte"
 )
 
 // Options are the parts of a pipeline that are not in the config file.
@@ -45,12 +48,13 @@ type Pipeline struct {
 	log  *slog.Logger
 	opts Options
 
-	src     camera.Source
-	rtsp    *camera.RTSPSource
-	models  *Models
-	sink    *alertSink
-	metrics *Metrics
-	times   StageTimes
+	src       camera.Source
+	rtsp      *camera.RTSPSource
+	models    *Models
+	providers [2]string // execution providers of the depth model and the AuxUE
+	sink      *alertSink
+	metrics   *Metrics
+	times     StageTimes
 
 	frame   camera.Frame
 	lastSeq uint64
@@ -62,7 +66,11 @@ type Pipeline struct {
 	eventsMu  sync.Mutex
 	eventLog  []EventRecord
 	ready     atomic.Bool
+	running   atomic.Bool  // Run is in its frame loop
+	runStart  atomic.Int64 // unix ns when Run started
 	closeOnce sync.Once
+	modelsMu  sync.Mutex // guards models against Close while Health reads it
+	rl        *lograte.Limiter
 }
 
 // EventRecord is an alert event as the debug page lists it.
@@ -81,9 +89,12 @@ type EventRecord struct {
 // maxEventLog is how many recent events the debug page can show.
 const maxEventLog = 50
 
-// New loads the models, checks that their inputs and outputs fit together,
-// opens the camera source and starts the alert publisher (and the embedded
-// broker when configured). Close releases everything if Run is not called.
+// New starts the alert publisher (the outbox, whose lock a second
+// instance on the same directory fails on, and the embedded broker, whose
+// address may be taken, when configured) first, so that these errors come
+// before minutes of model loading; then it loads the models, checks that
+// their inputs and outputs fit together, and opens the camera source.
+// Close releases everything if Run is not called.
 func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error) {
 	log := opts.Logger
 	if log == nil {
@@ -91,42 +102,92 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 	}
 	// p is not the named result: "return nil, err" must not clear it before
 	// the deferred cleanup runs.
-	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: &Metrics{}, reloadReq: make(chan chan error)}
+	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: &Metrics{}, reloadReq: make(chan chan error), rl: lograte.New(log, 0)}
 	defer func() {
 		if err != nil {
-			p.closeModels()
+			p.Close()
 		}
 	}()
-	if p.models, err = OpenModels(ctx, cfg, log); err != nil {
+	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
+		return nil, fmt.Errorf("alerts: %w", err)
+	}
+	models, err := OpenModels(ctx, cfg, log)
+	if err != nil {
 		return nil, err
 	}
+	p.modelsMu.Lock()
+	p.models = models
+	p.modelsMu.Unlock()
 	mo := p.models
-	p.metrics.SetProvider("depth", mo.depth.Provider())
-	p.metrics.SetProvider("auxue", mo.aux.Provider())
+	p.providers = [2]string{mo.depth.Provider(), mo.aux.Provider()}
+	p.metrics.SetProvider("depth", p.providers[0])
+	p.metrics.SetProvider("auxue", p.providers[1])
 	if p.src = opts.Source; p.src == nil {
 		if p.src, err = p.openCamera(); err != nil {
 			return nil, err
 		}
 	}
-	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
-		return nil, fmt.Errorf("alerts: %w", err)
-	}
 	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones, p.sink.cal.TauE)
-	p.metrics.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
-		func() float64 { return float64(p.sink.pending()) })
-	p.metrics.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 {
-		if p.sink.pub.Connected() {
+	p.registerMetrics()
+	return p, nil
+}
+
+// registerMetrics adds the gauges and counters read at scrape time.
+func (p *Pipeline) registerMetrics() {
+	m := p.metrics
+	b2f := func(b bool) float64 {
+		if b {
 			return 1
 		}
 		return 0
-	})
+	}
+	m.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
+		func() float64 { return float64(p.sink.pending()) })
+	m.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 { return b2f(p.sink.pub.Connected()) })
+	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, frames within alerts.events.camera_stall, outbox writable).",
+		func() float64 { return b2f(p.Health().OK) })
+	ob := func() outbox.Stats { return p.sink.pub.OutboxStats() }
+	m.Gauge("didoedge_outbox_write_fault", "1 while the outbox cannot store events (its last write failed); new events are not queued.",
+		func() float64 { return b2f(ob().WriteFault) })
+	m.Gauge("didoedge_outbox_disk_full", "1 while the outbox's last write failed with ENOSPC.", func() float64 { return b2f(ob().DiskFull) })
+	m.CounterFunc("didoedge_events_not_queued_total", "Alert events that could not be queued (outbox full or not writable); they are not delivered.",
+		func() float64 { return float64(p.sink.pub.NotQueued()) })
+	m.CounterFunc("didoedge_outbox_lost_events_total", "Pending events destroyed by damaged outbox records, found on recovery at start.",
+		func() float64 { return float64(ob().LostRecords) })
+	m.CounterFunc("didoedge_outbox_dropped_updates_total", "Pending update events dropped to make room in a full outbox.",
+		func() float64 { return float64(ob().DroppedUpdates) })
+	m.CounterFunc("didoedge_outbox_refused_total", "Events refused because the outbox was full of undroppable events.",
+		func() float64 { return float64(ob().Refused) })
+	m.CounterFunc("didoedge_outbox_not_written_total", "Events whose outbox write or fsync failed (disk full, I/O error).",
+		func() float64 { return float64(ob().NotWritten) })
+	if _, ok := p.sink.svc.BrokerStats(); ok {
+		bs := func() broker.Stats { s, _ := p.sink.svc.BrokerStats(); return s }
+		for _, c := range []struct {
+			name, help string
+			fn         func(broker.Stats) uint64
+		}{
+			{"didoedge_broker_connections_refused_total", "Embedded broker: connections closed at the connection limit.", func(s broker.Stats) uint64 { return s.Refused }},
+			{"didoedge_broker_idle_closed_total", "Embedded broker: connections closed for sending no CONNECT in time.", func(s broker.Stats) uint64 { return s.IdleClosed }},
+			{"didoedge_broker_auth_failures_total", "Embedded broker: CONNECTs refused (credentials, forbidden will).", func(s broker.Stats) uint64 { return s.AuthFailed }},
+			{"didoedge_broker_acl_denied_total", "Embedded broker: publishes and subscriptions the ACL refused.", func(s broker.Stats) uint64 { return s.Denied }},
+			{"didoedge_broker_rate_limited_total", "Embedded broker: publishes dropped over the message rate.", func(s broker.Stats) uint64 { return s.RateLimited }},
+		} {
+			m.CounterFunc(c.name, c.help, func() float64 { return float64(c.fn(bs())) })
+		}
+	}
 	if p.rtsp != nil {
-		p.metrics.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
+		m.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
 			func() float64 { return float64(p.rtsp.Stats().DecodeErrors) })
-		p.metrics.CounterFunc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.",
+		m.CounterFunc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.",
 			func() float64 { return float64(p.rtsp.Stats().Failures) })
 	}
-	return p, nil
+}
+
+// modelsLoaded reports whether both sessions are open.
+func (p *Pipeline) modelsLoaded() bool {
+	p.modelsMu.Lock()
+	defer p.modelsMu.Unlock()
+	return p.models != nil && p.models.depth != nil && p.models.aux != nil
 }
 
 func (p *Pipeline) openCamera() (camera.Source, error) {
@@ -154,7 +215,7 @@ func (p *Pipeline) Metrics() *Metrics { return p.metrics }
 
 // Providers returns the execution providers of the depth model and the AuxUE.
 func (p *Pipeline) Providers() (depth, auxue string) {
-	return p.models.depth.Provider(), p.models.aux.Provider()
+	return p.providers[0], p.providers[1]
 }
 
 // BrokerAddr is the embedded broker's host:port, "" when publishing to an
@@ -228,6 +289,9 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	tick := time.NewTicker(p.cfg.Pipeline.Tick)
 	defer tick.Stop()
 	work := context.WithoutCancel(ctx) // the frame in flight always completes
+	p.runStart.Store(time.Now().UnixNano())
+	p.running.Store(true)
+	defer p.running.Store(false)
 	p.ready.Store(true)
 	want <- &p.frame
 	for {
@@ -237,7 +301,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			return nil
 		case now := <-tick.C:
 			if err := p.sink.tick(now); err != nil {
-				p.log.Warn("alerts tick", "err", err)
+				p.rl.Warn("alerts tick", "alerts tick", "err", err)
 			}
 		case reply := <-p.reloadReq:
 			reply <- p.reload()
@@ -319,7 +383,8 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	m.Stages[StageReadout].Observe(tm.Readout)
 	t4 := time.Now()
 	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture}, maps); err != nil {
-		p.log.Warn("alerts", "frame", f.Seq, "err", err)
+		// The publisher logged each event not queued; this is the summary.
+		p.rl.Warn("alerts frame", "alerts: events of a frame not queued", "frame", f.Seq, "err", err)
 	}
 	t5 := time.Now()
 	m.Stages[StageAlerts].Observe(t5.Sub(t4))
@@ -333,7 +398,7 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 
 func (p *Pipeline) frameError(seq uint64, err error) {
 	p.metrics.Errors.Add(1)
-	p.log.Warn("frame failed", "frame", seq, "err", err)
+	p.rl.Warn("frame failed", "frame failed", "frame", seq, "err", err, "errors_total", p.metrics.Errors.Load())
 }
 
 // handleEvent counts, records and forwards one alert event.
@@ -375,13 +440,18 @@ func (p *Pipeline) Close() error {
 			err = p.sink.close(context.Background())
 		}
 		err = errors.Join(err, p.closeModels())
+		p.rl.Flush()
 	})
 	return err
 }
 
 func (p *Pipeline) closeModels() error {
+	p.modelsMu.Lock()
+	defer p.modelsMu.Unlock()
 	if p.models == nil {
 		return nil
 	}
-	return p.models.Close()
+	err := p.models.Close()
+	p.models = nil
+	return err
 }

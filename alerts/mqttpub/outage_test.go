@@ -44,7 +44,8 @@ func syntheticEvent(i int) alerts.Event {
 // TestHelperPublisher is not a test: it is the publisher process started
 // by the tests below. It emits COUNT events from FIRST, prints "emitted",
 // waits until they are acknowledged, prints "drained", and on SIGTERM
-// closes with a flush.
+// closes with a flush. Each event whose Emit returned is printed as
+// "ok INDEX SEQ".
 func TestHelperPublisher(t *testing.T) {
 	if os.Getenv(helperEnv) == "" {
 		t.Skip("helper process only")
@@ -52,7 +53,7 @@ func TestHelperPublisher(t *testing.T) {
 	env := func(k string) int { v, _ := strconv.Atoi(os.Getenv(k)); return v }
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
-	box, err := outbox.Open(outbox.Options{Dir: os.Getenv("OUTBOX"), MaxBytes: 16 << 20, MaxRecords: 10000, SegmentBytes: 64 << 10})
+	box, err := outbox.Open(outbox.Options{Dir: os.Getenv("OUTBOX"), MaxBytes: 64 << 20, MaxRecords: 100000, SegmentBytes: 64 << 10})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)
@@ -66,10 +67,13 @@ func TestHelperPublisher(t *testing.T) {
 	first, count := env("FIRST"), env("COUNT")
 	for i := first; i < first+count; i++ {
 		ev := syntheticEvent(i)
-		if _, err := pub.Emit(&ev); err != nil {
+		seq, err := pub.Emit(&ev)
+		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(3)
 		}
+		// Emit returned: the event is fsynced with this seq.
+		fmt.Println("ok", i, seq)
 		time.Sleep(time.Duration(env("INTERVAL_MS")) * time.Millisecond)
 	}
 	fmt.Println("emitted", count)

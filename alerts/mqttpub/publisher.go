@@ -16,6 +16,8 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/internal/redact"
 )
 
 // Availability payloads (bare words, retained).
@@ -50,6 +52,7 @@ type Publisher struct {
 	box    *outbox.Outbox
 	client mqtt.Client
 	log    *slog.Logger
+	rl     *lograte.Limiter // repeated conditions: one line per interval
 
 	mu     sync.Mutex
 	states map[string][]byte // retained state payloads by topic
@@ -59,6 +62,7 @@ type Publisher struct {
 	// epoch counts connection attempts; see run for why.
 	epoch     atomic.Uint64
 	published atomic.Uint64
+	notQueued atomic.Uint64
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -68,6 +72,9 @@ type Publisher struct {
 func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 	if opts.Broker == "" || opts.ClientID == "" {
 		return nil, errors.New("open publisher: broker and client id are required")
+	}
+	if redact.HasUserInfo(opts.Broker) {
+		return nil, fmt.Errorf("open publisher: broker URL %q carries credentials; give them as Username and Password", redact.URL(opts.Broker))
 	}
 	if opts.StatsQoS > 1 {
 		return nil, fmt.Errorf("open publisher: stats qos %d, want 0 or 1", opts.StatsQoS)
@@ -84,7 +91,8 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Publisher{opts: opts, box: box, log: opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID),
+	log := opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID)
+	p := &Publisher{opts: opts, box: box, log: log, rl: lograte.New(log, 0),
 		states: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.store = newAckStore()
 	avail := opts.Topics.Availability()
@@ -121,7 +129,7 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 			p.mu.Unlock()
 		}).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {
-			p.log.Warn("mqtt connection lost", "err", err)
+			p.rl.Warn("connection lost", "mqtt connection lost; reconnecting (events stay queued in the outbox)", "err", err)
 		})
 	if opts.Username != "" {
 		co.SetUsername(opts.Username).SetPassword(opts.Password)
@@ -137,6 +145,12 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 
 // Emit queues an event durably: it assigns the event's Seq, stores it and
 // returns once it is on disk. Delivery happens in the background.
+//
+// When the event cannot be queued (outbox full, disk full), Emit returns
+// the error with ev.Seq set to 0: the seq it was offered belongs to no
+// stored event and will be given to the next one, so it must never be
+// shown with this event. Failures are logged here, one line per condition
+// per interval with a count, and counted (NotQueued).
 func (p *Publisher) Emit(ev *alerts.Event) (uint64, error) {
 	topic := p.opts.Topics.Events(ev.Camera)
 	seq, err := p.box.Append(func(seq uint64) (outbox.Record, error) {
@@ -148,10 +162,28 @@ func (p *Publisher) Emit(ev *alerts.Event) (uint64, error) {
 		return outbox.Record{Topic: topic, QoS: 1, Droppable: ev.Droppable(), Payload: payload}, nil
 	})
 	if err != nil {
+		ev.Seq = 0
+		n := p.notQueued.Add(1)
+		key := "not queued"
+		if errors.Is(err, outbox.ErrNotWritable) {
+			key = "not queued: not writable"
+		}
+		p.rl.Error(key, "alert event NOT queued: it will not be delivered", "id", ev.ID, "type", ev.Type,
+			"not_queued_total", n, "err", err)
 		return 0, fmt.Errorf("emit %s event %s: %w", ev.Type, ev.ID, err)
 	}
 	return seq, nil
 }
+
+// NotQueued counts the events Emit could not queue since Open.
+func (p *Publisher) NotQueued() uint64 { return p.notQueued.Load() }
+
+// OutboxStats returns the outbox's counters.
+func (p *Publisher) OutboxStats() outbox.Stats { return p.box.Stats() }
+
+// OutboxWritable returns nil while the outbox can store new events, else
+// the error of its last write.
+func (p *Publisher) OutboxWritable() error { return p.box.Writable() }
 
 // SetState records a zone's retained state and publishes it when
 // connected; every connect republishes the latest state of every zone.
@@ -195,9 +227,10 @@ func (p *Publisher) Connected() bool { return p.client.IsConnectionOpen() }
 func (p *Publisher) Published() uint64 { return p.published.Load() }
 
 type flight struct {
-	seq   uint64
-	epoch uint64
-	tok   mqtt.Token
+	seq      uint64
+	epoch    uint64
+	tok      mqtt.Token
+	reported bool // a failed token was logged
 }
 
 // run publishes pending records in order, at most InFlight awaiting
@@ -223,6 +256,7 @@ func (p *Publisher) run() {
 	)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	var lastProbe time.Time
 	for {
 		for _, seq := range p.store.takeAcked() {
 			acked[seq] = true
@@ -250,16 +284,29 @@ func (p *Publisher) run() {
 				cursor = r.Seq
 			}
 		}
-		for _, f := range inflight {
+		for i := range inflight {
+			f := &inflight[i]
+			if f.reported {
+				continue
+			}
 			select {
 			case <-f.tok.Done():
 				if err := f.tok.Error(); err != nil {
 					// The packet stays in paho's store and is resent after
 					// the next reconnect.
-					p.log.Warn("publish", "seq", f.seq, "err", err)
+					f.reported = true
+					p.rl.Warn("publish failed", "publish failed; the event stays queued and is resent after the next reconnect",
+						"seq", f.seq, "err", err)
 				}
 			default:
 			}
+		}
+		// While the outbox cannot write (disk full), try a write now and
+		// then, so that it leaves that state when space returns even if no
+		// event comes.
+		if now := time.Now(); now.Sub(lastProbe) >= 2*time.Second && p.box.Writable() != nil {
+			lastProbe = now
+			p.box.Probe()
 		}
 		select {
 		case <-p.stop:
@@ -299,6 +346,7 @@ func (p *Publisher) Close(ctx context.Context) error {
 	}
 	close(p.stop)
 	<-p.done
+	p.rl.Flush()
 	if p.client.IsConnectionOpen() {
 		tok := p.client.Publish(p.opts.Topics.Availability(), 1, true, Offline)
 		wait := 2 * time.Second

@@ -310,6 +310,19 @@ embedded:
 	if err != nil || !strings.Contains(string(out), prefix+"front/zones/r0c0/state {") || !strings.Contains(string(out), prefix+"front/zones/r0c1/state {") {
 		t.Fatalf("retained states: %v\n%s", err, out)
 	}
+	// A listed subscriber may not publish under the prefix: a forged event
+	// with a huge seq (which would make subscribers drop every real event)
+	// and a retained "offline" never reach anyone.
+	for _, args := range [][]string{{"-t", prefix + "front/events", "-m", `{"seq":999999}`, "-q", "1"},
+		{"-t", prefix + "availability", "-m", "offline", "-r", "-q", "0"}} {
+		exec.Command(needTool(t, "mosquitto_pub"), append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-u", "veh", "-P", "pw-123"}, args...)...).Run()
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, msg := range sub.messages() {
+		if strings.Contains(msg.payload, "999999") || msg.payload == "offline" {
+			t.Fatalf("a forged message reached a subscriber: %s %s", msg.topic, msg.payload)
+		}
+	}
 	closed = true
 	if err := svc.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -57,6 +57,8 @@ type serviceOptions struct {
 
 // WithEventHook has fn called with every event once it is queued (its Seq
 // set) and its zone state updated, including the end events of Reload.
+// An event that could not be queued (outbox full, disk full) is passed
+// with Seq 0: it will not be delivered, and no seq belongs to it.
 // fn runs on the caller's goroutine and must not keep ev.
 func WithEventHook(fn func(ev *alerts.Event)) Option {
 	return func(o *serviceOptions) { o.onEvent = fn }
@@ -88,20 +90,15 @@ func Start(ctx context.Context, cfg alerts.Config, log *slog.Logger, opts ...Opt
 		return nil, err
 	}
 	if cfg.MQTT.Broker == alerts.EmbeddedBroker {
-		bo, err := BrokerOptions(cfg.Embedded, log)
-		if err != nil {
+		if s.broker, po, err = startEmbedded(ctx, cfg, po, log); err != nil {
 			return nil, err
 		}
-		if s.broker, err = broker.Start(ctx, bo); err != nil {
-			return nil, fmt.Errorf("embedded broker on %s: %w", cfg.Embedded.Listen, err)
-		}
-		po.Broker = "tcp://" + s.broker.Addr()
 	}
 	s.box, err = outbox.Open(outbox.Options{Dir: cfg.Outbox.Dir, MaxBytes: cfg.Outbox.MaxBytes,
 		MaxRecords: cfg.Outbox.MaxRecords, SegmentBytes: cfg.Outbox.SegmentBytes, Logger: log})
 	if err != nil {
 		s.closeBroker()
-		return nil, err
+		return nil, fmt.Errorf("outbox.dir: %w", err)
 	}
 	if s.pub, err = Open(po, s.box); err != nil {
 		s.box.Close()
@@ -176,19 +173,6 @@ func PublisherOptions(cfg alerts.Config, log *slog.Logger) (Options, error) {
 	return o, nil
 }
 
-// BrokerOptions derives embedded broker options, reading user passwords.
-func BrokerOptions(e alerts.EmbeddedConfig, log *slog.Logger) (broker.Options, error) {
-	bo := broker.Options{Listen: e.Listen, AllowAnonymous: e.AllowAnonymous, Logger: log}
-	for i, u := range e.Users {
-		pass, err := alerts.ReadSecret(fmt.Sprintf("embedded.users[%d].password", i), u.PasswordFile, u.PasswordEnv)
-		if err != nil {
-			return broker.Options{}, err
-		}
-		bo.Users = append(bo.Users, broker.User{Username: u.Username, Password: pass})
-	}
-	return bo, nil
-}
-
 // TLSConfig loads a CA bundle (empty: system roots) and an optional client
 // certificate and key, all PEM.
 func TLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
@@ -243,7 +227,7 @@ func (s *Service) emit() error {
 	for i := range s.events {
 		ev := &s.events[i]
 		if _, err := s.pub.Emit(ev); err != nil {
-			s.log.Error("alert event not queued", "id", ev.ID, "type", ev.Type, "err", err)
+			// Emit logged it (rate-limited) and set ev.Seq to 0.
 			errs = append(errs, err)
 		}
 		switch ev.Kind {

@@ -9,7 +9,8 @@ import (
 
 // On disk a record is: magic u32, body length u32, CRC-32C(body) u32, body.
 // Body: kind u8, seq u64, then for data records flags u8, qos u8,
-// topic length u16, topic, payload. All integers little-endian.
+// topic length u16, topic, payload; for drop-range records the last seq
+// of the range u64. All integers little-endian.
 const (
 	recordMagic  = 0x4f42444f // "ODBO"
 	headerSize   = 12
@@ -29,6 +30,10 @@ const (
 	// KindBase starts every segment and carries the last seq assigned so
 	// far, so that sequence numbers survive deleting every older segment.
 	KindBase Kind = 3
+	// KindDropRange marks every seq from Seq to its last seq as dropped or
+	// lost: a rewrite of the log writes it for the seqs between the
+	// pending records it copies, whose data and drop records it deletes.
+	KindDropRange Kind = 4
 )
 
 const flagRetain, flagDroppable = 1, 2
@@ -51,6 +56,8 @@ type Record struct {
 	Retain    bool
 	Droppable bool
 	Payload   []byte
+	// last is the last seq of a drop-range record.
+	last uint64
 }
 
 func (r *Record) size() int64 {
@@ -60,8 +67,11 @@ func (r *Record) size() int64 {
 // appendRecord encodes a record of the given kind onto dst.
 func appendRecord(dst []byte, kind Kind, r *Record) []byte {
 	body := 1 + 8
-	if kind == KindData {
+	switch kind {
+	case KindData:
 		body = dataBodyHead + len(r.Topic) + len(r.Payload)
+	case KindDropRange:
+		body = 1 + 8 + 8
 	}
 	start := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, recordMagic)
@@ -70,6 +80,9 @@ func appendRecord(dst []byte, kind Kind, r *Record) []byte {
 	b0 := len(dst)
 	dst = append(dst, byte(kind))
 	dst = binary.LittleEndian.AppendUint64(dst, r.Seq)
+	if kind == KindDropRange {
+		dst = binary.LittleEndian.AppendUint64(dst, r.last)
+	}
 	if kind == KindData {
 		var flags byte
 		if r.Retain {
@@ -113,6 +126,14 @@ func DecodeRecord(b []byte) (Record, Kind, int, error) {
 	case KindDrop, KindBase:
 		if n != 9 {
 			return Record{}, 0, 0, fmt.Errorf("%w: kind %d with body length %d", ErrCorrupt, kind, n)
+		}
+	case KindDropRange:
+		if n != 17 {
+			return Record{}, 0, 0, fmt.Errorf("%w: kind %d with body length %d", ErrCorrupt, kind, n)
+		}
+		r.last = binary.LittleEndian.Uint64(body[9:])
+		if r.last < r.Seq {
+			return Record{}, 0, 0, fmt.Errorf("%w: drop range %d..%d", ErrCorrupt, r.Seq, r.last)
 		}
 	case KindData:
 		if n < dataBodyHead {

@@ -50,6 +50,12 @@ type Config struct {
 	UDPRTCPAddr string
 	// Generated maps a path ("sim", without slashes) to its frame source.
 	Generated map[string]Generated
+	// RequestTimeout closes a connection whose first request has not
+	// arrived within it (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// MaxConnections bounds the open TCP connections (default
+	// DefaultMaxConnections).
+	MaxConnections int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -61,6 +67,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	srv       *gortsplib.Server
+	guard     *guardListener
 	addr      string
 	generated map[string]*generatedPath
 	published map[string]*publishedPath
@@ -122,6 +129,12 @@ func New(cfg Config) (*Server, error) {
 		gen[name] = g
 	}
 	cfg.Generated = gen
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -139,6 +152,7 @@ func (s *Server) Start() error {
 		return errors.New("rtsp server: already started")
 	}
 	var ln net.Listener
+	var guard *guardListener
 	srv := &gortsplib.Server{
 		Handler:        &handler{s: s},
 		RTSPAddress:    s.cfg.Addr,
@@ -152,14 +166,19 @@ func (s *Server) Start() error {
 		WriteTimeout:             10 * time.Second,
 		Listen: func(network, address string) (net.Listener, error) {
 			l, err := net.Listen(network, address)
+			if err != nil {
+				return nil, err
+			}
 			ln = l
-			return l, err
+			guard = newGuardListener(l, s.cfg.RequestTimeout, s.cfg.MaxConnections, s.log)
+			return guard, nil
 		},
 	}
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("rtsp server: listen %s: %w", s.cfg.Addr, err)
 	}
 	s.srv = srv
+	s.guard = guard
 	s.addr = ln.Addr().String()
 	// A restart binds the same port even when the first Start asked for port 0.
 	s.cfg.Addr = s.addr
@@ -432,4 +451,16 @@ func (h *handler) OnSessionClose(ctx *gortsplib.ServerHandlerOnSessionCloseCtx) 
 			s.log.Info("publisher left", "path", name)
 		}
 	}
+}
+
+// GuardStats returns how many connections were closed for sending no
+// complete request in time and how many were refused at the connection
+// limit, since Start.
+func (s *Server) GuardStats() (idleClosed, refused uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guard == nil {
+		return 0, 0
+	}
+	return s.guard.idle.Load(), s.guard.refused.Load()
 }

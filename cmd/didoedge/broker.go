@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
@@ -18,7 +19,9 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	user := fs.String("user", "", "username of the one account (instead of -config)")
 	passFile := fs.String("password-file", "", "file holding the account's password")
 	passEnv := fs.String("password-env", "", "environment variable holding the account's password")
-	anonymous := fs.Bool("allow-anonymous", false, "let clients without credentials connect")
+	anonymous := fs.Bool("allow-anonymous", false, "let clients without credentials connect (they may read the topic prefix, never publish)")
+	read := fs.String("read", "didoedge/#", "comma-separated topic filters the -user account may subscribe to")
+	write := fs.String("write", "didoedge/#", "comma-separated topic filters the -user account may publish on")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -26,24 +29,43 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	emb := alerts.EmbeddedConfig{Listen: broker.DefaultListen, AllowAnonymous: *anonymous}
+	prefix := "didoedge"
 	if *config != "" {
 		cfg, err := alerts.LoadConfig(*config)
 		if err != nil {
 			return err
 		}
-		emb = cfg.Embedded
+		emb, prefix = cfg.Embedded, cfg.TopicPrefix
 		emb.AllowAnonymous = emb.AllowAnonymous || *anonymous
 	}
 	if *user != "" {
 		if (*passFile == "") == (*passEnv == "") {
 			return errors.New("-user needs exactly one of -password-file or -password-env")
 		}
-		emb.Users = append(emb.Users, alerts.UserConfig{Username: *user, PasswordFile: *passFile, PasswordEnv: *passEnv})
+		u := alerts.UserConfig{Username: *user, PasswordFile: *passFile, PasswordEnv: *passEnv}
+		for _, f := range []struct {
+			flag, list string
+			dst        *[]string
+		}{{"-read", *read, &u.Read}, {"-write", *write, &u.Write}} {
+			for _, filter := range strings.Split(f.list, ",") {
+				if filter = strings.TrimSpace(filter); filter == "" {
+					continue
+				}
+				if err := broker.CheckFilter(filter); err != nil {
+					return fmt.Errorf("%s %q: %w", f.flag, filter, err)
+				}
+				*f.dst = append(*f.dst, filter)
+			}
+		}
+		emb.Users = append(emb.Users, u)
 	}
 	if *listen != "" {
+		if err := broker.CheckAddress(*listen); err != nil {
+			return fmt.Errorf("-listen: %w", err)
+		}
 		emb.Listen = *listen
 	}
-	opts, err := mqttpub.BrokerOptions(emb, env.log)
+	opts, err := mqttpub.BrokerOptions(emb, prefix, env.log)
 	if err != nil {
 		return err
 	}
@@ -51,7 +73,11 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v)\n", b.Addr(), len(opts.Users), opts.AllowAnonymous)
+	addrs := b.Addr()
+	if t := b.TLSAddr(); t != "" {
+		addrs = strings.TrimPrefix(addrs+", TLS "+t, ", ")
+	}
+	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v)\n", addrs, len(opts.Users), opts.AllowAnonymous)
 	<-ctx.Done()
 	return b.Close()
 }

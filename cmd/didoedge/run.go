@@ -50,26 +50,31 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// servePipeline builds the pipeline, serves the debug page, handles SIGHUP
-// and runs until ctx ends; started (if set) is called once everything runs.
+// servePipeline binds the HTTP address (a taken one fails before anything
+// else starts; /healthz answers "starting" while the models load), builds
+// the pipeline, serves the debug page, handles SIGHUP and runs until ctx
+// ends; started (if set) is called once everything runs.
 func servePipeline(ctx context.Context, env *cliEnv, cfg *runtime.Config, opts runtime.Options, printEvents bool,
 	started func(p *runtime.Pipeline, httpAddr string)) error {
 	opts.Logger = env.log
 	if printEvents {
 		opts.OnEvent = func(ev *alerts.Event) { fmt.Fprintln(env.stdout, runtime.FormatEvent(ev)) }
 	}
+	var srv *debugpage.Server
+	if cfg.HTTP.Listen != runtime.HTTPOff {
+		var err error
+		if srv, err = debugpage.Listen(ctx, cfg.HTTP.Listen, debugpage.DefaultStartupGrace, env.log); err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
 	p, err := runtime.New(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
 	httpAddr := ""
-	if cfg.HTTP.Listen != runtime.HTTPOff {
-		srv, err := debugpage.Start(ctx, cfg.HTTP.Listen, p, env.log)
-		if err != nil {
-			p.Close()
-			return err
-		}
-		defer srv.Close()
+	if srv != nil {
+		srv.Attach(p)
 		httpAddr = srv.Addr()
 	}
 	hup := make(chan os.Signal, 1)
@@ -82,9 +87,8 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runtime.Config, opts r
 				return
 			case <-hup:
 				env.log.Info("SIGHUP: reloading zones and thresholds", "config", cfg.Path)
-				if err := p.Reload(ctx); err != nil {
-					env.log.Error("reload", "err", err)
-				}
+				// A failed reload is logged once, by the pipeline.
+				p.Reload(ctx)
 			}
 		}
 	}()

@@ -86,7 +86,7 @@ func TestRunSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -132,6 +132,17 @@ func TestRunSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("two END events after SIGHUP", func() bool { return count("END") >= 2 })
+
+	// A config that does not load is refused, logged once, the run goes on.
+	good, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, []byte("alerts: [\n"), 0o644)
+	syscall.Kill(pid, syscall.SIGHUP)
+	wait("the failed reload in the log", func() bool { return strings.Contains(stderr.String(), "reload failed") })
+	time.Sleep(300 * time.Millisecond)
+	if n := strings.Count(stderr.String(), "level=ERROR"); n != 1 {
+		t.Fatalf("%d ERROR lines for one failed reload, want 1:\n%s", n, stderr.String())
+	}
+	os.WriteFile(cfgPath, good, 0o644)
 
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,12 @@
 package testmodels
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
@@ -86,7 +89,8 @@ func Write(tb testing.TB, dir string) Files {
 }
 
 // WriteReference writes the models in the reference layout: Write's two
-// models plus depth.yaml (DepthIOSpec) and a MANIFEST.
+// models plus depth.yaml (DepthIOSpec) and a MANIFEST with the sha256 of
+// each (the demo checks them).
 func WriteReference(tb testing.TB, dir string) Files {
 	tb.Helper()
 	f := Write(tb, dir)
@@ -94,7 +98,17 @@ func WriteReference(tb testing.TB, dir string) Files {
 	if err := os.WriteFile(f.DepthIOSpec, []byte(DepthIOSpec), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(f.Manifest, []byte("test models with random weights\n"), 0o644); err != nil {
+	var m strings.Builder
+	m.WriteString("# test models with random weights (internal/testmodels)\n")
+	for _, p := range []string{f.Depth, f.DepthIOSpec, f.AuxUE} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fmt.Fprintf(&m, "\nfile: %s\nsha256: %x\ncommand: internal/testmodels.WriteReference (seeded random weights)\n",
+			filepath.Base(p), sha256.Sum256(data))
+	}
+	if err := os.WriteFile(f.Manifest, []byte(m.String()), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	return f

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"image"
 	"image/jpeg"
+	"io"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/didoedge/didoedge/runtime"
@@ -32,27 +34,54 @@ type Pipeline interface {
 	Metrics() *runtime.Metrics
 	// Ready reports whether frames are being assessed.
 	Ready() bool
+	// Health reports whether the pipeline works (/healthz).
+	Health() runtime.Health
 }
+
+// DefaultStartupGrace is how long /healthz answers "starting" (200) before
+// a pipeline is attached: loading models can take minutes (TensorRT
+// builds its engines on a first start), and a health check that restarts
+// the service meanwhile would never let it finish.
+const DefaultStartupGrace = 15 * time.Minute
 
 // Server is the running HTTP server.
 type Server struct {
-	srv  *http.Server
-	ln   net.Listener
-	done chan struct{}
+	srv     *http.Server
+	ln      net.Listener
+	done    chan struct{}
+	handler atomic.Pointer[http.Handler]
+	started time.Time
+	grace   time.Duration
 }
 
 // Start listens on addr (host:port; port 0 picks a free one) and serves
-// until Close or ctx ends.
+// p until Close or ctx ends.
 func Start(ctx context.Context, addr string, p Pipeline, log *slog.Logger) (*Server, error) {
+	s, err := Listen(ctx, addr, DefaultStartupGrace, log)
+	if err != nil {
+		return nil, err
+	}
+	s.Attach(p)
+	return s, nil
+}
+
+// Listen binds addr at once, so that a taken or bad address is reported
+// before anything else starts, and serves the start-up endpoints until
+// Attach: /healthz answers 200 "starting" for up to grace after Listen
+// (then 503), /readyz and everything else 503.
+func Listen(ctx context.Context, addr string, grace time.Duration, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("debug page: listen %s: %w", addr, err)
+		return nil, fmt.Errorf("http.listen %s: %w", addr, err)
 	}
-	s := &Server{srv: &http.Server{Handler: Handler(p), ReadHeaderTimeout: 5 * time.Second},
-		ln: ln, done: make(chan struct{})}
+	s := &Server{ln: ln, done: make(chan struct{}), started: time.Now(), grace: grace}
+	starting := s.startingHandler()
+	s.handler.Store(&starting)
+	s.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.handler.Load()).ServeHTTP(w, r) })}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -67,6 +96,29 @@ func Start(ctx context.Context, addr string, p Pipeline, log *slog.Logger) (*Ser
 		}
 	}()
 	return s, nil
+}
+
+// Attach serves the pipeline's endpoints from now on.
+func (s *Server) Attach(p Pipeline) {
+	h := Handler(p)
+	s.handler.Store(&h)
+}
+
+func (s *Server) startingHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if el := time.Since(s.started); el > s.grace {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unhealthy\nstarting: FAIL still loading models after %s (limit %s)\n", el.Round(time.Second), s.grace)
+			return
+		}
+		fmt.Fprintf(w, "starting\nstarting: ok loading models for %s (limit %s)\n", time.Since(s.started).Round(time.Second), s.grace)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "starting: loading models", http.StatusServiceUnavailable)
+	})
+	return mux
 }
 
 // Addr is the address the server listens on.
@@ -116,7 +168,22 @@ func Handler(p Pipeline) http.Handler {
 		p.Metrics().WriteTo(w)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok\n"))
+		h := p.Health()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if !h.OK {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "unhealthy\n")
+		} else {
+			io.WriteString(w, "ok\n")
+		}
+		for _, c := range h.Checks {
+			state := "ok"
+			if !c.OK {
+				state = "FAIL"
+			}
+			fmt.Fprintf(w, "%s: %s %s\n", c.Name, state, c.Detail)
+		}
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !p.Ready() {

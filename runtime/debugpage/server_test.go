@@ -24,6 +24,16 @@ type fakePipeline struct {
 	metrics runtime.Metrics
 	ready   bool
 	watched int
+	sick    string // a failing health check's detail; "" when healthy
+}
+
+func (f *fakePipeline) Health() runtime.Health {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.sick != "" {
+		return runtime.Health{OK: false, Checks: []runtime.HealthCheck{{Name: "models", OK: true, Detail: "loaded"}, {Name: "frames", OK: false, Detail: f.sick}}}
+	}
+	return runtime.Health{OK: true, Checks: []runtime.HealthCheck{{Name: "frames", OK: true, Detail: "last frame 10ms ago"}}}
 }
 
 func newFake(w, h int) *fakePipeline {
@@ -118,7 +128,7 @@ func TestEndpoints(t *testing.T) {
 	}{
 		{"/", 200, "text/html; charset=utf-8", `id="img-epistemic"`},
 		{"/metrics", 200, "text/plain; version=0.0.4; charset=utf-8", "didoedge_frames_dropped_total 2"},
-		{"/healthz", 200, "text/plain; charset=utf-8", "ok"},
+		{"/healthz", 200, "text/plain; charset=utf-8", "ok\nframes: ok last frame 10ms ago"},
 		{"/readyz", 200, "text/plain; charset=utf-8", "ready"},
 		{"/api/state", 200, "application/json", `"name":"r0c1"`},
 		{"/img/nothing.jpg", 404, "", ""},
@@ -157,6 +167,13 @@ func TestEndpoints(t *testing.T) {
 	f.mu.Unlock()
 	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("readyz %d while not ready", resp.StatusCode)
+	}
+	f.mu.Lock()
+	f.sick = "last frame 9s ago (limit 2s)"
+	f.mu.Unlock()
+	if resp, body := get(t, base+"/healthz"); resp.StatusCode != http.StatusServiceUnavailable ||
+		!strings.Contains(string(body), "unhealthy\n") || !strings.Contains(string(body), "frames: FAIL last frame 9s ago (limit 2s)") {
+		t.Fatalf("healthz %d %q while the pipeline fails", resp.StatusCode, body)
 	}
 	if watched < 5 {
 		t.Fatalf("state and image requests called Watch %d times, want 5", watched)
@@ -217,4 +234,37 @@ func absDiff(a, b int) int {
 		return a - b
 	}
 	return b - a
+}
+
+// TestStartingHealth: between Listen and Attach (models loading) /healthz
+// answers 200 "starting" within the grace and 503 after it; the other
+// endpoints answer 503.
+func TestStartingHealth(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Listen(ctx, "127.0.0.1:0", 400*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := "http://" + s.Addr()
+	if resp, body := get(t, base+"/healthz"); resp.StatusCode != 200 || !strings.HasPrefix(string(body), "starting\n") {
+		t.Fatalf("healthz while starting: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz while starting: %d", resp.StatusCode)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if resp, body := get(t, base+"/healthz"); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "FAIL still loading models") {
+		t.Fatalf("healthz past the grace: %d %q", resp.StatusCode, body)
+	}
+	f := newFake(64, 32)
+	s.Attach(f)
+	if resp, body := get(t, base+"/healthz"); resp.StatusCode != 200 || !strings.HasPrefix(string(body), "ok\n") {
+		t.Fatalf("healthz after Attach: %d %q", resp.StatusCode, body)
+	}
+	// A second Listen on the same address names the key.
+	if _, err := Listen(ctx, s.Addr(), time.Second, nil); err == nil || !strings.Contains(err.Error(), "http.listen "+s.Addr()) {
+		t.Fatalf("second listen: %v", err)
+	}
 }

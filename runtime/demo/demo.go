@@ -6,9 +6,12 @@
 package demo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/camera/rtspserver"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -91,7 +95,12 @@ func (o *Options) defaults() {
 }
 
 // CheckModels reports the first missing reference file with the command
-// that builds it.
+// that builds it, then checks every model file the demo reads (depth.onnx,
+// depth.yaml, auxue.onnx and auxue.yaml when present) against the sha256
+// that DIR/MANIFEST records for it, naming the file that differs: a
+// truncated, damaged or swapped model is refused before anything starts.
+// (calibration.yaml is the user's to rewrite with `didoedge calibrate`; its
+// own parser checks it.)
 func CheckModels(dir string) error {
 	for _, f := range []string{Manifest, DepthModel, DepthIOSpec, AuxUEModel} {
 		p := filepath.Join(dir, f)
@@ -100,7 +109,52 @@ func CheckModels(dir string) error {
 				p, errors.Unwrap(err), buildHints[f])
 		}
 	}
+	mpath := filepath.Join(dir, Manifest)
+	f, err := os.Open(mpath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	entries, err := depthnet.ParseManifest(f, mpath)
+	if err != nil {
+		return err
+	}
+	listed := map[string]depthnet.ManifestEntry{}
+	for _, e := range entries {
+		listed[e.File] = e
+	}
+	for _, name := range []string{DepthModel, DepthIOSpec, AuxUEModel, AuxUEDescription} {
+		p := filepath.Join(dir, name)
+		if name == AuxUEDescription && !fileExists(p) {
+			continue
+		}
+		e, ok := listed[name]
+		if !ok {
+			return fmt.Errorf("%s is not listed in %s: the demo only runs models whose sha256 the manifest records", p, mpath)
+		}
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		if sum != e.SHA256 {
+			return fmt.Errorf("%s has sha256 %s, but %s records %s: the file is damaged, truncated or not the one the manifest describes; restore it, or rebuild it with: %s",
+				p, sum, mpath, e.SHA256, e.Command)
+		}
+	}
 	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // CheckLibrary finds the ONNX Runtime library or says how to get it.

@@ -1,0 +1,96 @@
+package mqttpub
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/broker"
+)
+
+// BrokerOptions derives embedded broker options, reading user passwords
+// and the TLS files. prefix is the topic prefix anonymous clients may
+// read (when allowed).
+func BrokerOptions(e alerts.EmbeddedConfig, prefix string, log *slog.Logger) (broker.Options, error) {
+	bo := broker.Options{Listen: e.Listen, AllowAnonymous: e.AllowAnonymous, ConnectTimeout: e.ConnectTimeout,
+		MaxConnections: e.MaxConnections, MessageRate: e.MessageRate, MessageBurst: e.MessageBurst, Logger: log}
+	if e.AllowAnonymous {
+		bo.AnonymousRead = []string{prefix + "/#"}
+	}
+	for i, u := range e.Users {
+		pass, err := alerts.ReadSecret(fmt.Sprintf("embedded.users[%d].password", i), u.PasswordFile, u.PasswordEnv)
+		if err != nil {
+			return broker.Options{}, err
+		}
+		bo.Users = append(bo.Users, broker.User{Username: u.Username, Password: pass, Read: u.Read, Write: u.Write})
+	}
+	if t := e.TLS; t != nil {
+		cfg, err := ServerTLSConfig(t.Cert, t.Key, t.ClientCA)
+		if err != nil {
+			return broker.Options{}, fmt.Errorf("embedded.tls: %w", err)
+		}
+		bo.TLSListen, bo.TLS = t.Listen, cfg
+	}
+	return bo, nil
+}
+
+// startEmbedded starts the embedded broker of cfg with an account for the
+// runtime's own client, the only one allowed to publish under the topic
+// prefix (a password made now, never written anywhere), and points the
+// publisher options at it.
+func startEmbedded(ctx context.Context, cfg alerts.Config, po Options, log *slog.Logger) (*broker.Broker, Options, error) {
+	bo, err := BrokerOptions(cfg.Embedded, cfg.TopicPrefix, log)
+	if err != nil {
+		return nil, po, err
+	}
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return nil, po, fmt.Errorf("embedded broker: %w", err)
+	}
+	pass := hex.EncodeToString(secret[:])
+	bo.Users = append(bo.Users, broker.User{Username: alerts.RuntimeUser, Password: pass,
+		Write: []string{cfg.TopicPrefix + "/#"}, Unlimited: true})
+	b, err := broker.Start(ctx, bo)
+	if err != nil {
+		return nil, po, fmt.Errorf("embedded.listen %s: embedded broker: %w", cfg.Embedded.Listen, err)
+	}
+	po.Broker = "tcp://" + b.Addr()
+	po.Username, po.Password, po.TLS = alerts.RuntimeUser, pass, nil
+	return b, po, nil
+}
+
+// ServerTLSConfig loads a server certificate and key and, when clientCA is
+// set, requires client certificates signed by it; all PEM, TLS 1.2+.
+func ServerTLSConfig(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("cert %q, key %q: %w", certFile, keyFile, err)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("client_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client_ca %q: no PEM certificate", clientCA)
+		}
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return c, nil
+}
+
+// BrokerStats returns the embedded broker's counters; false without one.
+func (s *Service) BrokerStats() (broker.Stats, bool) {
+	if s.broker == nil {
+		return broker.Stats{}, false
+	}
+	return s.broker.Stats(), true
+}
