@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/camera/rtspserver"
+	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -115,11 +115,11 @@ func CheckModels(dir string) error {
 		return err
 	}
 	defer f.Close()
-	entries, err := depthnet.ParseManifest(f, mpath)
+	entries, err := offline.ParseManifest(f, mpath)
 	if err != nil {
 		return err
 	}
-	listed := map[string]depthnet.ManifestEntry{}
+	listed := map[string]offline.ManifestEntry{}
 	for _, e := range entries {
 		listed[e.File] = e
 	}
