@@ -59,8 +59,8 @@ func TestParseConfig(t *testing.T) {
 			return strings.Replace(s, "  vehicle: testcar", "  vehicle: testcar\n  vehicel: x", 1)
 		}, []string{"cfg.yaml", "vehicel: unknown key"}},
 		{"bad alerts value", func(s string) string {
-			return strings.Replace(s, "inertia_frames: 1", "inertia_frames: 5000", 1)
-		}, []string{"cfg.yaml", "events.inertia_frames"}},
+			return strings.Replace(s, "exit_inertia: 0s", "exit_inertia: -1s", 1)
+		}, []string{"cfg.yaml", "events.exit_inertia: -1s is negative"}},
 		{"type error names the key", func(s string) string {
 			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: many", 1)
 		}, []string{"inference.intra_op_threads", "many"}},

@@ -53,6 +53,7 @@ type Pipeline struct {
 	times   StageTimes
 
 	frame   camera.Frame
+	image   alerts.Image // the frame as the engine sees it (for snapshots)
 	lastSeq uint64
 
 	reloadReq chan chan error
@@ -76,6 +77,8 @@ type EventRecord struct {
 	Previous string `json:"previous_level"`
 	Reasons  string `json:"reasons"`
 	Episode  string `json:"id"`
+	// Snapshot is the debug page's path of the event's snapshot, if any.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // maxEventLog is how many recent events the debug page can show.
@@ -111,11 +114,11 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
-	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones, p.sink.cal.TauE)
+	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones(), p.sink.calibration().TauE)
 	p.metrics.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
 		func() float64 { return float64(p.sink.pending()) })
 	p.metrics.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 {
-		if p.sink.pub.Connected() {
+		if p.sink.connected() {
 			return 1
 		}
 		return 0
@@ -286,9 +289,9 @@ func (p *Pipeline) reload() error {
 		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
 		return err
 	}
-	p.snap.setZones(p.sink.zones, p.sink.cal.TauE)
+	p.snap.setZones(p.sink.zones(), p.sink.calibration().TauE)
 	p.metrics.Reloads.Add(1)
-	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones), "calibration", ac.Calibration)
+	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones()), "calibration", ac.Calibration)
 	return nil
 }
 
@@ -318,7 +321,8 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	m.Stages[StageAuxUE].Observe(tm.AuxUE)
 	m.Stages[StageReadout].Observe(tm.Readout)
 	t4 := time.Now()
-	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture}, maps); err != nil {
+	p.image = alerts.Image{Width: p.models.inW, Height: p.models.inH, RGB: rgb}
+	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &p.image}, maps); err != nil {
 		p.log.Warn("alerts", "frame", f.Seq, "err", err)
 	}
 	t5 := time.Now()
@@ -341,6 +345,9 @@ func (p *Pipeline) handleEvent(ev *alerts.Event) {
 	p.metrics.countEvent(ev)
 	rec := EventRecord{Seq: ev.Seq, Time: time.UnixMilli(ev.TimeMS).Format("15:04:05.000"), Type: string(ev.Type),
 		Kind: string(ev.Kind), Zone: ev.Zone, Level: ev.Level.String(), Previous: ev.Previous.String(), Episode: ev.ID}
+	if ev.Snapshot != nil {
+		rec.Snapshot = ev.Snapshot.Path
+	}
 	for i, r := range ev.Reasons {
 		if i > 0 {
 			rec.Reasons += ","
@@ -358,6 +365,10 @@ func (p *Pipeline) handleEvent(ev *alerts.Event) {
 		p.opts.OnEvent(ev)
 	}
 }
+
+// EventSnapshot returns the JPEG snapshot of an event id (the latest of
+// its episode); snapshot.ErrNotFound when there is none.
+func (p *Pipeline) EventSnapshot(id string) ([]byte, error) { return p.sink.snapshot(id) }
 
 // Events returns the recent alert events, oldest first.
 func (p *Pipeline) Events() []EventRecord {
