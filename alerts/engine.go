@@ -348,6 +348,31 @@ func (e *Engine) Observe(f Frame, m Maps) error {
 	if err != nil {
 		return fmt.Errorf("observe camera %q frame %d: %w", e.cfg.Camera, f.Seq, err)
 	}
+	return e.step(f, risks, &m)
+}
+
+// ObserveRisks is Observe on zone metrics assessed elsewhere (one per
+// zone, in the order of Zones): replays of recorded drives use it to try
+// other Timings. Without maps there are no snapshots.
+func (e *Engine) ObserveRisks(f Frame, risks []ZoneRisk) error {
+	if len(risks) != len(e.zones) {
+		return fmt.Errorf("observe risks: %d zone metrics for %d zones", len(risks), len(e.zones))
+	}
+	for i := range risks {
+		if risks[i].Zone != e.names[i] {
+			return fmt.Errorf("observe risks: metrics %d are of zone %q, want %q", i, risks[i].Zone, e.names[i])
+		}
+	}
+	return e.step(f, risks, nil)
+}
+
+// LastRisks are the zone metrics of the last frame, in the order of Zones;
+// the slice is the engine's and valid until the next frame.
+func (e *Engine) LastRisks() []ZoneRisk { return e.assessor.out }
+
+// step fuses, steps and delivers one frame's zone metrics; m is nil when
+// the maps are not known (no snapshots).
+func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 	now := e.cfg.Now()
 	e.frames++
 	e.winFrames++
@@ -426,9 +451,9 @@ func (e *Engine) Observe(f Frame, m Maps) error {
 }
 
 // deliver hands events to the sink: for a zone event the snapshot first
-// (when one is due and the frame has an image), then the event, then the
-// zone's state.
-func (e *Engine) deliver(evs []Event, f Frame, m Maps) error {
+// (when one is due and the frame has an image and maps), then the event,
+// then the zone's state.
+func (e *Engine) deliver(evs []Event, f Frame, m *Maps) error {
 	var errs []error
 	snaps, _ := e.sink.(SnapshotSink)
 	for i := range evs {
@@ -437,9 +462,9 @@ func (e *Engine) deliver(evs []Event, f Frame, m Maps) error {
 		if ev.Kind == KindZone {
 			zi = e.zoneIndex(ev.Zone)
 		}
-		if zi >= 0 && snaps != nil && f.Image != nil && e.snapshotDue(zi, ev) {
+		if zi >= 0 && snaps != nil && f.Image != nil && m != nil && e.snapshotDue(zi, ev) {
 			ev.Snapshot = &SnapshotRef{FrameSeq: ev.FrameSeq, TimeMS: ev.TimeMS}
-			s := Snapshot{Event: ev, Zone: e.assessor.zones[zi], Image: *f.Image, Maps: m, TauE: e.cal.tauEFor(ev.Zone)}
+			s := Snapshot{Event: ev, Zone: e.assessor.zones[zi], Image: *f.Image, Maps: *m, TauE: e.cal.tauEFor(ev.Zone)}
 			if err := snaps.Snapshot(&s); err != nil {
 				errs = append(errs, fmt.Errorf("snapshot of %s: %w", ev.ID, err))
 			}

@@ -425,3 +425,31 @@ func TestEngineObserveWithoutEventsDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Observe allocates %v times per frame", n)
 	}
 }
+
+// TestObserveRisksReplaysObserve: recording LastRisks of a live engine
+// and replaying them through ObserveRisks on a second engine gives the
+// same events (without snapshots).
+func TestObserveRisksReplaysObserve(t *testing.T) {
+	tm := Timing{FusionTimeConstant: 150 * time.Millisecond, ExitInertia: 200 * time.Millisecond, MergeWindow: 300 * time.Millisecond}
+	live, replay := newFixture(t, tm), newFixture(t, tm)
+	for i, o := range []int{0, 8, 9, 2, 9, 0, 0, 0, 0, 0, 0, 0, 6, 6, 0, 0, 0, 0, 0, 0} {
+		live.frame(t, uint64(i), o)
+		risks := slices.Clone(live.e.LastRisks())
+		if err := replay.e.ObserveRisks(Frame{Seq: uint64(i), Capture: live.base.Add(time.Duration(i) * 100 * time.Millisecond)}, risks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(live.rec.events) < 4 || len(live.rec.events) != len(replay.rec.events) {
+		t.Fatalf("live %d events, replay %d", len(live.rec.events), len(replay.rec.events))
+	}
+	for i := range live.rec.events {
+		a, b := live.rec.events[i], replay.rec.events[i]
+		a.Snapshot, b.Snapshot = nil, nil
+		if a.ID != b.ID || a.Type != b.Type || a.Level != b.Level || a.TimeMS != b.TimeMS || a.Metrics.Fused.OODFraction != b.Metrics.Fused.OODFraction {
+			t.Fatalf("event %d: live %+v, replay %+v", i, a, b)
+		}
+	}
+	if err := replay.e.ObserveRisks(Frame{}, nil); err == nil {
+		t.Fatal("metrics of no zone accepted")
+	}
+}
