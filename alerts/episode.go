@@ -156,3 +156,9 @@ func (k *tracker) end(t time.Time) (bool, Level) {
 	*k = tracker{since: t}
 	return true, prev
 }
+
+// String lists the durations with their config keys.
+func (t Timing) String() string {
+	return fmt.Sprintf("fusion_time_constant %v, enter_inertia %v, exit_inertia %v, min_episode %v, merge_window %v",
+		t.FusionTimeConstant, t.EnterInertia, t.ExitInertia, t.MinEpisode, t.MergeWindow)
+}

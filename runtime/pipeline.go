@@ -35,6 +35,9 @@ type FrameTiming struct {
 	Start     time.Time     // the pipeline took the frame
 	Inference time.Duration // depth + AuxUE runs
 	Done      time.Time     // events queued in the outbox
+	// Risks are the frame's zone metrics (before fusion), in zone order;
+	// valid only during the OnFrame call.
+	Risks []alerts.ZoneRisk
 }
 
 // Pipeline runs camera -> depth -> AuxUE -> alerts. Create it with New,
@@ -330,7 +333,8 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	m.Latency.Observe(t5.Sub(f.Capture))
 	m.frameDone(t5)
 	if p.opts.OnFrame != nil {
-		p.opts.OnFrame(FrameTiming{Seq: f.Seq, Capture: f.Capture, Start: t0, Inference: tm.Depth + tm.AuxUE, Done: t5})
+		p.opts.OnFrame(FrameTiming{Seq: f.Seq, Capture: f.Capture, Start: t0, Inference: tm.Depth + tm.AuxUE, Done: t5,
+			Risks: p.sink.engine.LastRisks()})
 	}
 	p.maybeSnapshot(t5, f, rgb, maps)
 }

@@ -63,6 +63,8 @@ type Options struct {
 	Timing *alerts.Timing
 	// Snapshots turns event snapshots on, stored in WorkDir/snapshots.
 	Snapshots bool
+	// HomeAssistant turns Home Assistant MQTT discovery on.
+	HomeAssistant bool
 	Logger    *slog.Logger // for the camera server (default slog.Default())
 	// Zones replaces the demo's four zones (ego lane, sides, road ahead).
 	Zones []alerts.ZoneSpec
@@ -287,6 +289,7 @@ alerts:
     camera_stall: 3s
     update_interval: %s
   snapshots: {dir: %q, max_bytes: 16777216}
+  homeassistant: {discovery: %v}
   mqtt:
     broker: %q
     client_id: didoedge-demo
@@ -303,7 +306,7 @@ http:
 `, cameraURL, filepath.Join(models, DepthModel), filepath.Join(models, DepthIOSpec),
 		filepath.Join(models, AuxUEModel), auxIO, inputs, cal, zones,
 		tm.FusionTimeConstant, tm.EnterInertia, tm.ExitInertia, tm.MinEpisode, tm.MergeWindow, o.UpdateInterval, snapshots,
-		broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
+		o.HomeAssistant, broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
 	return runtime.Parse("demo defaults", []byte(b.String()), models)
 }
 

@@ -58,7 +58,7 @@ type Scenario struct {
 // Switch records when the camera started rendering a phase.
 type Switch struct {
 	Phase int
-	At    time.Time // wall time the first frame of the phase was rendered
+	At    time.Time // wall time the first frame of the phase was asked for (its capture instant)
 	Frame int
 }
 
@@ -159,8 +159,12 @@ func (s *Scenario) renderPhase(ph, index int) error {
 	return nil
 }
 
-// Render implements rtspserver.FrameSource: frame index of its phase.
+// Render implements rtspserver.FrameSource: frame index of its phase. A
+// phase's Switch time is taken when Render is called, which is the
+// frame's capture instant for the RTSP server (it stamps the frame just
+// before rendering it), not after the rendering work.
 func (s *Scenario) Render(index int, rgb []uint8) error {
+	at := time.Now()
 	ph := s.PhaseAt(index)
 	if s.cache != nil {
 		c := s.cache[ph]
@@ -173,7 +177,7 @@ func (s *Scenario) Render(index int, rgb []uint8) error {
 	}
 	s.mu.Lock()
 	if ph != s.current {
-		s.switches = append(s.switches, Switch{Phase: ph, At: time.Now(), Frame: index})
+		s.switches = append(s.switches, Switch{Phase: ph, At: at, Frame: index})
 	}
 	s.current = ph
 	s.mu.Unlock()

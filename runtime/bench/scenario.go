@@ -1,0 +1,464 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/demo"
+)
+
+// ScriptSegment is one ground-truth segment of a scripted drive.
+type ScriptSegment struct {
+	Kind  string // KindClear, KindFog, ...
+	Phase demo.Phase
+}
+
+// OODPhase returns the simulated camera phase of an out-of-distribution
+// segment kind: heavy fog (extinction 0.12/m), sensor noise (gaussian
+// noise, severity 3), night (the dark corruption, severity 4), the indoor
+// world, obstacles on the ego lane (crates, fallen trees). "noise:5" or
+// "night:3" choose another severity (1..5); the kind keeps the suffix.
+func OODPhase(kind string, d time.Duration) (demo.Phase, error) {
+	p := demo.Phase{Name: kind, World: sim.WorldOutdoor, Duration: d}
+	base, sev, hasSev := strings.Cut(kind, ":")
+	severity := 0
+	if hasSev {
+		n, err := strconv.Atoi(sev)
+		if err != nil || (base != KindNoise && base != KindNight) {
+			return p, fmt.Errorf("segment kind %q: only noise:N and night:N take a severity", kind)
+		}
+		severity = n
+	}
+	pick := func(def int) int {
+		if severity != 0 {
+			return severity
+		}
+		return def
+	}
+	switch base {
+	case KindFog:
+		p.Fog = 0.12
+	case KindNoise:
+		p.Corruption, p.Severity = "gaussian_noise", pick(3)
+	case KindNight:
+		p.Corruption, p.Severity = "dark", pick(4)
+	case KindIndoor:
+		p.World = sim.WorldIndoor
+	case KindObstacle:
+		p.Obstacles = true
+	case KindClear:
+	default:
+		return p, fmt.Errorf("unknown segment kind %q (fog, noise, night, indoor, obstacle)", kind)
+	}
+	if p.Corruption != "" && (p.Severity < 1 || p.Severity > 5) {
+		return p, fmt.Errorf("segment kind %q: severity %d outside 1..5", kind, p.Severity)
+	}
+	return p, nil
+}
+
+// Script builds a drive: lead of clear driving, then reps rounds of every
+// kind (each ood long, followed by gap of clear driving), then tail of
+// clear driving (the long stretch for false episodes).
+func Script(kinds []string, reps int, lead, ood, gap, tail time.Duration) ([]ScriptSegment, error) {
+	clear := func(d time.Duration) ScriptSegment {
+		return ScriptSegment{Kind: KindClear, Phase: demo.Phase{Name: KindClear, World: sim.WorldOutdoor, Duration: d}}
+	}
+	s := []ScriptSegment{clear(lead)}
+	for range reps {
+		for _, k := range kinds {
+			p, err := OODPhase(k, ood)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, ScriptSegment{Kind: k, Phase: p}, clear(gap))
+		}
+	}
+	if tail > 0 {
+		s[len(s)-1].Phase.Duration += tail
+	}
+	return s, nil
+}
+
+// DefaultKinds are the out-of-distribution segments of the benchmark.
+var DefaultKinds = []string{KindFog, KindNoise, KindNight, KindIndoor, KindObstacle}
+
+// ScenarioOptions configure `didoedge bench scenario`.
+type ScenarioOptions struct {
+	Options
+	// Out receives the report, the timeline, every MQTT message and the
+	// per-frame zone metrics.
+	Out    string
+	Script []ScriptSegment
+	// Timing of the engine (nil: alerts.DefaultTiming).
+	Timing *alerts.Timing
+	// Mosquitto is the broker binary (default: FindMosquitto).
+	Mosquitto string
+	// Grace: an episode starting this soon after an OOD segment ended is
+	// that segment's (default 3 s); also the start-up time not counted.
+	Grace time.Duration
+	// Tune replays the recorded zone metrics with each of these timings.
+	Tune []alerts.Timing
+	// Progress, when set, gets a line per segment change.
+	Progress func(string)
+}
+
+// ScenarioReport is the outcome of a scenario run.
+type ScenarioReport struct {
+	Analysis *Analysis
+	Goals    []Goal
+	Timing   alerts.Timing
+	Frames   uint64  // assessed
+	FPS      float64 // assessed per second
+	Dropped  uint64
+	Messages int // MQTT messages the subscriber recorded
+	Duration time.Duration
+	Tuning   []TuneResult
+	// Signals are the raw zone metrics per segment kind (the aleatoric
+	// criterion's behaviour among them).
+	Signals []Signal
+}
+
+// frameRecord is one assessed frame's zone metrics (frames.jsonl).
+type frameRecord struct {
+	Seq       uint64    `json:"seq"`
+	CaptureMS int64     `json:"capture_ms"`
+	OOD       []float32 `json:"ood_fraction"`
+	Alea      []float32 `json:"aleatoric_fraction"`
+	// Risks keep everything for the replay.
+	risks   []alerts.ZoneRisk
+	capture time.Time
+}
+
+// recorder is the MQTT subscriber: it records every message.
+type recorder struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	f      *os.File
+	n      int
+	events []Received
+	err    error
+}
+
+func (r *recorder) handle(_ mqtt.Client, m mqtt.Message) {
+	at := time.Now()
+	payload := m.Payload()
+	line := map[string]any{"at_ms": at.UnixMilli(), "topic": m.Topic(), "retained": m.Retained(), "qos": m.Qos(), "bytes": len(payload)}
+	if json.Valid(payload) && len(payload) > 0 {
+		line["payload"] = json.RawMessage(payload)
+	} else if len(payload) > 0 {
+		sum := sha256.Sum256(payload)
+		line["sha256"] = hex.EncodeToString(sum[:])
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	b, err := json.Marshal(line)
+	if err == nil {
+		r.w.Write(b)
+		err = r.w.WriteByte('\n')
+	}
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	if strings.HasSuffix(m.Topic(), "/events") {
+		var ev alerts.Event
+		if json.Unmarshal(payload, &ev) == nil {
+			r.events = append(r.events, Received{Event: ev, At: at})
+		}
+	}
+}
+
+// Scenario drives the simulated camera through the script over RTSP, runs
+// the real pipeline (models, alerts, a mosquitto broker it starts), records
+// every MQTT message with a subscriber, and compares the events with the
+// ground-truth segments.
+func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
+	o.defaults()
+	if o.Grace == 0 {
+		o.Grace = 3 * time.Second
+	}
+	if len(o.Script) == 0 {
+		return nil, errors.New("bench scenario: empty script")
+	}
+	tm := alerts.DefaultTiming()
+	if o.Timing != nil {
+		tm = *o.Timing
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("bench scenario: %w", err)
+	}
+	work, err := os.MkdirTemp(o.Out, "work-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	bin := o.Mosquitto
+	if bin == "" {
+		if bin, err = FindMosquitto(); err != nil {
+			return nil, err
+		}
+	}
+	broker, err := StartMosquitto(ctx, bin, work)
+	if err != nil {
+		return nil, err
+	}
+	defer broker.Stop()
+
+	var phases []demo.Phase
+	var total time.Duration
+	for _, s := range o.Script {
+		phases = append(phases, s.Phase)
+		total += s.Phase.Duration
+	}
+	// A last phase that the run never reaches, so the script does not loop.
+	phases = append(phases, demo.Phase{Name: "after", World: sim.WorldOutdoor, Duration: time.Hour})
+	do := demo.Options{ModelsDir: o.ModelsDir, WorkDir: work, MQTT: "tcp://" + broker.Addr, HTTP: runtime.HTTPOff,
+		FPS: o.FPS, Phases: phases, Logger: o.Log, Precompute: o.Precompute, Timing: &tm, Snapshots: true, HomeAssistant: true}
+	cam, err := demo.StartCamera(do, o.Width, o.Height)
+	if err != nil {
+		return nil, err
+	}
+	defer cam.Server.Close()
+	cfg, err := demo.Config(do, cam.URL)
+	if err != nil {
+		return nil, err
+	}
+
+	msgs, err := os.Create(filepath.Join(o.Out, "messages.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer msgs.Close()
+	rec := &recorder{f: msgs, w: bufio.NewWriterSize(msgs, 1<<20)}
+	sub := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr).
+		SetClientID("didoedge-bench-scenario-" + strconv.FormatInt(time.Now().UnixNano(), 36)).SetCleanSession(true).
+		SetOrderMatters(false))
+	if tok := sub.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		return nil, fmt.Errorf("bench subscriber: connect: %v", tok.Error())
+	}
+	defer sub.Disconnect(250)
+	for _, topic := range []string{cfg.AlertsConfig.TopicPrefix + "/#", cfg.AlertsConfig.HomeAssistant.Prefix + "/#"} {
+		if tok := sub.Subscribe(topic, 1, rec.handle); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			return nil, fmt.Errorf("bench subscriber: subscribe %s: %v", topic, tok.Error())
+		}
+	}
+
+	var fmu sync.Mutex
+	var frames []frameRecord
+	onFrame := func(ft runtime.FrameTiming) {
+		fr := frameRecord{Seq: ft.Seq, CaptureMS: ft.Capture.UnixMilli(), capture: ft.Capture, risks: slices.Clone(ft.Risks)}
+		for _, r := range ft.Risks {
+			fr.OOD = append(fr.OOD, r.OODFraction)
+			fr.Alea = append(fr.Alea, r.AleatoricFraction)
+		}
+		fmu.Lock()
+		frames = append(frames, fr)
+		fmu.Unlock()
+	}
+	p, err := runtime.New(ctx, cfg, runtime.Options{Logger: o.Log, OnFrame: onFrame})
+	if err != nil {
+		return nil, err
+	}
+	spec, err := cfg.AlertsConfig.EngineSpec("alerts")
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+
+	// Wait for the script to play out, reporting segment changes.
+	started := time.Now()
+	var runEnd time.Time
+	announced := 0
+	for {
+		sw := cam.Scenario.Switches()
+		for ; announced < len(sw); announced++ {
+			if ph := sw[announced].Phase; ph < len(o.Script) && o.Progress != nil {
+				o.Progress(fmt.Sprintf("%s segment %d/%d: %s (%v)", sw[announced].At.Format("15:04:05.000"), ph+1, len(o.Script),
+					o.Script[ph].Kind, o.Script[ph].Phase.Duration))
+			}
+		}
+		if n := len(sw); n > 0 && sw[n-1].Phase == len(o.Script) {
+			runEnd = sw[n-1].At
+			break
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			stop()
+			<-done
+			return nil, err
+		}
+		if time.Since(started) > total+time.Minute {
+			stop()
+			<-done
+			return nil, fmt.Errorf("bench scenario: the camera did not play the %v script in %v", total, time.Since(started).Round(time.Second))
+		}
+	}
+	// Let the last episodes end and their events arrive.
+	if err := sleep(ctx, o.Grace+time.Second); err != nil {
+		stop()
+		<-done
+		return nil, err
+	}
+	m := p.Metrics()
+	assessed, dropped := m.Frames.Load(), m.Dropped.Load()
+	stop()
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond) // the close's end events reach the subscriber
+	sub.Disconnect(250)
+	rec.mu.Lock()
+	events, nmsgs := slices.Clone(rec.events), rec.n
+	werr := errors.Join(rec.err, rec.w.Flush())
+	rec.mu.Unlock()
+	if werr != nil {
+		return nil, fmt.Errorf("bench scenario: messages.jsonl: %w", werr)
+	}
+
+	spans := spansOf(cam.Scenario.Switches(), o.Script, runEnd)
+	zones := make([]string, len(spec.Zones))
+	for i, z := range spec.Zones {
+		zones[i] = z.Name
+	}
+	// Only what happened until the run's end counts (the shutdown ends
+	// every open episode).
+	var inRun []Received
+	for _, r := range events {
+		if time.UnixMilli(r.Event.TimeMS).Before(runEnd.Add(o.Grace)) {
+			inRun = append(inRun, r)
+		}
+	}
+	rep := &ScenarioReport{Timing: tm, Frames: assessed, Dropped: dropped, Messages: nmsgs, Duration: runEnd.Sub(spans[0].Start)}
+	rep.FPS = float64(assessed) / time.Since(started).Seconds()
+	rep.Analysis = Analyze(spans, zones, Episodes(inRun), o.Grace, runEnd.Add(o.Grace))
+	rep.Goals = Goals(rep.Analysis)
+
+	fmu.Lock()
+	defer fmu.Unlock()
+	fm := make([]FrameMetrics, len(frames))
+	for i, f := range frames {
+		fm[i] = FrameMetrics{Capture: f.capture, OOD: f.OOD, Alea: f.Alea}
+	}
+	aleaWarn := 0.0
+	if c := spec.Calibration.Levels.AleatoricFraction; c != nil {
+		aleaWarn = c.Warn.Enter
+	}
+	rep.Signals = SignalTable(fm, spans, zones, aleaWarn, inRun, 500*time.Millisecond)
+	if err := writeFrames(filepath.Join(o.Out, "frames.jsonl"), frames); err != nil {
+		return nil, err
+	}
+	for _, t := range o.Tune {
+		tr, err := Replay(spec, frames, spans, zones, t, o.Grace, runEnd.Add(o.Grace))
+		if err != nil {
+			return nil, err
+		}
+		rep.Tuning = append(rep.Tuning, tr)
+	}
+	if err := rep.write(o.Out, inRun); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// spansOf turns the camera's phase switches into ground-truth spans; the
+// last script segment ends at runEnd.
+func spansOf(sw []demo.Switch, script []ScriptSegment, runEnd time.Time) []Span {
+	var spans []Span
+	for i, s := range sw {
+		if s.Phase >= len(script) {
+			break
+		}
+		end := runEnd
+		if i+1 < len(sw) {
+			end = sw[i+1].At
+		}
+		spans = append(spans, Span{Kind: script[s.Phase].Kind, Start: s.At, End: end})
+	}
+	return spans
+}
+
+func writeFrames(path string, frames []frameRecord) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, fr := range frames {
+		if err := enc.Encode(fr); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// TuneResult is one timing replayed over the recorded zone metrics.
+type TuneResult struct {
+	Timing   alerts.Timing
+	Analysis *Analysis
+	Goals    []Goal
+}
+
+// Replay runs the recorded zone metrics of a drive through a fresh engine
+// with timing t (the zones and calibration of spec) and analyses the
+// events it decides. Event times are frame times: no delivery latency.
+func Replay(spec alerts.EngineSpec, frames []frameRecord, spans []Span, zones []string, t alerts.Timing, grace time.Duration, runEnd time.Time) (TuneResult, error) {
+	spec.Config.Timing = t
+	spec.Config.StallAfter, spec.Config.StatsInterval = 0, 0
+	var evs []Received
+	sink := alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error {
+		evs = append(evs, Received{Event: *ev, At: time.UnixMilli(ev.TimeMS)})
+		return nil
+	}}
+	e, err := alerts.NewEngine(spec, sink)
+	if err != nil {
+		return TuneResult{}, err
+	}
+	for _, fr := range frames {
+		if err := e.ObserveRisks(alerts.Frame{Seq: fr.Seq, Capture: fr.capture}, fr.risks); err != nil {
+			return TuneResult{}, err
+		}
+	}
+	a := Analyze(spans, zones, Episodes(evs), grace, runEnd)
+	return TuneResult{Timing: t, Analysis: a, Goals: Goals(a)}, nil
+}
+
+// TuningGrid is the set of timings `bench scenario --tune` replays: fusion
+// time constants, exit inertias and merge windows around the defaults,
+// with no entry inertia (detection within 200 ms leaves no room for it)
+// and a 1 s minimum episode.
+func TuningGrid() []alerts.Timing {
+	var g []alerts.Timing
+	for _, f := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		for _, x := range []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond} {
+			for _, m := range []time.Duration{0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond} {
+				g = append(g, alerts.Timing{FusionTimeConstant: f, ExitInertia: x, MinEpisode: time.Second, MergeWindow: m})
+			}
+		}
+	}
+	return g
+}
