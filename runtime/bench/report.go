@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
 )
 
 // Goal targets of the scenario benchmark (issue 18).

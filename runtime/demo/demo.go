@@ -65,7 +65,7 @@ type Options struct {
 	Snapshots bool
 	// HomeAssistant turns Home Assistant MQTT discovery on.
 	HomeAssistant bool
-	Logger    *slog.Logger // for the camera server (default slog.Default())
+	Logger        *slog.Logger // for the camera server (default slog.Default())
 	// Zones replaces the demo's four zones (ego lane, sides, road ahead).
 	Zones []alerts.ZoneSpec
 	// Precompute > 0 renders that many frames per phase up front and loops
