@@ -27,6 +27,7 @@ type alertSink struct {
 	engine *alerts.Engine
 	svc    *mqttpub.Service
 	snaps  *snapshot.Store // nil without snapshots
+	render *snapshot.Sink  // nil without snapshots
 }
 
 // openAlerts starts the MQTT service (embedded broker when configured,
@@ -38,19 +39,21 @@ func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEven
 		return nil, err
 	}
 	s := &alertSink{cfg: cfg, log: log}
+	if s.svc, err = mqttpub.Start(ctx, cfg, log); err != nil {
+		return nil, err
+	}
 	var sinks alerts.Sinks
 	if sn := cfg.Snapshots; sn.Dir != "" {
 		if s.snaps, err = snapshot.OpenStore(sn.Dir, sn.MaxBytes); err != nil {
+			s.svc.Close(ctx)
 			return nil, fmt.Errorf("alerts.snapshots.dir: %w", err)
 		}
-		r, err := snapshot.NewSink(s.snaps, sn.Quality, log)
-		if err != nil {
+		// Rendered JPEGs go to the MQTT service (retained).
+		if s.render, err = snapshot.NewSink(s.snaps, sn.Quality, log, s.svc); err != nil {
+			s.svc.Close(ctx)
 			return nil, fmt.Errorf("alerts.snapshots: %w", err)
 		}
-		sinks = append(sinks, r)
-	}
-	if s.svc, err = mqttpub.Start(ctx, cfg, log); err != nil {
-		return nil, err
+		sinks = append(sinks, s.render)
 	}
 	sinks = append(sinks, s.svc, alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error {
 		if onEvent != nil {
@@ -59,10 +62,17 @@ func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEven
 		return nil
 	}})
 	if s.engine, err = alerts.NewEngine(spec, sinks); err != nil {
+		s.closeRender()
 		s.svc.Close(ctx)
 		return nil, err
 	}
 	return s, nil
+}
+
+func (s *alertSink) closeRender() {
+	if s.render != nil {
+		s.render.Close()
+	}
 }
 
 // zones are the zones assessed now.
@@ -109,9 +119,11 @@ func (s *alertSink) pending() int { return s.svc.Publisher().Pending() }
 // connected reports whether the MQTT publisher is connected.
 func (s *alertSink) connected() bool { return s.svc.Publisher().Connected() }
 
-// close ends the open episodes, then flushes the outbox within
-// mqtt.close_timeout and closes the outbox and the embedded broker.
+// close ends the open episodes, renders the snapshots still queued, then
+// flushes the outbox within mqtt.close_timeout and closes the outbox and
+// the embedded broker.
 func (s *alertSink) close(ctx context.Context) error {
 	err := s.engine.Close(time.Now())
+	s.closeRender()
 	return errors.Join(err, s.svc.Close(ctx))
 }

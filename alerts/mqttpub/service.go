@@ -94,16 +94,18 @@ func (s *Service) State(st *alerts.State) error { return s.pub.SetState(st) }
 // Stats publishes the engine's statistics with the outbox figures (alerts.StatsSink).
 func (s *Service) Stats(st *alerts.Stats) error { return s.pub.PublishStats(st) }
 
-// Snapshot retains the rendered JPEG of an event on its zone's snapshot
-// topic and names the topic in the event (alerts.SnapshotSink). It needs a
-// renderer before it in the sink list; without a JPEG it does nothing.
+// Snapshot handles an event snapshot (alerts.SnapshotSink). Called by the
+// engine before the event goes out, without a JPEG yet, it names the
+// zone's snapshot topic in the event when a renderer took the snapshot
+// (the event names its path). Called by the renderer with the JPEG
+// (snapshot.Sink's next), it retains it on that topic.
 func (s *Service) Snapshot(sn *alerts.Snapshot) error {
-	if len(sn.JPEG) == 0 {
-		return nil
-	}
 	topic := s.topics.Snapshot(sn.Event.Camera, sn.Zone.Name)
-	if sn.Event.Snapshot != nil {
-		sn.Event.Snapshot.Topic = topic
+	if len(sn.JPEG) == 0 {
+		if ref := sn.Event.Snapshot; ref != nil && ref.Path != "" {
+			ref.Topic = topic
+		}
+		return nil
 	}
 	s.pub.SetRetained(topic, sn.JPEG)
 	return nil

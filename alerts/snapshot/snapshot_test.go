@@ -227,7 +227,9 @@ func TestSinkNamesAndStoresTheEventsSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := NewSink(store, 85, nil)
+	published := make(chan alerts.Snapshot, 4)
+	next := snapshotFunc(func(s *alerts.Snapshot) error { published <- *s; return nil })
+	sink, err := NewSink(store, 85, nil, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,9 +255,26 @@ func TestSinkNamesAndStoresTheEventsSnapshot(t *testing.T) {
 		events[0].Snapshot.FrameSeq != 9 || events[0].Snapshot.TimeMS != capture.UnixMilli() {
 		t.Fatalf("events %+v", events)
 	}
+	// The picture is rendered off the frame path and then handed on.
+	var pub alerts.Snapshot
+	select {
+	case pub = <-published:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the rendered snapshot was never handed on")
+	}
+	sink.Close()
+	if pub.Event.ID != events[0].ID || pub.Zone.Name != "all" || len(pub.JPEG) == 0 {
+		t.Fatalf("handed on %+v", pub.Event)
+	}
 	b, err := store.Get(events[0].ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Equal(b, pub.JPEG) {
+		t.Fatal("the stored snapshot differs from the published one")
+	}
+	if err := sink.Snapshot(&alerts.Snapshot{Event: &events[0]}); err == nil || sink.Skipped() != 1 {
+		t.Fatalf("snapshot after Close: %v, skipped %d", err, sink.Skipped())
 	}
 	path := filepath.Join(t.TempDir(), "e.jpg")
 	os.WriteFile(path, b, 0o644)
@@ -263,3 +282,23 @@ func TestSinkNamesAndStoresTheEventsSnapshot(t *testing.T) {
 		t.Fatalf("snapshot time %v, event frame time %v", got, capture)
 	}
 }
+
+// BenchmarkRender640x192 renders one snapshot of the reference model's
+// size (the cost added to an event that gets a snapshot).
+func BenchmarkRender640x192(b *testing.B) {
+	s := testSnapshot(1_763_772_067_412)
+	s.Image = alerts.Image{Width: 640, Height: 192, RGB: make([]uint8, 640*192*3)}
+	s.Maps = alerts.Maps{Width: 640, Height: 192, Epistemic: make([]float32, 640*192)}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Render(&buf, s, 80); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// snapshotFunc adapts a function to alerts.SnapshotSink.
+type snapshotFunc func(*alerts.Snapshot) error
+
+func (f snapshotFunc) Snapshot(s *alerts.Snapshot) error { return f(s) }

@@ -141,6 +141,11 @@ type frameRecord struct {
 	CaptureMS int64     `json:"capture_ms"`
 	OOD       []float32 `json:"ood_fraction"`
 	Alea      []float32 `json:"aleatoric_fraction"`
+	// Timing: capture to the pipeline taking the frame, the models' run,
+	// capture to the events queued (all in ms).
+	CameraMS    float64 `json:"camera_ms"`
+	InferenceMS float64 `json:"inference_ms"`
+	DoneMS      float64 `json:"done_ms"`
 	// Risks keep everything for the replay.
 	risks   []alerts.ZoneRisk
 	capture time.Time
@@ -263,7 +268,9 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 	var fmu sync.Mutex
 	var frames []frameRecord
 	onFrame := func(ft runtime.FrameTiming) {
-		fr := frameRecord{Seq: ft.Seq, CaptureMS: ft.Capture.UnixMilli(), capture: ft.Capture, risks: slices.Clone(ft.Risks)}
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		fr := frameRecord{Seq: ft.Seq, CaptureMS: ft.Capture.UnixMilli(), capture: ft.Capture, risks: slices.Clone(ft.Risks),
+			CameraMS: ms(ft.Start.Sub(ft.Capture)), InferenceMS: ms(ft.Inference), DoneMS: ms(ft.Done.Sub(ft.Capture))}
 		for _, r := range ft.Risks {
 			fr.OOD = append(fr.OOD, r.OODFraction)
 			fr.Alea = append(fr.Alea, r.AleatoricFraction)
@@ -381,7 +388,11 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 
 // spansOf turns the camera's phase switches into ground-truth spans; the
 // last script segment ends at runEnd.
+//
+// Times are truncated to milliseconds, the resolution of event times: the
+// first frame of a segment has the segment's start as its capture time.
 func spansOf(sw []demo.Switch, script []ScriptSegment, runEnd time.Time) []Span {
+	ms := func(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()) }
 	var spans []Span
 	for i, s := range sw {
 		if s.Phase >= len(script) {
@@ -391,7 +402,7 @@ func spansOf(sw []demo.Switch, script []ScriptSegment, runEnd time.Time) []Span 
 		if i+1 < len(sw) {
 			end = sw[i+1].At
 		}
-		spans = append(spans, Span{Kind: script[s.Phase].Kind, Start: s.At, End: end})
+		spans = append(spans, Span{Kind: script[s.Phase].Kind, Start: ms(s.At), End: ms(end)})
 	}
 	return spans
 }
