@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
 )
@@ -113,6 +116,7 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	tune := fs.Bool("tune", true, "also replay the recorded zone metrics with a grid of timings (tuning table)")
 	precompute := fs.Int("precompute", 0, "pre-render this many frames per segment and loop them (0: render every frame live)")
 	mosq := fs.String("mosquitto", "", "mosquitto binary (default: PATH, then /usr/sbin)")
+	replay := fs.Bool("replay", false, "do not drive: replay the frames recorded in --out with the tuning grid (writes tuning.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -121,6 +125,27 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if *out == "" {
 		return errors.New("--out DIR is required")
+	}
+	if *replay {
+		tmp, err := os.MkdirTemp("", "didoedge-replay-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		cfg, err := demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runtime.HTTPOff}, "rtsp://127.0.0.1:1/unused")
+		if err != nil {
+			return err
+		}
+		spec, err := cfg.AlertsConfig.EngineSpec("alerts")
+		if err != nil {
+			return err
+		}
+		res, err := bench.ReplayDir(*out, spec, bench.TuningGrid(), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "replayed %d timings over %s; wrote %s\n", len(res), *out, filepath.Join(*out, "tuning.md"))
+		return nil
 	}
 	if err := demo.CheckLibrary(); err != nil {
 		return err

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -88,18 +90,9 @@ func (r *ScenarioReport) Markdown() string {
 	}
 	if len(r.Tuning) > 0 {
 		b.WriteString("\n## Timings replayed over the recorded zone metrics\n\n")
-		b.WriteString("Each row runs the frames' recorded zone metrics through a fresh engine with that timing (frame times only: no delivery latency).\n\n")
-		b.WriteString("| fusion | enter | exit | min episode | merge | detection p95 | flaps | missed | false | end max | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, t := range r.Tuning {
-			p := t.Analysis.Pool()
-			cov := 0.0
-			if p.Total > 0 {
-				cov = p.Covered.Seconds() / p.Total.Seconds()
-			}
-			fmt.Fprintf(&b, "| %v | %v | %v | %v | %v | %v | %d | %d | %d | %v | %.3f |\n", t.Timing.FusionTimeConstant, t.Timing.EnterInertia,
-				t.Timing.ExitInertia, t.Timing.MinEpisode, t.Timing.MergeWindow, Quantile(p.Decision, 0.95).Round(time.Millisecond),
-				t.Analysis.AllFlaps(), p.Missed, len(t.Analysis.False), Quantile(p.EndLatency, 1).Round(time.Millisecond), cov)
-		}
+		b.WriteString("The frames' recorded zone metrics run through a fresh engine per timing (frame times only: no delivery latency). ")
+		b.WriteString("Best 12 of the grid by goals met, then flaps + false episodes, then end latency; all in tuning.md.\n\n")
+		b.WriteString(tuningTable(rankTuning(r.Tuning)[:min(12, len(r.Tuning))]))
 	}
 	return b.String()
 }
@@ -202,5 +195,54 @@ func (r *ScenarioReport) write(dir string, events []Received) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644); err != nil {
 		return err
 	}
+	if len(r.Tuning) > 0 {
+		t := "# Timings replayed over the recorded zone metrics\n\n" + tuningTable(rankTuning(r.Tuning))
+		if err := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(t), 0o644); err != nil {
+			return err
+		}
+	}
 	return Timeline(filepath.Join(dir, "timeline.png"), a, Episodes(events))
+}
+
+// rankTuning orders timings by goals met (more first), then flaps plus
+// false episodes, then the worst end latency.
+func rankTuning(ts []TuneResult) []TuneResult {
+	out := slices.Clone(ts)
+	score := func(t TuneResult) (met, bad int, end time.Duration) {
+		for _, g := range t.Goals {
+			if g.Met {
+				met++
+			}
+		}
+		p := t.Analysis.Pool()
+		return met, t.Analysis.AllFlaps() + len(t.Analysis.False) + p.Missed, Quantile(p.EndLatency, 1)
+	}
+	slices.SortStableFunc(out, func(a, b TuneResult) int {
+		am, ab, ae := score(a)
+		bm, bb, be := score(b)
+		return cmp.Or(cmp.Compare(bm, am), cmp.Compare(ab, bb), cmp.Compare(ae, be))
+	})
+	return out
+}
+
+func tuningTable(ts []TuneResult) string {
+	var b strings.Builder
+	b.WriteString("| fusion | enter | exit | min episode | merge | goals met | detection p95 | flaps | missed | false | end max | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range ts {
+		p := t.Analysis.Pool()
+		cov := 0.0
+		if p.Total > 0 {
+			cov = p.Covered.Seconds() / p.Total.Seconds()
+		}
+		met := 0
+		for _, g := range t.Goals {
+			if g.Met {
+				met++
+			}
+		}
+		fmt.Fprintf(&b, "| %v | %v | %v | %v | %v | %d/%d | %v | %d | %d | %d | %v | %.3f |\n", t.Timing.FusionTimeConstant, t.Timing.EnterInertia,
+			t.Timing.ExitInertia, t.Timing.MinEpisode, t.Timing.MergeWindow, met, len(t.Goals), Quantile(p.Decision, 0.95).Round(time.Millisecond),
+			t.Analysis.AllFlaps(), p.Missed, len(t.Analysis.False), Quantile(p.EndLatency, 1).Round(time.Millisecond), cov)
+	}
+	return b.String()
 }

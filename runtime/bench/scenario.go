@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,6 +142,8 @@ type frameRecord struct {
 	CaptureMS int64     `json:"capture_ms"`
 	OOD       []float32 `json:"ood_fraction"`
 	Alea      []float32 `json:"aleatoric_fraction"`
+	Valid     []int     `json:"valid"`
+	PessDepth []float32 `json:"pessimistic_depth_m"`
 	// Timing: capture to the pipeline taking the frame, the models' run,
 	// capture to the events queued (all in ms).
 	CameraMS    float64 `json:"camera_ms"`
@@ -274,6 +277,8 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 		for _, r := range ft.Risks {
 			fr.OOD = append(fr.OOD, r.OODFraction)
 			fr.Alea = append(fr.Alea, r.AleatoricFraction)
+			fr.Valid = append(fr.Valid, r.Valid)
+			fr.PessDepth = append(fr.PessDepth, r.PessimisticDepth)
 		}
 		fmu.Lock()
 		frames = append(frames, fr)
@@ -407,6 +412,69 @@ func spansOf(sw []demo.Switch, script []ScriptSegment, runEnd time.Time) []Span 
 	return spans
 }
 
+// ReplayDir replays the recorded drive of a `bench scenario` output
+// directory (frames.jsonl, report.json) with each timing, using the zones
+// and calibration of spec, and writes tuning.md there.
+func ReplayDir(dir string, spec alerts.EngineSpec, timings []alerts.Timing, grace time.Duration) ([]TuneResult, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	var rep jsonReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, fmt.Errorf("replay: %s: %w", filepath.Join(dir, "report.json"), err)
+	}
+	var spans []Span
+	for _, s := range rep.Segments {
+		spans = append(spans, Span{Kind: s.Kind, Start: time.UnixMilli(s.StartMS), End: time.UnixMilli(s.EndMS)})
+	}
+	if len(spans) == 0 {
+		return nil, fmt.Errorf("replay: %s has no segments", dir)
+	}
+	zones := make([]string, len(spec.Zones))
+	for i, z := range spec.Zones {
+		zones[i] = z.Name
+	}
+	f, err := os.Open(filepath.Join(dir, "frames.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer f.Close()
+	var frames []frameRecord
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for n := 1; ; n++ {
+		var fr frameRecord
+		if err := dec.Decode(&fr); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("replay: frames.jsonl record %d: %w", n, err)
+		}
+		if len(fr.OOD) != len(zones) || len(fr.Alea) != len(zones) || len(fr.Valid) != len(zones) || len(fr.PessDepth) != len(zones) {
+			return nil, fmt.Errorf("replay: frames.jsonl record %d has metrics of %d zones, the config %d", n, len(fr.OOD), len(zones))
+		}
+		fr.capture = time.UnixMilli(fr.CaptureMS)
+		for i, z := range zones {
+			fr.risks = append(fr.risks, alerts.ZoneRisk{Zone: z, Pixels: fr.Valid[i], Valid: fr.Valid[i], OODFraction: fr.OOD[i],
+				AleatoricFraction: fr.Alea[i], PessimisticDepth: fr.PessDepth[i], NearestDepth: fr.PessDepth[i]})
+		}
+		frames = append(frames, fr)
+	}
+	runEnd := spans[len(spans)-1].End.Add(grace)
+	var out []TuneResult
+	for _, t := range timings {
+		tr, err := Replay(spec, frames, spans, zones, t, grace, runEnd)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tr)
+	}
+	t := "# Timings replayed over the recorded zone metrics\n\n" + tuningTable(rankTuning(out))
+	if err := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(t), 0o644); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func writeFrames(path string, frames []frameRecord) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -458,16 +526,18 @@ func Replay(spec alerts.EngineSpec, frames []frameRecord, spans []Span, zones []
 	return TuneResult{Timing: t, Analysis: a, Goals: Goals(a)}, nil
 }
 
-// TuningGrid is the set of timings `bench scenario --tune` replays: fusion
-// time constants, exit inertias and merge windows around the defaults,
-// with no entry inertia (detection within 200 ms leaves no room for it)
-// and a 1 s minimum episode.
+// TuningGrid is the set of timings `bench scenario --tune` replays:
+// fusion time constants, entry inertias of up to two frames at 15 fps,
+// exit inertias and merge windows, with a 1 s minimum episode.
 func TuningGrid() []alerts.Timing {
 	var g []alerts.Timing
-	for _, f := range []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
-		for _, x := range []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond} {
-			for _, m := range []time.Duration{0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond} {
-				g = append(g, alerts.Timing{FusionTimeConstant: f, ExitInertia: x, MinEpisode: time.Second, MergeWindow: m})
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, f := range []time.Duration{0, ms(100), ms(200), ms(300), ms(400)} {
+		for _, e := range []time.Duration{0, ms(70), ms(140)} {
+			for _, x := range []time.Duration{0, ms(300)} {
+				for _, m := range []time.Duration{0, ms(500), ms(1000), ms(1500)} {
+					g = append(g, alerts.Timing{FusionTimeConstant: f, EnterInertia: e, ExitInertia: x, MinEpisode: time.Second, MergeWindow: m})
+				}
 			}
 		}
 	}
