@@ -59,6 +59,9 @@ type Pipeline struct {
 	image   alerts.Image // the frame as the engine sees it (for snapshots)
 	lastSeq uint64
 
+	statusMu sync.Mutex
+	status   []alerts.ZoneStatus // each zone after the last frame, for ZoneStatus
+
 	reloadReq chan chan error
 	watchNS   atomic.Int64 // when a debug client last asked for data
 	lastSnap  time.Time
@@ -329,6 +332,7 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 		p.log.Warn("alerts", "frame", f.Seq, "err", err)
 	}
 	t5 := time.Now()
+	p.copyStatus()
 	m.Stages[StageAlerts].Observe(t5.Sub(t4))
 	m.Latency.Observe(t5.Sub(f.Capture))
 	m.frameDone(t5)
@@ -368,6 +372,28 @@ func (p *Pipeline) handleEvent(ev *alerts.Event) {
 	if p.opts.OnEvent != nil {
 		p.opts.OnEvent(ev)
 	}
+}
+
+// copyStatus keeps every zone's status for ZoneStatus (no allocation
+// unless the number of zones changed).
+func (p *Pipeline) copyStatus() {
+	n := len(p.sink.zones())
+	p.statusMu.Lock()
+	if len(p.status) != n {
+		p.status = make([]alerts.ZoneStatus, n)
+	}
+	for i := range p.status {
+		p.status[i] = p.sink.engine.ZoneStatus(i)
+	}
+	p.statusMu.Unlock()
+}
+
+// ZoneStatus returns each zone's level, fused signals and episode after
+// the last assessed frame (nil before the first).
+func (p *Pipeline) ZoneStatus() []alerts.ZoneStatus {
+	p.statusMu.Lock()
+	defer p.statusMu.Unlock()
+	return append([]alerts.ZoneStatus(nil), p.status...)
 }
 
 // EventSnapshot returns the JPEG snapshot of an event id (the latest of
