@@ -134,6 +134,10 @@ type ScenarioReport struct {
 	// Signals are the raw zone metrics per segment kind (the aleatoric
 	// criterion's behaviour among them).
 	Signals []Signal
+	// Events are the zone and fault events the subscriber received during
+	// the drive; Snapshots the snapshot JPEGs (files in Out/snapshots).
+	Events    []Received
+	Snapshots []SnapshotFile
 }
 
 // frameRecord is one assessed frame's zone metrics (frames.jsonl).
@@ -154,15 +158,26 @@ type frameRecord struct {
 	capture time.Time
 }
 
-// recorder is the MQTT subscriber: it records every message.
+// recorder is the MQTT subscriber: it records every message, and keeps
+// the snapshot JPEGs it receives in snapDir (at most maxSnapshotFiles).
 type recorder struct {
-	mu     sync.Mutex
-	w      *bufio.Writer
-	f      *os.File
-	n      int
-	events []Received
-	err    error
+	mu      sync.Mutex
+	w       *bufio.Writer
+	f       *os.File
+	n       int
+	events  []Received
+	err     error
+	snapDir string
+	snaps   []SnapshotFile
 }
+
+// SnapshotFile is a snapshot JPEG the subscriber received.
+type SnapshotFile struct {
+	Topic, Path string
+	At          time.Time
+}
+
+const maxSnapshotFiles = 500
 
 func (r *recorder) handle(_ mqtt.Client, m mqtt.Message) {
 	at := time.Now()
@@ -190,6 +205,14 @@ func (r *recorder) handle(_ mqtt.Client, m mqtt.Message) {
 		if json.Unmarshal(payload, &ev) == nil {
 			r.events = append(r.events, Received{Event: ev, At: at})
 		}
+	}
+	if strings.HasSuffix(m.Topic(), "/snapshot") && len(payload) > 0 && len(r.snaps) < maxSnapshotFiles && r.snapDir != "" {
+		parts := strings.Split(m.Topic(), "/")
+		path := filepath.Join(r.snapDir, fmt.Sprintf("%03d-%s.jpg", len(r.snaps), parts[len(parts)-2]))
+		if err := os.WriteFile(path, payload, 0o644); err != nil && r.err == nil {
+			r.err = err
+		}
+		r.snaps = append(r.snaps, SnapshotFile{Topic: m.Topic(), Path: path, At: at})
 	}
 }
 
@@ -254,7 +277,10 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 		return nil, err
 	}
 	defer msgs.Close()
-	rec := &recorder{f: msgs, w: bufio.NewWriterSize(msgs, 1<<20)}
+	rec := &recorder{f: msgs, w: bufio.NewWriterSize(msgs, 1<<20), snapDir: filepath.Join(o.Out, "snapshots")}
+	if err := os.MkdirAll(rec.snapDir, 0o755); err != nil {
+		return nil, err
+	}
 	sub := mqtt.NewClient(mqtt.NewClientOptions().AddBroker("tcp://" + broker.Addr).
 		SetClientID("didoedge-bench-scenario-" + strconv.FormatInt(time.Now().UnixNano(), 36)).SetCleanSession(true).
 		SetOrderMatters(false))
@@ -339,7 +365,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 	time.Sleep(500 * time.Millisecond) // the close's end events reach the subscriber
 	sub.Disconnect(250)
 	rec.mu.Lock()
-	events, nmsgs := slices.Clone(rec.events), rec.n
+	events, nmsgs, snaps := slices.Clone(rec.events), rec.n, slices.Clone(rec.snaps)
 	werr := errors.Join(rec.err, rec.w.Flush())
 	rec.mu.Unlock()
 	if werr != nil {
@@ -359,7 +385,8 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 			inRun = append(inRun, r)
 		}
 	}
-	rep := &ScenarioReport{Timing: tm, Frames: assessed, Dropped: dropped, Messages: nmsgs, Duration: runEnd.Sub(spans[0].Start)}
+	rep := &ScenarioReport{Timing: tm, Frames: assessed, Dropped: dropped, Messages: nmsgs, Duration: runEnd.Sub(spans[0].Start),
+		Events: inRun, Snapshots: snaps}
 	rep.FPS = float64(assessed) / time.Since(started).Seconds()
 	rep.Analysis = Analyze(spans, zones, Episodes(inRun), o.Grace, runEnd.Add(o.Grace))
 	rep.Goals = Goals(rep.Analysis)
