@@ -184,7 +184,7 @@ func TestScenarioRaisesEpistemicEvents(t *testing.T) {
 			if backAt.IsZero() {
 				t.Fatal("the scenario did not reach its last phase in 45 s")
 			}
-			time.Sleep(8 * time.Second) // episodes end: inertia, min_hold
+			time.Sleep(8 * time.Second) // episodes end: fusion, exit inertia, minimum episode, merge window
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
