@@ -170,8 +170,14 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alerts.ParseConfig(name+": alerts", alertsYAML); err != nil {
+		ac, err := alerts.ParseConfig(name+": alerts", alertsYAML)
+		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		// The shipped configs spell out the defaults chosen with the
+		// scenario benchmark (docs/alerts.md).
+		if got := ac.Events.Timing(); got != alerts.DefaultTiming() || ac.Events.FusionTimeConstant == nil || ac.Events.MergeWindow == nil {
+			t.Fatalf("%s: events timing %v, want the defaults %v written out", name, got, alerts.DefaultTiming())
 		}
 	}
 }
