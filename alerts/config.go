@@ -37,6 +37,7 @@ type Config struct {
 type EventConfig struct {
 	FusionTimeConstant *time.Duration `yaml:"fusion_time_constant"`
 	EnterInertia       *time.Duration `yaml:"enter_inertia"`
+	CriticalEnter      *time.Duration `yaml:"critical_enter_inertia"` // Timing.CriticalEnterInertia
 	ExitInertia        *time.Duration `yaml:"exit_inertia"`
 	MinEpisode         *time.Duration `yaml:"min_episode"`
 	MergeWindow        *time.Duration `yaml:"merge_window"`
@@ -50,16 +51,17 @@ type EventConfig struct {
 
 // Default event timing, chosen with `didoedge bench scenario` (docs/alerts.md).
 const (
-	DefaultFusionTimeConstant = 200 * time.Millisecond
-	DefaultEnterInertia       = 0
-	DefaultExitInertia        = 300 * time.Millisecond
+	DefaultFusionTimeConstant = 50 * time.Millisecond
+	DefaultEnterInertia       = 300 * time.Millisecond
+	DefaultCriticalEnter      = 0
+	DefaultExitInertia        = 200 * time.Millisecond
 	DefaultMinEpisode         = time.Second
 	DefaultMergeWindow        = time.Second
 )
 
 // DefaultTiming is the fusion and hysteresis of a config that sets none.
 func DefaultTiming() Timing {
-	return Timing{FusionTimeConstant: DefaultFusionTimeConstant, EnterInertia: DefaultEnterInertia,
+	return Timing{FusionTimeConstant: DefaultFusionTimeConstant, EnterInertia: DefaultEnterInertia, CriticalEnterInertia: DefaultCriticalEnter,
 		ExitInertia: DefaultExitInertia, MinEpisode: DefaultMinEpisode, MergeWindow: DefaultMergeWindow}
 }
 
@@ -69,7 +71,8 @@ func (e EventConfig) Timing() Timing {
 	for _, f := range []struct {
 		v   *time.Duration
 		dst *time.Duration
-	}{{e.FusionTimeConstant, &t.FusionTimeConstant}, {e.EnterInertia, &t.EnterInertia}, {e.ExitInertia, &t.ExitInertia},
+	}{{e.FusionTimeConstant, &t.FusionTimeConstant}, {e.EnterInertia, &t.EnterInertia},
+		{e.CriticalEnter, &t.CriticalEnterInertia}, {e.ExitInertia, &t.ExitInertia},
 		{e.MinEpisode, &t.MinEpisode}, {e.MergeWindow, &t.MergeWindow}} {
 		if f.v != nil {
 			*f.dst = *f.v
@@ -82,6 +85,7 @@ func (e EventConfig) Timing() Timing {
 func (e *EventConfig) SetTiming(t Timing) {
 	d := func(v time.Duration) *time.Duration { return &v }
 	e.FusionTimeConstant, e.EnterInertia, e.ExitInertia = d(t.FusionTimeConstant), d(t.EnterInertia), d(t.ExitInertia)
+	e.CriticalEnter = d(t.CriticalEnterInertia)
 	e.MinEpisode, e.MergeWindow = d(t.MinEpisode), d(t.MergeWindow)
 }
 

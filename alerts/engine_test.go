@@ -195,9 +195,18 @@ func TestEpisodeStateMachine(t *testing.T) {
 			// 200 ms of entry inertia: f0-f1 are too short (the run breaks
 			// at f2); the run f3..f5 reaches 200 ms at f5.
 			name: "entry inertia",
-			tm:   Timing{EnterInertia: 200 * ms},
+			tm:   Timing{EnterInertia: 200 * ms, CriticalEnterInertia: 200 * ms},
 			ood:  []int{7, 7, 0, 7, 7, 7},
 			want: []ev{{5, EventNew, C, O, 1}},
+		},
+		{
+			// Warn waits 300 ms (f0..f3), critical enters at once: 0.4 from
+			// f0 opens warn at f3; 0.7 at f4 raises critical at once; the
+			// spike to 0.7 at f9 after ok frames opens critical at once.
+			name: "weak evidence waits, strong evidence enters at once",
+			tm:   Timing{EnterInertia: 300 * ms},
+			ood:  []int{4, 4, 4, 4, 7, 0, 0, 0, 0, 7},
+			want: []ev{{3, EventNew, W, O, 1}, {4, EventUpdate, C, W, 1}, {5, EventEnd, O, C, 1}, {9, EventNew, C, O, 2}},
 		},
 		{
 			// 0.4 enters warn; 0.7 critical (an update); 0.6 stays

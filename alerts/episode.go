@@ -18,8 +18,11 @@ type Timing struct {
 	FusionTimeConstant time.Duration
 	// EnterInertia: the fused signals must ask for a higher level for this
 	// long (first frame to last) before the zone takes it; 0 raises on the
-	// first frame.
+	// first frame. It applies to warn; CriticalEnterInertia to critical:
+	// strong evidence may enter sooner than weak evidence.
 	EnterInertia time.Duration
+	// CriticalEnterInertia: the same for the critical level.
+	CriticalEnterInertia time.Duration
 	// ExitInertia: the fused signals must ask for a lower level for this
 	// long before the zone lowers.
 	ExitInertia time.Duration
@@ -36,7 +39,8 @@ func (t Timing) Validate(path string) error {
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"fusion_time_constant", t.FusionTimeConstant}, {"enter_inertia", t.EnterInertia}, {"exit_inertia", t.ExitInertia},
+	}{{"fusion_time_constant", t.FusionTimeConstant}, {"enter_inertia", t.EnterInertia},
+		{"critical_enter_inertia", t.CriticalEnterInertia}, {"exit_inertia", t.ExitInertia},
 		{"min_episode", t.MinEpisode}, {"merge_window", t.MergeWindow}} {
 		if d.v < 0 {
 			return fmt.Errorf("%s: %v is negative", joinPath(path, d.key), d.v)
@@ -107,7 +111,11 @@ func (k *tracker) step(t time.Time, target Level, tm Timing) (transition, Level)
 		if k.upSince.IsZero() {
 			k.upSince = t
 		}
-		if t.Sub(k.upSince) >= tm.EnterInertia {
+		need := tm.EnterInertia
+		if target == LevelCritical {
+			need = tm.CriticalEnterInertia
+		}
+		if t.Sub(k.upSince) >= need {
 			k.level, k.since, k.upSince = target, t, time.Time{}
 			switch {
 			case prev > LevelOK:
@@ -159,6 +167,6 @@ func (k *tracker) end(t time.Time) (bool, Level) {
 
 // String lists the durations with their config keys.
 func (t Timing) String() string {
-	return fmt.Sprintf("fusion_time_constant %v, enter_inertia %v, exit_inertia %v, min_episode %v, merge_window %v",
-		t.FusionTimeConstant, t.EnterInertia, t.ExitInertia, t.MinEpisode, t.MergeWindow)
+	return fmt.Sprintf("fusion_time_constant %v, enter_inertia %v, critical_enter_inertia %v, exit_inertia %v, min_episode %v, merge_window %v",
+		t.FusionTimeConstant, t.EnterInertia, t.CriticalEnterInertia, t.ExitInertia, t.MinEpisode, t.MergeWindow)
 }

@@ -110,6 +110,7 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	dt := alerts.DefaultTiming()
 	fusion := fs.Duration("fusion", dt.FusionTimeConstant, "events.fusion_time_constant")
 	enter := fs.Duration("enter-inertia", dt.EnterInertia, "events.enter_inertia")
+	critEnter := fs.Duration("critical-enter-inertia", dt.CriticalEnterInertia, "events.critical_enter_inertia")
 	exit := fs.Duration("exit-inertia", dt.ExitInertia, "events.exit_inertia")
 	minEp := fs.Duration("min-episode", dt.MinEpisode, "events.min_episode")
 	merge := fs.Duration("merge-window", dt.MergeWindow, "events.merge_window")
@@ -158,7 +159,8 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--kinds: %w", err)
 	}
-	tm := alerts.Timing{FusionTimeConstant: *fusion, EnterInertia: *enter, ExitInertia: *exit, MinEpisode: *minEp, MergeWindow: *merge}
+	tm := alerts.Timing{FusionTimeConstant: *fusion, EnterInertia: *enter, CriticalEnterInertia: *critEnter, ExitInertia: *exit,
+		MinEpisode: *minEp, MergeWindow: *merge}
 	if err := tm.Validate(""); err != nil {
 		return err
 	}

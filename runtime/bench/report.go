@@ -172,7 +172,8 @@ func (r *ScenarioReport) write(dir string, events []Received) error {
 	a := r.Analysis
 	j := jsonReport{Timing: map[string]string{
 		"fusion_time_constant": r.Timing.FusionTimeConstant.String(), "enter_inertia": r.Timing.EnterInertia.String(),
-		"exit_inertia": r.Timing.ExitInertia.String(), "min_episode": r.Timing.MinEpisode.String(), "merge_window": r.Timing.MergeWindow.String()},
+		"critical_enter_inertia": r.Timing.CriticalEnterInertia.String(),
+		"exit_inertia":           r.Timing.ExitInertia.String(), "min_episode": r.Timing.MinEpisode.String(), "merge_window": r.Timing.MergeWindow.String()},
 		Frames: r.Frames, FPS: r.FPS, Dropped: r.Dropped, Messages: r.Messages, Goals: r.Goals, ClearMin: a.ClearTime.Minutes()}
 	for _, s := range a.Spans {
 		j.Segments = append(j.Segments, jsonSpan{s.Kind, s.Start.UnixMilli(), s.End.UnixMilli()})
@@ -227,7 +228,7 @@ func rankTuning(ts []TuneResult) []TuneResult {
 
 func tuningTable(ts []TuneResult) string {
 	var b strings.Builder
-	b.WriteString("| fusion | enter | exit | min episode | merge | goals met | detection p95 | flaps | missed | false | end max | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fusion | enter (warn) | enter (critical) | exit | min episode | merge | goals met | detection p95 | flaps | missed | false | end max | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range ts {
 		p := t.Analysis.Pool()
 		cov := 0.0
@@ -240,8 +241,8 @@ func tuningTable(ts []TuneResult) string {
 				met++
 			}
 		}
-		fmt.Fprintf(&b, "| %v | %v | %v | %v | %v | %d/%d | %v | %d | %d | %d | %v | %.3f |\n", t.Timing.FusionTimeConstant, t.Timing.EnterInertia,
-			t.Timing.ExitInertia, t.Timing.MinEpisode, t.Timing.MergeWindow, met, len(t.Goals), Quantile(p.Decision, 0.95).Round(time.Millisecond),
+		fmt.Fprintf(&b, "| %v | %v | %v | %v | %v | %v | %d/%d | %v | %d | %d | %d | %v | %.3f |\n", t.Timing.FusionTimeConstant, t.Timing.EnterInertia,
+			t.Timing.CriticalEnterInertia, t.Timing.ExitInertia, t.Timing.MinEpisode, t.Timing.MergeWindow, met, len(t.Goals), Quantile(p.Decision, 0.95).Round(time.Millisecond),
 			t.Analysis.AllFlaps(), p.Missed, len(t.Analysis.False), Quantile(p.EndLatency, 1).Round(time.Millisecond), cov)
 	}
 	return b.String()

@@ -554,16 +554,19 @@ func Replay(spec alerts.EngineSpec, frames []frameRecord, spans []Span, zones []
 }
 
 // TuningGrid is the set of timings `bench scenario --tune` replays:
-// fusion time constants, entry inertias of up to two frames at 15 fps,
-// exit inertias and merge windows, with a 1 s minimum episode.
+// fusion time constants, entry inertias for warn and for critical, exit
+// inertias and merge windows, with a 1 s minimum episode (192 timings).
 func TuningGrid() []alerts.Timing {
 	var g []alerts.Timing
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	for _, f := range []time.Duration{0, ms(100), ms(200), ms(300), ms(400)} {
-		for _, e := range []time.Duration{0, ms(70), ms(140)} {
-			for _, x := range []time.Duration{0, ms(300)} {
-				for _, m := range []time.Duration{0, ms(500), ms(1000), ms(1500)} {
-					g = append(g, alerts.Timing{FusionTimeConstant: f, EnterInertia: e, ExitInertia: x, MinEpisode: time.Second, MergeWindow: m})
+	for _, f := range []time.Duration{0, ms(50), ms(100), ms(200)} {
+		for _, e := range []time.Duration{0, ms(140), ms(300)} {
+			for _, c := range []time.Duration{0, ms(70)} {
+				for _, x := range []time.Duration{0, ms(200)} {
+					for _, m := range []time.Duration{ms(500), ms(1000), ms(1500), ms(2000)} {
+						g = append(g, alerts.Timing{FusionTimeConstant: f, EnterInertia: e, CriticalEnterInertia: c, ExitInertia: x,
+							MinEpisode: time.Second, MergeWindow: m})
+					}
 				}
 			}
 		}

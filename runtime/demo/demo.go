@@ -283,6 +283,7 @@ alerts:
   events:
     fusion_time_constant: %s
     enter_inertia: %s
+    critical_enter_inertia: %s
     exit_inertia: %s
     min_episode: %s
     merge_window: %s
@@ -305,7 +306,7 @@ http:
   max_fps: 4
 `, cameraURL, filepath.Join(models, DepthModel), filepath.Join(models, DepthIOSpec),
 		filepath.Join(models, AuxUEModel), auxIO, inputs, cal, zones,
-		tm.FusionTimeConstant, tm.EnterInertia, tm.ExitInertia, tm.MinEpisode, tm.MergeWindow, o.UpdateInterval, snapshots,
+		tm.FusionTimeConstant, tm.EnterInertia, tm.CriticalEnterInertia, tm.ExitInertia, tm.MinEpisode, tm.MergeWindow, o.UpdateInterval, snapshots,
 		o.HomeAssistant, broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
 	return runtime.Parse("demo defaults", []byte(b.String()), models)
 }
