@@ -228,7 +228,7 @@ func rankTuning(ts []TuneResult) []TuneResult {
 
 func tuningTable(ts []TuneResult) string {
 	var b strings.Builder
-	b.WriteString("| fusion | enter (warn) | enter (critical) | exit | min episode | merge | goals met | detection p95 | flaps | missed | false | end max | coverage |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fusion | enter (warn) | enter (critical) | exit | min episode | merge | goals met | detection p95 | flaps | missed | false | end max | coverage | per kind: detection p95 ms / flaps / end max ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range ts {
 		p := t.Analysis.Pool()
 		cov := 0.0
@@ -241,9 +241,34 @@ func tuningTable(ts []TuneResult) string {
 				met++
 			}
 		}
-		fmt.Fprintf(&b, "| %v | %v | %v | %v | %v | %v | %d/%d | %v | %d | %d | %d | %v | %.3f |\n", t.Timing.FusionTimeConstant, t.Timing.EnterInertia,
+		fmt.Fprintf(&b, "| %v | %v | %v | %v | %v | %v | %d/%d | %v | %d | %d | %d | %v | %.3f | %s |\n", t.Timing.FusionTimeConstant, t.Timing.EnterInertia,
 			t.Timing.CriticalEnterInertia, t.Timing.ExitInertia, t.Timing.MinEpisode, t.Timing.MergeWindow, met, len(t.Goals), Quantile(p.Decision, 0.95).Round(time.Millisecond),
-			t.Analysis.AllFlaps(), p.Missed, len(t.Analysis.False), Quantile(p.EndLatency, 1).Round(time.Millisecond), cov)
+			t.Analysis.AllFlaps(), p.Missed, len(t.Analysis.False), Quantile(p.EndLatency, 1).Round(time.Millisecond), cov, perKind(t.Analysis))
 	}
 	return b.String()
+}
+
+// perKind summarizes each out-of-distribution kind over its zones:
+// decision latency p95, flaps, worst end latency.
+func perKind(a *Analysis) string {
+	var kinds []string
+	for _, z := range a.PerZoneKind {
+		if !slices.Contains(kinds, z.Kind) {
+			kinds = append(kinds, z.Kind)
+		}
+	}
+	var parts []string
+	for _, k := range kinds {
+		var dec, end []time.Duration
+		flaps := 0
+		for _, z := range a.PerZoneKind {
+			if z.Kind == k {
+				dec = append(dec, z.Decision...)
+				end = append(end, z.EndLatency...)
+				flaps += z.Flaps
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d/%d", k, Quantile(dec, 0.95).Milliseconds(), flaps, Quantile(end, 1).Milliseconds()))
+	}
+	return strings.Join(parts, ", ")
 }
