@@ -533,10 +533,13 @@ func (e *Engine) severity(z *zoneState) float64 {
 func (e *Engine) zoneEvent(t EventType, zi int, prev Level, tms int64, frame uint64) Event {
 	z := &e.zones[zi]
 	level := z.track.level
+	// Reasons are every criterion above ok, not only those at the zone's
+	// level: a subscriber learns that the depth is also unreliable
+	// (aleatoric) while the scene is unknown (epistemic).
 	reasons := []string{}
 	if t != EventEnd && level > LevelOK {
 		for i, l := range z.crit {
-			if l >= level {
+			if l > LevelOK {
 				reasons = append(reasons, criterionNames[i])
 			}
 		}
