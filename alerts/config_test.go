@@ -73,3 +73,29 @@ func TestParseConfigErrorsNameKey(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseConfig: any document is either rejected with an error naming
+// the file or parses into a config that validates; never a panic.
+func FuzzParseConfig(f *testing.F) {
+	base := "vehicle: v1\ncamera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /tmp/x}\n"
+	for _, extra := range []string{"", "events: {fusion_time_constant: 50ms, enter_inertia: 300ms, critical_enter_inertia: 0s}\n",
+		"events: {exit_inertia: 200ms, min_episode: 1s, merge_window: 0s}\n", "events: {inertia_frames: 2, min_hold: 1s}\n",
+		"snapshots: {dir: s, max_bytes: 2000000, quality: 90}\n", "homeassistant: {discovery: true, prefix: ha}\n"} {
+		f.Add([]byte(base + extra))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig("f.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml: ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("parsed config does not validate: %v", err)
+		}
+		if err := c.Events.Timing().Validate("events"); err != nil {
+			t.Fatalf("parsed timing does not validate: %v", err)
+		}
+	})
+}
