@@ -129,6 +129,12 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 		}
 		return 0
 	})
+	if r := p.sink.render; r != nil {
+		p.metrics.CounterFunc("didoedge_snapshots_skipped_total", "Event snapshots not taken: the renderer was behind.",
+			func() float64 { return float64(r.Skipped()) })
+		p.metrics.CounterFunc("didoedge_snapshots_failed_total", "Event snapshots that could not be rendered or stored.",
+			func() float64 { return float64(r.Failed()) })
+	}
 	if p.rtsp != nil {
 		p.metrics.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
 			func() float64 { return float64(p.rtsp.Stats().DecodeErrors) })
