@@ -92,6 +92,7 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	}
 	_, metrics := get(t, base+"/metrics")
 	if !bytes.Contains(metrics, []byte(`didoedge_provider_info{model="depth",provider="cpu"} 1`)) ||
+		!bytes.Contains(metrics, []byte("didoedge_snapshots_failed_total 0\n")) ||
 		bytes.Contains(metrics, []byte("didoedge_frames_total 0\n")) {
 		t.Fatalf("metrics:\n%s", metrics)
 	}
