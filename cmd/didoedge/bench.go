@@ -118,6 +118,7 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	precompute := fs.Int("precompute", 0, "pre-render this many frames per segment and loop them (0: render every frame live)")
 	mosq := fs.String("mosquitto", "", "mosquitto binary (default: PATH, then /usr/sbin)")
 	replay := fs.Bool("replay", false, "do not drive: replay the frames recorded in --out with the tuning grid (writes tuning.md)")
+	reanalyze := fs.Bool("reanalyze", false, "do not drive: rebuild --out's report from its recordings (report.md, report.json, timeline.png)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	if *out == "" {
 		return errors.New("--out DIR is required")
 	}
-	if *replay {
+	if *replay || *reanalyze {
 		tmp, err := os.MkdirTemp("", "didoedge-replay-")
 		if err != nil {
 			return err
@@ -140,6 +141,18 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 		spec, err := cfg.AlertsConfig.EngineSpec("alerts")
 		if err != nil {
 			return err
+		}
+		if *reanalyze {
+			aleaWarn := 0.0
+			if c := spec.Calibration.Levels.AleatoricFraction; c != nil {
+				aleaWarn = c.Warn.Enter
+			}
+			r, err := bench.Reanalyze(*out, 3*time.Second, aleaWarn)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(env.stdout, r.Markdown())
+			return nil
 		}
 		res, err := bench.ReplayDir(*out, spec, bench.TuningGrid(), 3*time.Second)
 		if err != nil {

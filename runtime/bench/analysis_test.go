@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"image/png"
 	"math"
 	"os"
@@ -131,6 +132,68 @@ func TestScriptAndKinds(t *testing.T) {
 	for _, bad := range []string{"rain", "fog:3", "noise:x", "noise:9"} {
 		if _, err := Script([]string{bad}, 1, time.Second, time.Second, time.Second, 0); err == nil {
 			t.Errorf("kind %q accepted", bad)
+		}
+	}
+}
+
+// TestReanalyzeRebuildsTheReport writes a run's recordings by hand (the
+// drive and events of TestAnalyzeHandComputed) and rebuilds the report
+// from them: the same analysis comes out.
+func TestReanalyzeRebuildsTheReport(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	dir := t.TempDir()
+	spans := drive(t0)
+	rep := jsonReport{Timing: map[string]string{"fusion_time_constant": "50ms", "enter_inertia": "300ms", "critical_enter_inertia": "0s",
+		"exit_inertia": "200ms", "min_episode": "1s", "merge_window": "1s"}, Frames: 3, FPS: 15}
+	for _, s := range spans {
+		rep.Segments = append(rep.Segments, jsonSpan{s.Kind, s.Start.UnixMilli(), s.End.UnixMilli()})
+	}
+	rep.Zones = []jsonZoneKind{{Kind: KindFog, Zone: "a"}, {Kind: KindFog, Zone: "b"}}
+	b, _ := json.Marshal(rep)
+	os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)
+	var msgs bytes.Buffer
+	evs := []Received{
+		ev(t0, 1, alerts.EventNew, "a1", "a", alerts.LevelCritical, alerts.LevelOK, 10080, 10080),
+		ev(t0, 2, alerts.EventEnd, "a1", "a", alerts.LevelOK, alerts.LevelCritical, 10080, 21500),
+		ev(t0, 3, alerts.EventNew, "a2", "a", alerts.LevelWarn, alerts.LevelOK, 30000, 30000),
+		ev(t0, 4, alerts.EventEnd, "a2", "a", alerts.LevelOK, alerts.LevelWarn, 30000, 31000),
+	}
+	for _, r := range evs {
+		p, _ := json.Marshal(r.Event)
+		line, _ := json.Marshal(map[string]any{"at_ms": r.At.UnixMilli(), "topic": "didoedge/v/front/events", "payload": json.RawMessage(p)})
+		msgs.Write(append(line, '\n'))
+	}
+	msgs.WriteString(`{"at_ms":1700000000000,"topic":"didoedge/v/front/a/snapshot","bytes":3,"sha256":"00"}` + "\n")
+	os.WriteFile(filepath.Join(dir, "messages.jsonl"), msgs.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "frames.jsonl"), []byte(`{"seq":1,"capture_ms":1700000011000,"ood_fraction":[0.9,0.1],"aleatoric_fraction":[0.2,0]}`+"\n"), 0o644)
+	r, err := Reanalyze(dir, 3*time.Second, 0.15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Timing.EnterInertia != 300*time.Millisecond || len(r.Analysis.False) != 1 || r.Analysis.False[0].ID != "a2" {
+		t.Fatalf("timing %v false %+v", r.Timing, r.Analysis.False)
+	}
+	var fog ZoneKind
+	for _, z := range r.Analysis.PerZoneKind {
+		if z.Kind == KindFog && z.Zone == "a" {
+			fog = z
+		}
+	}
+	if !slices.Equal(fog.Decision, []time.Duration{80 * time.Millisecond}) || !slices.Equal(fog.EndLatency, []time.Duration{1500 * time.Millisecond}) {
+		t.Fatalf("fog a %+v", fog)
+	}
+	var sig Signal
+	for _, s := range r.Signals {
+		if s.Kind == KindFog && s.Zone == "a" {
+			sig = s
+		}
+	}
+	if sig.Frames != 1 || sig.OODMean < 0.89 || sig.AleaWarn != 1 {
+		t.Fatalf("signal %+v", sig)
+	}
+	for _, f := range []string{"report.md", "report.json", "timeline.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

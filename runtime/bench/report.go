@@ -73,6 +73,9 @@ func (r *ScenarioReport) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Target, g.Value, met)
 	}
 	b.WriteString("\nAffected: a zone that had an open episode in at least half of the segments of a kind; goals pool the affected pairs.\n\n")
+	b.WriteString("### Per kind\n\nThe same goals per segment kind, over its affected zones (detection and end judged at the subscriber).\n\n")
+	b.WriteString(kindTable(a))
+	b.WriteString("\n### Per zone and kind\n\n")
 	b.WriteString(zoneKindTable(a))
 	fmt.Fprintf(&b, "\n## Clear driving\n\n%.1f min counted (segments after %v of start-up and %v after each OOD segment); %d false episodes (%.2f per hour).\n",
 		a.ClearTime.Minutes(), a.Grace, a.Grace, len(a.False), a.FalsePerHour())
@@ -271,4 +274,83 @@ func perKind(a *Analysis) string {
 		parts = append(parts, fmt.Sprintf("%s %d/%d/%d", k, Quantile(dec, 0.95).Milliseconds(), flaps, Quantile(end, 1).Milliseconds()))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// KindSummary are the goals' figures over the affected zones of one
+// segment kind.
+type KindSummary struct {
+	Kind                          string
+	Affected, Zones               int
+	DecisionP95, DeliveryP95      time.Duration
+	Flaps, Missed                 int
+	EndMax, EndMaxDelivery        time.Duration
+	Coverage                      float64
+	DetectionMet, EpisodesMet     bool
+	EndMet, CoverageMet, Detected bool
+}
+
+// Kinds summarizes every out-of-distribution kind over its affected zones.
+func Kinds(a *Analysis) []KindSummary {
+	var kinds []string
+	for _, z := range a.PerZoneKind {
+		if !slices.Contains(kinds, z.Kind) {
+			kinds = append(kinds, z.Kind)
+		}
+	}
+	var out []KindSummary
+	for _, k := range kinds {
+		s := KindSummary{Kind: k}
+		var dec, del, end, endD []time.Duration
+		var cov, tot time.Duration
+		for _, z := range a.PerZoneKind {
+			if z.Kind != k {
+				continue
+			}
+			s.Zones++
+			if !z.Affected {
+				continue
+			}
+			s.Affected++
+			dec, del = append(dec, z.Decision...), append(del, z.Delivery...)
+			end, endD = append(end, z.EndLatency...), append(endD, z.EndDelivery...)
+			s.Flaps += z.Flaps
+			s.Missed += z.Segments - z.Detected
+			cov += z.Covered
+			tot += z.Total
+		}
+		s.Detected = s.Affected > 0
+		s.DecisionP95, s.DeliveryP95 = Quantile(dec, 0.95), Quantile(del, 0.95)
+		s.EndMax, s.EndMaxDelivery = Quantile(end, 1), Quantile(endD, 1)
+		if tot > 0 {
+			s.Coverage = cov.Seconds() / tot.Seconds()
+		}
+		s.DetectionMet = s.Detected && s.DeliveryP95 <= GoalDetection
+		s.EpisodesMet = s.Detected && s.Flaps == 0 && s.Missed == 0
+		s.EndMet = s.Detected && s.EndMaxDelivery <= GoalEnd
+		s.CoverageMet = s.Detected && s.Coverage >= GoalCoverage
+		out = append(out, s)
+	}
+	return out
+}
+
+func kindTable(a *Analysis) string {
+	var b strings.Builder
+	b.WriteString("| kind | affected zones | detection p95: deciding frame / subscriber | flaps, missed | end max: end frame / subscriber | coverage |\n|---|---|---|---|---|---|\n")
+	mark := func(ok bool) string {
+		if ok {
+			return " (met)"
+		}
+		return " (not met)"
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	for _, k := range Kinds(a) {
+		if !k.Detected {
+			fmt.Fprintf(&b, "| %s | 0 of %d | not detected | | | |\n", k.Kind, k.Zones)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %d of %d | %s / %s%s | %d, %d%s | %s / %s%s | %.3f%s |\n", k.Kind, k.Affected, k.Zones,
+			ms(k.DecisionP95), ms(k.DeliveryP95), mark(k.DetectionMet), k.Flaps, k.Missed, mark(k.EpisodesMet),
+			ms(k.EndMax), ms(k.EndMaxDelivery), mark(k.EndMet), k.Coverage, mark(k.CoverageMet))
+	}
+	return b.String()
 }

@@ -462,29 +462,20 @@ func ReplayDir(dir string, spec alerts.EngineSpec, timings []alerts.Timing, grac
 	for i, z := range spec.Zones {
 		zones[i] = z.Name
 	}
-	f, err := os.Open(filepath.Join(dir, "frames.jsonl"))
+	frames, err := readFrames(filepath.Join(dir, "frames.jsonl"))
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	var frames []frameRecord
-	dec := json.NewDecoder(bufio.NewReader(f))
-	for n := 1; ; n++ {
-		var fr frameRecord
-		if err := dec.Decode(&fr); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("replay: frames.jsonl record %d: %w", n, err)
-		}
+	for n := range frames {
+		fr := &frames[n]
 		if len(fr.OOD) != len(zones) || len(fr.Alea) != len(zones) || len(fr.Valid) != len(zones) || len(fr.PessDepth) != len(zones) {
-			return nil, fmt.Errorf("replay: frames.jsonl record %d has metrics of %d zones, the config %d", n, len(fr.OOD), len(zones))
+			return nil, fmt.Errorf("replay: frames.jsonl record %d has metrics of %d zones, the config %d", n+1, len(fr.OOD), len(zones))
 		}
 		fr.capture = time.UnixMilli(fr.CaptureMS)
 		for i, z := range zones {
 			fr.risks = append(fr.risks, alerts.ZoneRisk{Zone: z, Pixels: fr.Valid[i], Valid: fr.Valid[i], OODFraction: fr.OOD[i],
 				AleatoricFraction: fr.Alea[i], PessimisticDepth: fr.PessDepth[i], NearestDepth: fr.PessDepth[i]})
 		}
-		frames = append(frames, fr)
 	}
 	runEnd := spans[len(spans)-1].End.Add(grace)
 	var out []TuneResult
@@ -572,4 +563,123 @@ func TuningGrid() []alerts.Timing {
 		}
 	}
 	return g
+}
+
+// Reanalyze rebuilds a `bench scenario` output directory's report from
+// its recordings (report.json for the segments and run figures,
+// messages.jsonl for the events, frames.jsonl for the signals), with
+// grace and the aleatoric warn entry aleaWarn, and writes report.md,
+// report.json and timeline.png again (tuning.md is --replay's).
+func Reanalyze(dir string, grace time.Duration, aleaWarn float64) (*ScenarioReport, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reanalyze: %w", err)
+	}
+	var old jsonReport
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return nil, fmt.Errorf("reanalyze: %s: %w", filepath.Join(dir, "report.json"), err)
+	}
+	rep := &ScenarioReport{Frames: old.Frames, FPS: old.FPS, Dropped: old.Dropped, Messages: old.Messages}
+	for key, dst := range map[string]*time.Duration{"fusion_time_constant": &rep.Timing.FusionTimeConstant, "enter_inertia": &rep.Timing.EnterInertia,
+		"critical_enter_inertia": &rep.Timing.CriticalEnterInertia, "exit_inertia": &rep.Timing.ExitInertia,
+		"min_episode": &rep.Timing.MinEpisode, "merge_window": &rep.Timing.MergeWindow} {
+		if v, ok := old.Timing[key]; ok {
+			if *dst, err = time.ParseDuration(v); err != nil {
+				return nil, fmt.Errorf("reanalyze: report.json timing.%s: %w", key, err)
+			}
+		}
+	}
+	var spans []Span
+	for _, s := range old.Segments {
+		spans = append(spans, Span{Kind: s.Kind, Start: time.UnixMilli(s.StartMS), End: time.UnixMilli(s.EndMS)})
+	}
+	if len(spans) == 0 {
+		return nil, fmt.Errorf("reanalyze: %s has no segments", dir)
+	}
+	var zones []string
+	for _, z := range old.Zones {
+		if !slices.Contains(zones, z.Zone) {
+			zones = append(zones, z.Zone)
+		}
+	}
+	runEnd := spans[len(spans)-1].End
+	events, err := readEvents(filepath.Join(dir, "messages.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var inRun []Received
+	for _, r := range events {
+		if time.UnixMilli(r.Event.TimeMS).Before(runEnd.Add(grace)) {
+			inRun = append(inRun, r)
+		}
+	}
+	rep.Events = inRun
+	rep.Duration = runEnd.Sub(spans[0].Start)
+	rep.Analysis = Analyze(spans, zones, Episodes(inRun), grace, runEnd.Add(grace))
+	rep.Goals = Goals(rep.Analysis)
+	frames, err := readFrames(filepath.Join(dir, "frames.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	fm := make([]FrameMetrics, len(frames))
+	for i, f := range frames {
+		fm[i] = FrameMetrics{Capture: time.UnixMilli(f.CaptureMS), OOD: f.OOD, Alea: f.Alea}
+	}
+	rep.Signals = SignalTable(fm, spans, zones, aleaWarn, inRun, 500*time.Millisecond)
+	if err := rep.write(dir, inRun); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// readEvents reads the alert events of a messages.jsonl.
+func readEvents(path string) ([]Received, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reanalyze: %w", err)
+	}
+	defer f.Close()
+	var out []Received
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for n := 1; ; n++ {
+		var m struct {
+			AtMS    int64           `json:"at_ms"`
+			Topic   string          `json:"topic"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reanalyze: %s record %d: %w", path, n, err)
+		}
+		if !strings.HasSuffix(m.Topic, "/events") {
+			continue
+		}
+		var ev alerts.Event
+		if err := json.Unmarshal(m.Payload, &ev); err != nil {
+			return nil, fmt.Errorf("reanalyze: %s record %d: event: %w", path, n, err)
+		}
+		out = append(out, Received{Event: ev, At: time.UnixMilli(m.AtMS)})
+	}
+}
+
+// readFrames reads a frames.jsonl.
+func readFrames(path string) ([]frameRecord, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer f.Close()
+	var frames []frameRecord
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for n := 1; ; n++ {
+		var fr frameRecord
+		if err := dec.Decode(&fr); errors.Is(err, io.EOF) {
+			return frames, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("replay: %s record %d: %w", path, n, err)
+		}
+		fr.capture = time.UnixMilli(fr.CaptureMS)
+		frames = append(frames, fr)
+	}
 }
