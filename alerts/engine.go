@@ -417,7 +417,7 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 			z.crit[critDepth] = LevelOK
 		}
 		target := max(z.crit[critOOD], z.crit[critAleatoric], z.crit[critDepth])
-		tr, prev := z.track.step(f.Capture, target, tm)
+		tr, prev := z.track.step(f.Capture, target, e.hold(z, r.HasDepth()), tm)
 		switch tr {
 		case opened:
 			e.counter++
@@ -448,6 +448,24 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 	}
 	e.events = evs
 	return errors.Join(stateErr, e.deliver(evs, f, m))
+}
+
+// hold is the level the zone's criteria would keep from the top: the
+// highest level whose exit threshold every fused value is still beyond
+// (the merge window's bar for a return).
+func (e *Engine) hold(z *zoneState, hasDepth bool) Level {
+	lv := e.cal.Levels
+	h := LevelOK
+	if lv.OODFraction != nil {
+		h = max(h, lv.OODFraction.step(z.fused[critOOD].value, LevelCritical, true))
+	}
+	if lv.AleatoricFraction != nil {
+		h = max(h, lv.AleatoricFraction.step(z.fused[critAleatoric].value, LevelCritical, true))
+	}
+	if lv.PessimisticDepth != nil && hasDepth {
+		h = max(h, lv.PessimisticDepth.step(z.fused[critDepth].value, LevelCritical, false))
+	}
+	return h
 }
 
 // deliver hands events to the sink: for a zone event the snapshot first

@@ -462,3 +462,54 @@ func TestObserveRisksReplaysObserve(t *testing.T) {
 		t.Fatal("metrics of no zone accepted")
 	}
 }
+
+// TestMergeWindowHysteresisBand: within the merge window a return into
+// the hysteresis band (above warn's exit 0.2, below its entry 0.3) is
+// enough to continue the episode (no entry inertia here, so at once);
+// after the window passes the same value opens nothing. A 20-pixel zone, one frame per 100 ms, exit
+// inertia 100 ms, merge window 300 ms, no fusion: 0.7 (f0-f2), 0.1 (f3:
+// below exit; f4: lowered, the window opens), 0.25 at f5 (in the band:
+// the episode continues as warn), 0.1 from f6 (lowered at f7, end at
+// f10), 0.25 at f12 (after the window: nothing).
+func TestMergeWindowHysteresisBand(t *testing.T) {
+	cal := DefaultCalibration()
+	cal.TauE = 0.5
+	cal.Levels = LevelThresholds{OODFraction: &Criterion{Warn: Hysteresis{0.3, 0.2}, Critical: Hysteresis{0.6, 0.5}}}
+	rec := &recorder{}
+	zones := []Zone{{Name: "all", Polygon: [][2]float64{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}
+	e, err := NewEngine(EngineSpec{Config: EngineConfig{Vehicle: "v", Camera: "front",
+		Timing: Timing{ExitInertia: 100 * time.Millisecond, MergeWindow: 300 * time.Millisecond}}, Zones: zones, Calibration: cal}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Maps{Width: 20, Height: 1, Epistemic: make([]float32, 20), Scale: make([]float32, 20), Depth: slices.Repeat([]float32{30}, 20)}
+	base := time.Unix(1_700_000_000, 0)
+	type ev struct {
+		frame       int
+		typ         EventType
+		level, prev Level
+	}
+	var got []ev
+	for i, hot := range []int{14, 14, 14, 2, 2, 5, 2, 2, 2, 2, 2, 2, 5, 5, 2} {
+		for p := range m.Epistemic {
+			m.Epistemic[p] = 0.1
+			if p < hot {
+				m.Epistemic[p] = 0.9
+			}
+		}
+		n := len(rec.events)
+		if err := e.Observe(Frame{Seq: uint64(i), Capture: base.Add(time.Duration(i) * 100 * time.Millisecond)}, m); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range rec.events[n:] {
+			got = append(got, ev{i, x.Type, x.Level, x.Previous})
+			if x.ID != rec.events[0].ID {
+				t.Errorf("frame %d: episode %s, want %s", i, x.ID, rec.events[0].ID)
+			}
+		}
+	}
+	want := []ev{{0, EventNew, LevelCritical, LevelOK}, {5, EventUpdate, LevelWarn, LevelOK}, {10, EventEnd, LevelOK, LevelWarn}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events\n got %+v\nwant %+v", got, want)
+	}
+}

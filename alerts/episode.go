@@ -30,7 +30,10 @@ type Timing struct {
 	MinEpisode time.Duration
 	// MergeWindow: a zone back at ok keeps its episode open this long; a
 	// return within it continues the episode (same id, an update event)
-	// and only after it does the end event go out.
+	// and only after it does the end event go out. Within the window a
+	// return needs only the exit thresholds (the level the criteria's
+	// hysteresis would still hold) for the entry inertia: a signal that
+	// dips below its band and comes back into it is one episode.
 	MergeWindow time.Duration
 }
 
@@ -101,10 +104,16 @@ type tracker struct {
 	lastRaised   Level     // the level before the return to ok (for the end event)
 }
 
-// step applies one frame. It returns what happened and the level before.
-func (k *tracker) step(t time.Time, target Level, tm Timing) (transition, Level) {
+// step applies one frame: target is the level the criteria ask for,
+// hold the level their hysteresis would keep from the top (every value
+// above its exit threshold). It returns what happened and the level before.
+func (k *tracker) step(t time.Time, target, hold Level, tm Timing) (transition, Level) {
 	prev := k.level
 	out := stay
+	inWindow := k.closing && k.level == LevelOK && hold > LevelOK
+	if inWindow {
+		target = max(target, hold)
+	}
 	switch {
 	case target > k.level:
 		k.downSince = time.Time{}
@@ -115,6 +124,7 @@ func (k *tracker) step(t time.Time, target Level, tm Timing) (transition, Level)
 		if target == LevelCritical {
 			need = tm.CriticalEnterInertia
 		}
+
 		if t.Sub(k.upSince) >= need {
 			k.level, k.since, k.upSince = target, t, time.Time{}
 			switch {
