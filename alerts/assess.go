@@ -26,8 +26,8 @@ type ZoneRisk struct {
 	OODFraction float32
 	// EpistemicP95 is the 95th percentile (nearest rank) of K/S.
 	EpistemicP95 float32
-	// AleatoricFraction is the fraction of valid pixels with b'/depth > tau_a,
-	// where b' = scale_correction * b.
+	// AleatoricFraction is the fraction of valid pixels with b'/depth > tau_a
+	// (the zone's), where b' = scale_correction * b.
 	AleatoricFraction float32
 	// NearestDepth is the smallest depth, in metres.
 	NearestDepth float32
@@ -46,7 +46,7 @@ type Assessor struct {
 	zones  []Zone
 	ignore []Zone
 	tauE   []float32
-	tauA   float32
+	tauA   []float32
 	corr   float32
 	// lnCov is ln(1/(1-coverage)): the half-width of the central Laplace
 	// interval at that coverage is b*lnCov, since P(|X-mu| <= t) = 1-exp(-t/b).
@@ -94,13 +94,14 @@ func NewAssessor(zones, ignore []Zone, cal Calibration) (*Assessor, error) {
 		zones:  zones,
 		ignore: ignore,
 		tauE:   make([]float32, len(zones)),
-		tauA:   float32(cal.TauA),
+		tauA:   make([]float32, len(zones)),
 		corr:   float32(cal.ScaleCorrection),
 		lnCov:  float32(math.Log(1 / (1 - cal.Coverage))),
 		out:    make([]ZoneRisk, len(zones)),
 	}
 	for i, z := range zones {
 		a.tauE[i] = float32(cal.tauEFor(z.Name))
+		a.tauA[i] = float32(cal.TauAFor(z.Name))
 		a.out[i].Zone = z.Name
 	}
 	return a, nil
@@ -145,7 +146,7 @@ func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
 		return nil, fmt.Errorf("assess: %w", err)
 	}
 	for zi, spans := range a.spans {
-		tauE, tauA, corr, lnCov := a.tauE[zi], a.tauA, a.corr, a.lnCov
+		tauE, tauA, corr, lnCov := a.tauE[zi], a.tauA[zi], a.corr, a.lnCov
 		buf := a.scratch
 		hist := &a.hist
 		clear(hist[:])

@@ -25,8 +25,11 @@ type Calibration struct {
 	TauE float64 `yaml:"tau_e" json:"tau_e"`
 	// TauEZones overrides TauE per zone name.
 	TauEZones map[string]float64 `yaml:"tau_e_zones,omitempty" json:"tau_e_zones,omitempty"`
-	// TauA is the threshold on the relative Laplace scale b/depth.
+	// TauA is the threshold on the relative Laplace scale b/depth (after
+	// ScaleCorrection): a pixel with b/depth > TauA counts as unreliable.
 	TauA float64 `yaml:"tau_a" json:"tau_a"`
+	// TauAZones overrides TauA per zone name.
+	TauAZones map[string]float64 `yaml:"tau_a_zones,omitempty" json:"tau_a_zones,omitempty"`
 	// ScaleCorrection multiplies every Laplace scale b before use, so that
 	// the interval depth +- b ln(1/(1-Coverage)) covers Coverage of the
 	// errors on calibration data.
@@ -136,6 +139,14 @@ func (c Calibration) Validate() error {
 	if !finite(c.TauA) || c.TauA <= 0 {
 		return fmt.Errorf("tau_a: %v must be > 0", c.TauA)
 	}
+	for z, v := range c.TauAZones {
+		if !zoneNamePattern.MatchString(z) {
+			return fmt.Errorf("tau_a_zones.%s: not a valid zone name", z)
+		}
+		if !finite(v) || v <= 0 {
+			return fmt.Errorf("tau_a_zones.%s: %v must be > 0", z, v)
+		}
+	}
 	if !finite(c.ScaleCorrection) || c.ScaleCorrection <= 0 {
 		return fmt.Errorf("scale_correction: %v must be > 0", c.ScaleCorrection)
 	}
@@ -194,4 +205,15 @@ func (c Calibration) tauEFor(zone string) float64 {
 		return v
 	}
 	return c.TauE
+}
+
+// TauEFor returns the K/S threshold of a zone: its tau_e_zones entry, else tau_e.
+func (c Calibration) TauEFor(zone string) float64 { return c.tauEFor(zone) }
+
+// TauAFor returns the b/depth threshold of a zone: its tau_a_zones entry, else tau_a.
+func (c Calibration) TauAFor(zone string) float64 {
+	if v, ok := c.TauAZones[zone]; ok {
+		return v
+	}
+	return c.TauA
 }

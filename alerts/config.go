@@ -28,18 +28,92 @@ type Config struct {
 
 	ZoneSet `yaml:",inline"`
 
-	Events   EventConfig    `yaml:"events"`
-	MQTT     MQTTConfig     `yaml:"mqtt"`
-	Outbox   OutboxConfig   `yaml:"outbox"`
-	Embedded EmbeddedConfig `yaml:"embedded"`
+	Events        EventConfig         `yaml:"events"`
+	Snapshots     SnapshotConfig      `yaml:"snapshots"`
+	HomeAssistant HomeAssistantConfig `yaml:"homeassistant"`
+	MQTT          MQTTConfig          `yaml:"mqtt"`
+	Outbox        OutboxConfig        `yaml:"outbox"`
+	Embedded      EmbeddedConfig      `yaml:"embedded"`
 }
 
-// EventConfig tunes levels and events (see EngineConfig).
+// EventConfig tunes fusion, levels and events (see Timing and
+// EngineConfig). The Timing durations are pointers so that an explicit 0
+// (off) differs from an absent key (the default).
 type EventConfig struct {
-	InertiaFrames  int           `yaml:"inertia_frames"`
-	MinHold        time.Duration `yaml:"min_hold"`
-	UpdateInterval time.Duration `yaml:"update_interval"`
-	CameraStall    time.Duration `yaml:"camera_stall"`
+	FusionTimeConstant *time.Duration `yaml:"fusion_time_constant"`
+	EnterInertia       *time.Duration `yaml:"enter_inertia"`
+	CriticalEnter      *time.Duration `yaml:"critical_enter_inertia"` // Timing.CriticalEnterInertia
+	ExitInertia        *time.Duration `yaml:"exit_inertia"`
+	MinEpisode         *time.Duration `yaml:"min_episode"`
+	MergeWindow        *time.Duration `yaml:"merge_window"`
+	UpdateInterval     time.Duration  `yaml:"update_interval"`
+	CameraStall        time.Duration  `yaml:"camera_stall"`
+
+	// Keys of earlier versions, kept only to name their replacement.
+	InertiaFrames any `yaml:"inertia_frames"`
+	MinHold       any `yaml:"min_hold"`
+}
+
+// Default event timing, chosen with `didoedge bench scenario` (docs/alerts.md).
+const (
+	DefaultFusionTimeConstant = 50 * time.Millisecond
+	DefaultEnterInertia       = 300 * time.Millisecond
+	DefaultCriticalEnter      = 0
+	DefaultExitInertia        = 200 * time.Millisecond
+	DefaultMinEpisode         = time.Second
+	DefaultMergeWindow        = time.Second
+)
+
+// DefaultTiming is the fusion and hysteresis of a config that sets none.
+func DefaultTiming() Timing {
+	return Timing{FusionTimeConstant: DefaultFusionTimeConstant, EnterInertia: DefaultEnterInertia, CriticalEnterInertia: DefaultCriticalEnter,
+		ExitInertia: DefaultExitInertia, MinEpisode: DefaultMinEpisode, MergeWindow: DefaultMergeWindow}
+}
+
+// Timing returns the fusion and hysteresis durations, defaults for keys not given.
+func (e EventConfig) Timing() Timing {
+	t := DefaultTiming()
+	for _, f := range []struct {
+		v   *time.Duration
+		dst *time.Duration
+	}{{e.FusionTimeConstant, &t.FusionTimeConstant}, {e.EnterInertia, &t.EnterInertia},
+		{e.CriticalEnter, &t.CriticalEnterInertia}, {e.ExitInertia, &t.ExitInertia},
+		{e.MinEpisode, &t.MinEpisode}, {e.MergeWindow, &t.MergeWindow}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	return t
+}
+
+// SetTiming sets every Timing duration of the config.
+func (e *EventConfig) SetTiming(t Timing) {
+	d := func(v time.Duration) *time.Duration { return &v }
+	e.FusionTimeConstant, e.EnterInertia, e.ExitInertia = d(t.FusionTimeConstant), d(t.EnterInertia), d(t.ExitInertia)
+	e.CriticalEnter = d(t.CriticalEnterInertia)
+	e.MinEpisode, e.MergeWindow = d(t.MinEpisode), d(t.MergeWindow)
+}
+
+// SnapshotConfig configures event snapshots: a JPEG of the event's frame
+// with the epistemic heat map, the zone outline and its level, kept in a
+// bounded directory and published retained.
+type SnapshotConfig struct {
+	// Dir is the on-disk store; empty turns snapshots off.
+	Dir string `yaml:"dir"`
+	// MaxBytes bounds the store; the oldest snapshots go first.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// Quality is the JPEG quality, 1..100.
+	Quality int `yaml:"quality"`
+}
+
+// HomeAssistantConfig turns on Home Assistant MQTT discovery.
+type HomeAssistantConfig struct {
+	Discovery bool `yaml:"discovery"`
+	// Prefix is Home Assistant's discovery prefix.
+	Prefix string `yaml:"prefix"`
+	// StatusTopic carries Home Assistant's birth message ("online"), on
+	// which the discovery configs are published again.
+	StatusTopic string `yaml:"status_topic"`
 }
 
 // MQTTConfig configures the publisher's connection.
@@ -168,12 +242,7 @@ func (c *Config) applyDefaults() {
 		c.TopicPrefix = "didoedge"
 	}
 	e := &c.Events
-	if e.InertiaFrames == 0 {
-		e.InertiaFrames = 2
-	}
-	if e.MinHold == 0 {
-		e.MinHold = time.Second
-	}
+	e.SetTiming(e.Timing())
 	if e.CameraStall == 0 {
 		e.CameraStall = 2 * time.Second
 	}
@@ -227,6 +296,18 @@ func (c *Config) applyDefaults() {
 			em.Users[i].Read = []string{c.TopicPrefix + "/#"}
 		}
 	}
+	if c.Snapshots.MaxBytes == 0 {
+		c.Snapshots.MaxBytes = 64 << 20
+	}
+	if c.Snapshots.Quality == 0 {
+		c.Snapshots.Quality = 80
+	}
+	if c.HomeAssistant.Prefix == "" {
+		c.HomeAssistant.Prefix = "homeassistant"
+	}
+	if c.HomeAssistant.StatusTopic == "" {
+		c.HomeAssistant.StatusTopic = c.HomeAssistant.Prefix + "/status"
+	}
 }
 
 // Validate checks the config; errors name the key path.
@@ -244,11 +325,16 @@ func (c *Config) Validate() error {
 		return err
 	}
 	e := c.Events
-	if e.InertiaFrames < 1 || e.InertiaFrames > 1000 {
-		return fmt.Errorf("events.inertia_frames: %d outside [1,1000]", e.InertiaFrames)
+	if e.InertiaFrames != nil {
+		return fmt.Errorf("events.inertia_frames: removed: levels now follow time, not frame counts; use events.enter_inertia " +
+			"(how long the fused signals must ask for a higher level, e.g. 2 frames at 15 fps = 133ms) and events.exit_inertia")
 	}
-	if e.MinHold < 0 {
-		return fmt.Errorf("events.min_hold: %v is negative", e.MinHold)
+	if e.MinHold != nil {
+		return fmt.Errorf("events.min_hold: removed: use events.min_episode (an episode is not ended before it lasted this long) " +
+			"and events.exit_inertia (how long the fused signals must ask for a lower level)")
+	}
+	if err := e.Timing().Validate("events"); err != nil {
+		return err
 	}
 	if e.UpdateInterval < 0 {
 		return fmt.Errorf("events.update_interval: %v is negative", e.UpdateInterval)
@@ -294,6 +380,19 @@ func (c *Config) Validate() error {
 	}
 	if m.CloseTimeout <= 0 {
 		return fmt.Errorf("mqtt.close_timeout: %v must be > 0", m.CloseTimeout)
+	}
+	if sn := c.Snapshots; sn.Dir != "" {
+		if sn.MaxBytes < 1<<20 {
+			return fmt.Errorf("snapshots.max_bytes: %d below 1 MiB", sn.MaxBytes)
+		}
+		if sn.Quality < 1 || sn.Quality > 100 {
+			return fmt.Errorf("snapshots.quality: %d outside [1,100]", sn.Quality)
+		}
+	}
+	if h := c.HomeAssistant; !prefixPattern.MatchString(h.Prefix) {
+		return fmt.Errorf("homeassistant.prefix: %q must match %s (no wildcards)", h.Prefix, prefixPattern)
+	} else if !prefixPattern.MatchString(h.StatusTopic) {
+		return fmt.Errorf("homeassistant.status_topic: %q must match %s (no wildcards)", h.StatusTopic, prefixPattern)
 	}
 	o := c.Outbox
 	if o.Dir == "" {
@@ -432,6 +531,7 @@ func (c *Config) ResolvePaths(dir string) {
 	abs(&c.Calibration)
 	abs(&c.MQTT.PasswordFile)
 	abs(&c.Outbox.Dir)
+	abs(&c.Snapshots.Dir)
 	if t := c.MQTT.TLS; t != nil {
 		abs(&t.CA)
 		abs(&t.Cert)
@@ -458,8 +558,26 @@ func (c *Config) LoadCalibrationFor() (Calibration, error) {
 
 // EngineConfig derives the engine's configuration.
 func (c *Config) EngineConfig() EngineConfig {
-	return EngineConfig{Vehicle: c.Vehicle, Camera: c.Camera, InertiaFrames: c.Events.InertiaFrames,
-		MinHold: c.Events.MinHold, UpdateInterval: c.Events.UpdateInterval, StallAfter: c.Events.CameraStall}
+	return EngineConfig{Vehicle: c.Vehicle, Camera: c.Camera, Timing: c.Events.Timing(),
+		UpdateInterval: c.Events.UpdateInterval, StallAfter: c.Events.CameraStall, StatsInterval: c.MQTT.StatsInterval}
+}
+
+// EngineSpec loads the calibration and resolves the zones: everything an
+// Engine is built from. key prefixes zone errors (e.g. "alerts" when the
+// config is embedded under that key).
+func (c *Config) EngineSpec(key string) (EngineSpec, error) {
+	cal, err := c.LoadCalibrationFor()
+	if err != nil {
+		return EngineSpec{}, err
+	}
+	zones, ignore, err := c.ZoneSet.Resolve(key)
+	if err != nil {
+		if key == "" {
+			err = fmt.Errorf("alerts config: %w", err)
+		}
+		return EngineSpec{}, err
+	}
+	return EngineSpec{Config: c.EngineConfig(), Zones: zones, Ignore: ignore, Calibration: cal}, nil
 }
 
 // Topics returns the topic builder of the config.

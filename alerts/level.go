@@ -1,9 +1,6 @@
 package alerts
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // Level is a zone's alert level.
 type Level int
@@ -66,35 +63,4 @@ func (c *Criterion) step(v float64, cur Level, higherWorse bool) Level {
 		return LevelWarn
 	}
 	return LevelOK
-}
-
-// levelTracker debounces a zone's level: a new level must be the target for
-// inertia consecutive frames, and a level is not lowered before it has
-// been held for minHold. Raising is never delayed by minHold.
-type levelTracker struct {
-	level     Level
-	since     time.Time
-	candidate Level
-	count     int
-}
-
-// step feeds one frame's target level; it reports whether the level changed.
-func (t *levelTracker) step(target Level, now time.Time, inertia int, minHold time.Duration) bool {
-	if target == t.level {
-		t.count = 0
-		return false
-	}
-	if target == t.candidate && t.count > 0 {
-		t.count++
-	} else {
-		t.candidate, t.count = target, 1
-	}
-	if t.count < inertia {
-		return false
-	}
-	if target < t.level && now.Sub(t.since) < minHold {
-		return false
-	}
-	t.level, t.since, t.count = target, now, 0
-	return true
 }

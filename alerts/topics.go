@@ -25,3 +25,9 @@ func (t Topics) Stats(camera string) string {
 func (t Topics) Availability() string {
 	return t.Prefix + "/" + t.Vehicle + "/availability"
 }
+
+// Snapshot is the retained topic of a zone's latest event snapshot (a
+// binary JPEG).
+func (t Topics) Snapshot(camera, zone string) string {
+	return t.Prefix + "/" + t.Vehicle + "/" + camera + "/" + zone + "/snapshot"
+}

@@ -2,84 +2,128 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
+	"github.com/didoedge/didoedge/alerts/snapshot"
 )
 
-// alertSink is the pipeline's view of an mqttpub.Service: it follows each
-// zone's level for the debug page from the events (without asking the
-// engine, whose States allocates) and keeps the current zones and
-// calibration in reach after a reload. It is used from the pipeline
-// goroutine only.
+// alertSink wires the alert domain into the pipeline: the camera's engine,
+// which owns its episodes, and the sinks it delivers to, in order: the
+// snapshot renderer and store (when alerts.snapshots.dir is set), the MQTT
+// service (outbox, retained states and snapshots, Home Assistant
+// discovery), and the pipeline's own hook (counts, printing, the debug
+// page's event list), which thus sees every event with its seq. A
+// multi-camera runtime keeps one engine per camera over the same sinks.
+// The engine is used from the pipeline goroutine only; the snapshot store
+// is safe for concurrent use (the debug page reads it).
 type alertSink struct {
-	svc     *mqttpub.Service
-	pub     *mqttpub.Publisher
-	zones   []alerts.Zone
-	cal     alerts.Calibration
-	track   []zoneTrack
-	onEvent func(*alerts.Event)
+	cfg    alerts.Config // as started
+	log    *slog.Logger
+	engine *alerts.Engine
+	svc    *mqttpub.Service
+	snaps  *snapshot.Store // nil without snapshots
+	render *snapshot.Sink  // nil without snapshots
 }
 
-// zoneTrack is a zone's level as its events tell it.
-type zoneTrack struct {
-	level alerts.Level
-}
-
-// openAlerts starts the alert service (embedded broker when configured,
-// outbox, publisher, engine); onEvent sees every event.
+// openAlerts starts the MQTT service (embedded broker when configured,
+// outbox, publisher), the snapshot store and the engine; onEvent sees
+// every event after it was queued.
 func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEvent func(*alerts.Event)) (*alertSink, error) {
-	s := &alertSink{onEvent: onEvent}
-	svc, err := mqttpub.Start(ctx, cfg, log, mqttpub.WithConfigKey("alerts"), mqttpub.WithEventHook(s.observe))
+	spec, err := cfg.EngineSpec("alerts")
 	if err != nil {
 		return nil, err
 	}
-	s.svc, s.pub = svc, svc.Publisher()
-	s.engineChanged()
+	s := &alertSink{cfg: cfg, log: log}
+	if s.svc, err = mqttpub.Start(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	var sinks alerts.Sinks
+	if sn := cfg.Snapshots; sn.Dir != "" {
+		if s.snaps, err = snapshot.OpenStore(sn.Dir, sn.MaxBytes); err != nil {
+			s.svc.Close(ctx)
+			return nil, fmt.Errorf("alerts.snapshots.dir: %w", err)
+		}
+		// Rendered JPEGs go to the MQTT service (retained).
+		if s.render, err = snapshot.NewSink(s.snaps, sn.Quality, log, s.svc); err != nil {
+			s.svc.Close(ctx)
+			return nil, fmt.Errorf("alerts.snapshots: %w", err)
+		}
+		sinks = append(sinks, s.render)
+	}
+	sinks = append(sinks, s.svc, alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error {
+		if onEvent != nil {
+			onEvent(ev)
+		}
+		return nil
+	}})
+	if s.engine, err = alerts.NewEngine(spec, sinks); err != nil {
+		s.closeRender()
+		s.svc.Close(ctx)
+		return nil, err
+	}
 	return s, nil
 }
 
-func (s *alertSink) engineChanged() {
-	s.zones, s.cal = s.svc.Zones(), s.svc.Calibration()
-	s.track = make([]zoneTrack, len(s.zones))
+func (s *alertSink) closeRender() {
+	if s.render != nil {
+		s.render.Close()
+	}
 }
 
-// observe is the service's event hook.
-func (s *alertSink) observe(ev *alerts.Event) {
-	if ev.Kind == alerts.KindZone {
-		if i, ok := s.svc.ZoneIndex(ev.Zone); ok && i < len(s.track) {
-			s.track[i].level = ev.Level
-		}
-	}
-	if s.onEvent != nil {
-		s.onEvent(ev)
-	}
-}
+// zones are the zones assessed now.
+func (s *alertSink) zones() []alerts.Zone { return s.engine.Zones() }
+
+// calibration is the calibration in use.
+func (s *alertSink) calibration() alerts.Calibration { return s.engine.Calibration() }
 
 // brokerAddr is the embedded broker's address, "" without one.
 func (s *alertSink) brokerAddr() string { return s.svc.BrokerAddr() }
 
-// frame assesses one frame and queues its events.
-func (s *alertSink) frame(f alerts.Frame, m alerts.Maps) error { return s.svc.Frame(f, m) }
+// frame assesses one frame and delivers its events.
+func (s *alertSink) frame(f alerts.Frame, m alerts.Maps) error { return s.engine.Observe(f, m) }
 
-// tick runs stall detection and publishes stats when due.
-func (s *alertSink) tick(now time.Time) error { return s.svc.Tick(now) }
+// tick runs stall detection, and stats and states when due.
+func (s *alertSink) tick(now time.Time) error { return s.engine.Tick(now) }
 
 // reload swaps in the zones, calibration and event settings of cfg (see
-// mqttpub.Service.Reload: open episodes are ended).
+// alerts.Engine.Reload: open episodes are ended).
 func (s *alertSink) reload(cfg alerts.Config, now time.Time) error {
-	if err := s.svc.Reload(cfg, now); err != nil {
+	spec, err := cfg.EngineSpec("alerts")
+	if err != nil {
 		return err
 	}
-	s.engineChanged()
-	return nil
+	o := s.cfg
+	if cfg.Vehicle != o.Vehicle || cfg.Camera != o.Camera || cfg.TopicPrefix != o.TopicPrefix || cfg.MQTT != o.MQTT ||
+		cfg.Outbox != o.Outbox || cfg.Snapshots != o.Snapshots || cfg.HomeAssistant != o.HomeAssistant {
+		s.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, camera, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
+	}
+	return s.engine.Reload(spec, now)
+}
+
+// snapshot returns the stored snapshot of an event id.
+func (s *alertSink) snapshot(id string) ([]byte, error) {
+	if s.snaps == nil {
+		return nil, fmt.Errorf("%w: snapshots are off (alerts.snapshots.dir)", snapshot.ErrNotFound)
+	}
+	return s.snaps.Get(id)
 }
 
 // pending is the number of events awaiting the broker's acknowledgement.
-func (s *alertSink) pending() int { return s.pub.Pending() }
+func (s *alertSink) pending() int { return s.svc.Publisher().Pending() }
 
-// close flushes the outbox within mqtt.close_timeout, then closes the
-// outbox and the embedded broker.
-func (s *alertSink) close(ctx context.Context) error { return s.svc.Close(ctx) }
+// connected reports whether the MQTT publisher is connected.
+func (s *alertSink) connected() bool { return s.svc.Publisher().Connected() }
+
+// close ends the open episodes, renders the snapshots still queued, then
+// flushes the outbox within mqtt.close_timeout and closes the outbox and
+// the embedded broker.
+func (s *alertSink) close(ctx context.Context) error {
+	err := s.engine.Close(time.Now())
+	s.closeRender()
+	return errors.Join(err, s.svc.Close(ctx))
+}

@@ -59,8 +59,8 @@ func TestParseConfig(t *testing.T) {
 			return strings.Replace(s, "  vehicle: testcar", "  vehicle: testcar\n  vehicel: x", 1)
 		}, []string{"cfg.yaml", "vehicel: unknown key"}},
 		{"bad alerts value", func(s string) string {
-			return strings.Replace(s, "inertia_frames: 1", "inertia_frames: 5000", 1)
-		}, []string{"cfg.yaml", "events.inertia_frames"}},
+			return strings.Replace(s, "exit_inertia: 0s", "exit_inertia: -1s", 1)
+		}, []string{"cfg.yaml", "events.exit_inertia: -1s is negative"}},
 		{"type error names the key", func(s string) string {
 			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: many", 1)
 		}, []string{"inference.intra_op_threads", "many"}},
@@ -173,8 +173,15 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alerts.ParseConfig(name+": alerts", alertsYAML); err != nil {
+		ac, err := alerts.ParseConfig(name+": alerts", alertsYAML)
+		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		// The shipped configs spell out the defaults chosen with the
+		// scenario benchmark (docs/alerts.md).
+		written := strings.Contains(string(alertsYAML), "fusion_time_constant:") && strings.Contains(string(alertsYAML), "merge_window:")
+		if got := ac.Events.Timing(); got != alerts.DefaultTiming() || !written {
+			t.Fatalf("%s: events timing %v, want the defaults %v written out", name, got, alerts.DefaultTiming())
 		}
 	}
 }

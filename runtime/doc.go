@@ -2,8 +2,9 @@
 // camera frame, resizes and normalizes it into the depth model's
 // pre-allocated input tensor, runs the depth model and the AuxUE (package
 // runtime/infer), reads out depth, the Laplace scale b and the DIDO
-// epistemic map K/S, and hands them to the alert engine, which publishes
-// events over MQTT through its durable outbox.
+// epistemic map K/S, and hands them to the camera's alert engine, which
+// decides episodes and delivers them to its sinks: event snapshots, MQTT
+// through a durable outbox, and the pipeline's own hook (alertsink.go).
 //
 // Frames are never queued: the camera's single-slot mailbox keeps only the
 // newest frame, and every frame the pipeline did not take is counted as

@@ -47,7 +47,7 @@ func (p *Pipeline) Health() Health {
 	}
 	add("frames", framesOK, detail)
 	if p.sink != nil {
-		err := p.sink.pub.OutboxWritable()
+		err := p.sink.svc.Publisher().OutboxWritable()
 		d := "writable"
 		if err != nil {
 			d = "cannot store events: " + err.Error()

@@ -38,6 +38,9 @@ type FrameTiming struct {
 	Start     time.Time     // the pipeline took the frame
 	Inference time.Duration // depth + AuxUE runs
 	Done      time.Time     // events queued in the outbox
+	// Risks are the frame's zone metrics (before fusion), in zone order;
+	// valid only during the OnFrame call.
+	Risks []alerts.ZoneRisk
 }
 
 // Pipeline runs camera -> depth -> AuxUE -> alerts. Create it with New,
@@ -57,7 +60,11 @@ type Pipeline struct {
 	times     StageTimes
 
 	frame   camera.Frame
+	image   alerts.Image // the frame as the engine sees it (for snapshots)
 	lastSeq uint64
+
+	statusMu sync.Mutex
+	status   []alerts.ZoneStatus // each zone after the last frame, for ZoneStatus
 
 	reloadReq chan chan error
 	watchNS   atomic.Int64 // when a debug client last asked for data
@@ -84,6 +91,8 @@ type EventRecord struct {
 	Previous string `json:"previous_level"`
 	Reasons  string `json:"reasons"`
 	Episode  string `json:"id"`
+	// Snapshot is the debug page's path of the event's snapshot, if any.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // maxEventLog is how many recent events the debug page can show.
@@ -127,7 +136,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 			return nil, err
 		}
 	}
-	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones, p.sink.cal.TauE)
+	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones(), p.sink.calibration().TauE)
 	p.registerMetrics()
 	return p, nil
 }
@@ -143,15 +152,15 @@ func (p *Pipeline) registerMetrics() {
 	}
 	m.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
 		func() float64 { return float64(p.sink.pending()) })
-	m.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 { return b2f(p.sink.pub.Connected()) })
+	m.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 { return b2f(p.sink.connected()) })
 	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, frames within alerts.events.camera_stall, outbox writable).",
 		func() float64 { return b2f(p.Health().OK) })
-	ob := func() outbox.Stats { return p.sink.pub.OutboxStats() }
+	ob := func() outbox.Stats { return p.sink.svc.Publisher().OutboxStats() }
 	m.Gauge("didoedge_outbox_write_fault", "1 while the outbox cannot store events (its last write failed); new events are not queued.",
 		func() float64 { return b2f(ob().WriteFault) })
 	m.Gauge("didoedge_outbox_disk_full", "1 while the outbox's last write failed with ENOSPC.", func() float64 { return b2f(ob().DiskFull) })
 	m.CounterFunc("didoedge_events_not_queued_total", "Alert events that could not be queued (outbox full or not writable); they are not delivered.",
-		func() float64 { return float64(p.sink.pub.NotQueued()) })
+		func() float64 { return float64(p.sink.svc.Publisher().NotQueued()) })
 	m.CounterFunc("didoedge_outbox_lost_events_total", "Pending events destroyed by damaged outbox records, found on recovery at start.",
 		func() float64 { return float64(ob().LostRecords) })
 	m.CounterFunc("didoedge_outbox_dropped_updates_total", "Pending update events dropped to make room in a full outbox.",
@@ -174,6 +183,12 @@ func (p *Pipeline) registerMetrics() {
 		} {
 			m.CounterFunc(c.name, c.help, func() float64 { return float64(c.fn(bs())) })
 		}
+	}
+	if r := p.sink.render; r != nil {
+		m.CounterFunc("didoedge_snapshots_skipped_total", "Event snapshots not taken: the renderer was behind.",
+			func() float64 { return float64(r.Skipped()) })
+		m.CounterFunc("didoedge_snapshots_failed_total", "Event snapshots that could not be rendered or stored.",
+			func() float64 { return float64(r.Failed()) })
 	}
 	if p.rtsp != nil {
 		m.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
@@ -350,9 +365,9 @@ func (p *Pipeline) reload() error {
 		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
 		return err
 	}
-	p.snap.setZones(p.sink.zones, p.sink.cal.TauE)
+	p.snap.setZones(p.sink.zones(), p.sink.calibration().TauE)
 	p.metrics.Reloads.Add(1)
-	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones), "calibration", ac.Calibration)
+	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones()), "calibration", ac.Calibration)
 	return nil
 }
 
@@ -382,16 +397,19 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 	m.Stages[StageAuxUE].Observe(tm.AuxUE)
 	m.Stages[StageReadout].Observe(tm.Readout)
 	t4 := time.Now()
-	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture}, maps); err != nil {
+	p.image = alerts.Image{Width: p.models.inW, Height: p.models.inH, RGB: rgb}
+	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &p.image}, maps); err != nil {
 		// The publisher logged each event not queued; this is the summary.
 		p.rl.Warn("alerts frame", "alerts: events of a frame not queued", "frame", f.Seq, "err", err)
 	}
 	t5 := time.Now()
+	p.copyStatus()
 	m.Stages[StageAlerts].Observe(t5.Sub(t4))
 	m.Latency.Observe(t5.Sub(f.Capture))
 	m.frameDone(t5)
 	if p.opts.OnFrame != nil {
-		p.opts.OnFrame(FrameTiming{Seq: f.Seq, Capture: f.Capture, Start: t0, Inference: tm.Depth + tm.AuxUE, Done: t5})
+		p.opts.OnFrame(FrameTiming{Seq: f.Seq, Capture: f.Capture, Start: t0, Inference: tm.Depth + tm.AuxUE, Done: t5,
+			Risks: p.sink.engine.LastRisks()})
 	}
 	p.maybeSnapshot(t5, f, rgb, maps)
 }
@@ -406,6 +424,9 @@ func (p *Pipeline) handleEvent(ev *alerts.Event) {
 	p.metrics.countEvent(ev)
 	rec := EventRecord{Seq: ev.Seq, Time: time.UnixMilli(ev.TimeMS).Format("15:04:05.000"), Type: string(ev.Type),
 		Kind: string(ev.Kind), Zone: ev.Zone, Level: ev.Level.String(), Previous: ev.Previous.String(), Episode: ev.ID}
+	if ev.Snapshot != nil {
+		rec.Snapshot = ev.Snapshot.Path
+	}
 	for i, r := range ev.Reasons {
 		if i > 0 {
 			rec.Reasons += ","
@@ -423,6 +444,32 @@ func (p *Pipeline) handleEvent(ev *alerts.Event) {
 		p.opts.OnEvent(ev)
 	}
 }
+
+// copyStatus keeps every zone's status for ZoneStatus (no allocation
+// unless the number of zones changed).
+func (p *Pipeline) copyStatus() {
+	n := len(p.sink.zones())
+	p.statusMu.Lock()
+	if len(p.status) != n {
+		p.status = make([]alerts.ZoneStatus, n)
+	}
+	for i := range p.status {
+		p.status[i] = p.sink.engine.ZoneStatus(i)
+	}
+	p.statusMu.Unlock()
+}
+
+// ZoneStatus returns each zone's level, fused signals and episode after
+// the last assessed frame (nil before the first).
+func (p *Pipeline) ZoneStatus() []alerts.ZoneStatus {
+	p.statusMu.Lock()
+	defer p.statusMu.Unlock()
+	return append([]alerts.ZoneStatus(nil), p.status...)
+}
+
+// EventSnapshot returns the JPEG snapshot of an event id (the latest of
+// its episode); snapshot.ErrNotFound when there is none.
+func (p *Pipeline) EventSnapshot(id string) ([]byte, error) { return p.sink.snapshot(id) }
 
 // Events returns the recent alert events, oldest first.
 func (p *Pipeline) Events() []EventRecord {

@@ -226,7 +226,7 @@ func newIdlePipeline(t testing.TB, calibration string) *Pipeline {
 	// Let the publisher connect and publish its initial states: its
 	// goroutines allocate, and AllocsPerRun counts the whole process.
 	deadline := time.Now().Add(10 * time.Second)
-	for !p.sink.pub.Connected() && time.Now().Before(deadline) {
+	for !p.sink.connected() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)

@@ -25,6 +25,8 @@ type Snapshot struct {
 	Depth, Scale, Epistemic []float32
 	Zones                   []alerts.Zone
 	Levels                  []alerts.Level
+	// Status is each zone's level, fused signals and episode.
+	Status []alerts.ZoneStatus
 	// TauE is the calibration's global K/S threshold (the page centres
 	// its epistemic colour scale on it).
 	TauE float64
@@ -42,6 +44,7 @@ func (s *Snapshot) setZones(zones []alerts.Zone, tauE float64) {
 	s.mu.Lock()
 	s.Zones, s.TauE = zones, tauE
 	s.Levels = make([]alerts.Level, len(zones))
+	s.Status = make([]alerts.ZoneStatus, len(zones))
 	s.mu.Unlock()
 }
 
@@ -82,9 +85,10 @@ func (p *Pipeline) maybeSnapshot(now time.Time, f *camera.Frame, rgb []uint8, m 
 	copy(s.Depth, m.Depth)
 	copy(s.Scale, m.Scale)
 	copy(s.Epistemic, m.Epistemic)
-	for i := range s.Levels {
-		if i < len(p.sink.track) {
-			s.Levels[i] = p.sink.track[i].level
+	if len(s.Status) == len(p.sink.zones()) {
+		for i := range s.Status {
+			s.Status[i] = p.sink.engine.ZoneStatus(i)
+			s.Levels[i] = s.Status[i].Level
 		}
 	}
 }

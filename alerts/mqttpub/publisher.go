@@ -54,9 +54,10 @@ type Publisher struct {
 	log    *slog.Logger
 	rl     *lograte.Limiter // repeated conditions: one line per interval
 
-	mu     sync.Mutex
-	states map[string][]byte // retained state payloads by topic
-	closed bool
+	mu       sync.Mutex
+	retained map[string][]byte // latest retained payload by topic: states, snapshots, discovery
+	subs     map[string]func(payload []byte)
+	closed   bool
 
 	store *ackStore
 	// epoch counts connection attempts; see run for why.
@@ -93,7 +94,7 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 	}
 	log := opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID)
 	p := &Publisher{opts: opts, box: box, log: log, rl: lograte.New(log, 0),
-		states: map[string][]byte{}, stop: make(chan struct{}), done: make(chan struct{})}
+		retained: map[string][]byte{}, subs: map[string]func([]byte){}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.store = newAckStore()
 	avail := opts.Topics.Availability()
 	co := mqtt.NewClientOptions().
@@ -123,8 +124,11 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 			p.log.Info("mqtt connected")
 			c.Publish(avail, 1, true, Online)
 			p.mu.Lock()
-			for topic, payload := range p.states {
+			for topic, payload := range p.retained {
 				c.Publish(topic, 1, true, payload)
+			}
+			for topic, fn := range p.subs {
+				c.Subscribe(topic, 1, messageHandler(fn))
 			}
 			p.mu.Unlock()
 		}).
@@ -192,14 +196,52 @@ func (p *Publisher) SetState(s *alerts.State) error {
 	if err != nil {
 		return fmt.Errorf("state of zone %s: %w", s.Zone, err)
 	}
-	topic := p.opts.Topics.ZoneState(s.Camera, s.Zone)
+	p.SetRetained(p.opts.Topics.ZoneState(s.Camera, s.Zone), payload)
+	return nil
+}
+
+// SetRetained records the latest retained payload of a topic (QoS 1) and
+// publishes it when connected; every connect republishes them all. An
+// empty payload clears the broker's retained message. Retained messages
+// are state, not events: they skip the outbox, and only the latest per
+// topic matters.
+func (p *Publisher) SetRetained(topic string, payload []byte) {
 	p.mu.Lock()
-	p.states[topic] = payload
+	p.retained[topic] = payload
 	p.mu.Unlock()
 	if p.client.IsConnectionOpen() {
 		p.client.Publish(topic, 1, true, payload)
 	}
-	return nil
+}
+
+// RepublishRetained publishes every retained payload again (for a
+// subscriber that restarted without a persistent session, e.g. Home
+// Assistant's birth message).
+func (p *Publisher) RepublishRetained() {
+	if !p.client.IsConnectionOpen() {
+		return // the next connect republishes them
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for topic, payload := range p.retained {
+		p.client.Publish(topic, 1, true, payload)
+	}
+}
+
+// Subscribe has fn called with every message on topic (QoS 1); the
+// subscription is renewed on every connect. fn runs on paho's goroutine:
+// it must not block or wait on a token.
+func (p *Publisher) Subscribe(topic string, fn func(payload []byte)) {
+	p.mu.Lock()
+	p.subs[topic] = fn
+	p.mu.Unlock()
+	if p.client.IsConnectionOpen() {
+		p.client.Subscribe(topic, 1, messageHandler(fn))
+	}
+}
+
+func messageHandler(fn func([]byte)) mqtt.MessageHandler {
+	return func(_ mqtt.Client, m mqtt.Message) { fn(m.Payload()) }
 }
 
 // PublishStats fills in the connection and outbox figures and publishes

@@ -238,7 +238,7 @@ func TestEmbeddedBrokerEndToEnd(t *testing.T) {
 	cfgText := fmt.Sprintf(`vehicle: van-07
 camera: front
 grid: {rows: 1, cols: 2}
-events: {inertia_frames: 1, update_interval: 100ms}
+events: {fusion_time_constant: 0s, exit_inertia: 0s, min_episode: 1s, merge_window: 0s, update_interval: 100ms}
 outbox: {dir: %s}
 mqtt: {broker: embedded, client_id: embedded-test, username: veh, password_env: TEST_EMBEDDED_PW, stats_interval: 100ms, stats_qos: 1}
 embedded:
@@ -251,6 +251,14 @@ embedded:
 	}
 	ctx := context.Background()
 	svc, err := Start(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := cfg.EngineSpec("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := alerts.NewEngine(spec, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,10 +293,10 @@ embedded:
 				m.Epistemic[y*8+x] = 0.1
 			}
 		}
-		if err := svc.Frame(alerts.Frame{Seq: uint64(i), Capture: now, Camera: "front"}, m); err != nil {
+		if err := eng.Observe(alerts.Frame{Seq: uint64(i), Capture: now, Camera: "front"}, m); err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.Tick(now); err != nil {
+		if err := eng.Tick(now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -353,7 +361,7 @@ embedded:
 	}
 	// Frames every 200 ms: new at frame 1; periodic updates (interval
 	// 100 ms) at frames 2..5, since ok from frame 4 must wait for the 1 s
-	// minimum hold; end at frame 6, 1 s after frame 1.
+	// minimum episode; end at frame 6, 1 s after frame 1 (no merge window).
 	if strings.Join(types, ",") != "new,update,update,update,update,end" {
 		t.Fatalf("event types %v, want new, four periodic updates, end", types)
 	}

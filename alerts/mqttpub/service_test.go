@@ -16,15 +16,16 @@ import (
 
 // serviceConfig: vehicle van-1, camera front, topic prefix svc, a 1x2 grid
 // over a 4x1 map (r0c0: pixels 0-1, r0c1: pixels 2-3), default
-// calibration (tau_e 0.5, ood_fraction critical from 0.2), one frame of
-// inertia, and the embedded broker on a free port of 127.0.0.1.
+// calibration (tau_e 0.5, ood_fraction critical from 0.2), no fusion, no
+// inertia, no merge window, and the embedded broker on a free port of
+// 127.0.0.1.
 func serviceConfig(t *testing.T) alerts.Config {
 	t.Helper()
 	yaml := fmt.Sprintf(`vehicle: van-1
 camera: front
 topic_prefix: svc
 grid: {rows: 1, cols: 2}
-events: {inertia_frames: 1, min_hold: 1ms, camera_stall: 2s}
+events: {fusion_time_constant: 0s, exit_inertia: 0s, min_episode: 0s, merge_window: 0s, camera_stall: 2s}
 mqtt: {broker: embedded, client_id: svc-test, stats_interval: 1h, close_timeout: 2s}
 outbox: {dir: %q}
 embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
@@ -121,13 +122,15 @@ func TestServiceHookAndReload(t *testing.T) {
 			states: map[string]alerts.Level{"r0c0": alerts.LevelOK, "r0c1": alerts.LevelOK},
 		},
 		{
-			// Inertia 2 after the reload: the first hot frame raises
-			// nothing. Vehicle and camera changes are not applied: the
-			// event still comes from van-1/front on the same topics.
+			// 100 ms of entry inertia after the reload: the first hot
+			// frame raises nothing, the second (100 ms later) does.
+			// Vehicle and camera changes are not applied: the event still
+			// comes from van-1/front on the same topics.
 			name: "reload applies events settings and keeps the identity",
 			steps: []serviceStep{
 				{op: "reload", edit: func(c *alerts.Config) {
-					c.Vehicle, c.Camera, c.Events.InertiaFrames = "other-van", "rear", 2
+					enter := 100 * time.Millisecond
+					c.Vehicle, c.Camera, c.Events.EnterInertia = "other-van", "rear", &enter
 				}},
 				{op: "frame", hot: 2},
 				{op: "frame", hot: 2},
@@ -142,11 +145,8 @@ func TestServiceHookAndReload(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := serviceConfig(t)
 			var seen []alerts.Event
-			opts := []Option{WithEventHook(func(ev *alerts.Event) { seen = append(seen, *ev) })}
-			if tc.key != "" {
-				opts = append(opts, WithConfigKey(tc.key))
-			}
-			svc, err := Start(context.Background(), cfg, nil, opts...)
+			hook := alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error { seen = append(seen, *ev); return nil }}
+			svc, err := Start(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,6 +155,14 @@ func TestServiceHookAndReload(t *testing.T) {
 					t.Errorf("close: %v", err)
 				}
 			})
+			spec, err := cfg.EngineSpec(tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := alerts.NewEngine(spec, alerts.Sinks{svc, hook})
+			if err != nil {
+				t.Fatal(err)
+			}
 			host, port, _ := strings.Cut(svc.BrokerAddr(), ":")
 			topics := cfg.Topics()
 			sub := startSubscriber(t, "-h", host, "-p", port, "-q", "1", "-t", topics.Events(cfg.Camera))
@@ -173,20 +181,22 @@ func TestServiceHookAndReload(t *testing.T) {
 						}
 					}
 					seq++
-					if err := svc.Frame(alerts.Frame{Seq: seq, Capture: base.Add(time.Duration(seq) * 100 * time.Millisecond)}, m); err != nil {
+					if err := eng.Observe(alerts.Frame{Seq: seq, Capture: base.Add(time.Duration(seq) * 100 * time.Millisecond)}, m); err != nil {
 						t.Fatalf("step %d: frame: %v", i, err)
 					}
 				case "stall":
-					// A minute more per stall: the new engine's episode
-					// counter restarts, its id differs by the time.
+					// A minute more per stall: the id differs by the time.
 					stalls++
-					if err := svc.Tick(time.Now().Add(time.Duration(stalls) * time.Minute)); err != nil {
+					if err := eng.Tick(time.Now().Add(time.Duration(stalls) * time.Minute)); err != nil {
 						t.Fatalf("step %d: tick: %v", i, err)
 					}
 				case "reload":
 					c := cfg
 					st.edit(&c)
-					err := svc.Reload(c, time.Now())
+					spec, err := c.EngineSpec(tc.key)
+					if err == nil {
+						err = eng.Reload(spec, time.Now())
+					}
 					switch {
 					case st.errHas == "" && err != nil:
 						t.Fatalf("step %d: reload: %v", i, err)
@@ -200,17 +210,17 @@ func TestServiceHookAndReload(t *testing.T) {
 
 			checkHookEvents(t, seen, tc.events)
 			var names []string
-			for _, z := range svc.Zones() {
+			for i, z := range eng.Zones() {
 				names = append(names, z.Name)
-				if i, ok := svc.ZoneIndex(z.Name); !ok || svc.Zones()[i].Name != z.Name {
-					t.Errorf("ZoneIndex(%q) = %d, %v", z.Name, i, ok)
+				if st := eng.ZoneStatus(i); st.Name != z.Name {
+					t.Errorf("zone status %d: %+v, zone %q", i, st, z.Name)
 				}
 			}
 			if !slices.Equal(names, tc.zones) {
 				t.Errorf("zones %v, want %v", names, tc.zones)
 			}
-			if got := svc.Config(); got.Vehicle != cfg.Vehicle || got.Camera != cfg.Camera {
-				t.Errorf("config identity %s/%s, want %s/%s", got.Vehicle, got.Camera, cfg.Vehicle, cfg.Camera)
+			if got := eng.Config(); got.Vehicle != cfg.Vehicle || got.Camera != cfg.Camera {
+				t.Errorf("engine identity %s/%s, want %s/%s", got.Vehicle, got.Camera, cfg.Vehicle, cfg.Camera)
 			}
 
 			// The broker delivers the same events, in order, valid to the schema.
@@ -318,15 +328,24 @@ func checkHookEvents(t *testing.T, seen []alerts.Event, want []wantEvent) {
 }
 
 // TestServiceFrameWithoutEventsAllocatesNothing: the steady-state frame
-// path through the service (assessment, no event) allocates nothing.
+// path through an engine and the service (assessment, no event)
+// allocates nothing.
 func TestServiceFrameWithoutEventsAllocatesNothing(t *testing.T) {
 	cfg := serviceConfig(t)
 	calls := 0
-	svc, err := Start(context.Background(), cfg, nil, WithEventHook(func(*alerts.Event) { calls++ }))
+	svc, err := Start(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close(context.Background())
+	spec, err := cfg.EngineSpec("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := alerts.NewEngine(spec, alerts.Sinks{svc, alerts.SinkFuncs{OnEvent: func(*alerts.Event) error { calls++; return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !svc.Publisher().Connected() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -341,7 +360,7 @@ func TestServiceFrameWithoutEventsAllocatesNothing(t *testing.T) {
 	for range 3 {
 		allocs = min(allocs, testing.AllocsPerRun(50, func() {
 			f.Seq++
-			if err := svc.Frame(f, m); err != nil {
+			if err := eng.Observe(f, m); err != nil {
 				t.Fatal(err)
 			}
 		}))

@@ -22,6 +22,9 @@ const (
 	State        = "state.v1.json"
 	Stats        = "stats.v1.json"
 	Availability = "availability.v1.json"
+	// HomeAssistantDiscovery describes Home Assistant's MQTT discovery
+	// config of a binary_sensor or sensor, from its documented keys.
+	HomeAssistantDiscovery = "ha-discovery.json"
 )
 
 // Load compiles one embedded schema by file name.

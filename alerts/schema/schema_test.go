@@ -19,6 +19,18 @@ func mustLoad(t *testing.T, name string) *schema.Schema {
 	return s
 }
 
+// snapshotNamer stands in for the snapshot renderer and the MQTT sink:
+// it names the snapshot's path and topic in the event.
+type snapshotNamer struct{}
+
+func (snapshotNamer) Event(*alerts.Event) error { return nil }
+func (snapshotNamer) State(*alerts.State) error { return nil }
+func (snapshotNamer) Snapshot(s *alerts.Snapshot) error {
+	s.Event.Snapshot.Path = "/api/events/" + s.Event.ID + "/snapshot.jpg"
+	s.Event.Snapshot.Topic = "didoedge/van-07/front/" + s.Zone.Name + "/snapshot"
+	return nil
+}
+
 // realPayloads runs an engine through an episode, a camera stall and the
 // stats, and returns the JSON it produces.
 func realPayloads(t *testing.T) (events, states, stats [][]byte) {
@@ -30,43 +42,54 @@ func realPayloads(t *testing.T) (events, states, stats [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := alerts.NewEngine(alerts.EngineConfig{Vehicle: "van-07", Camera: "front", InertiaFrames: 1,
-		UpdateInterval: 100 * time.Millisecond, StallAfter: time.Second, Now: func() time.Time { return now }}, zones, nil, cal)
+	var seq uint64
+	var evs []alerts.Event
+	record := alerts.SinkFuncs{
+		OnEvent: func(ev *alerts.Event) error {
+			seq++
+			ev.Seq = seq
+			b, _ := json.Marshal(ev)
+			events = append(events, b)
+			evs = append(evs, *ev)
+			return nil
+		},
+		OnState: func(st *alerts.State) error {
+			b, _ := json.Marshal(st)
+			states = append(states, b)
+			return nil
+		},
+	}
+	e, err := alerts.NewEngine(alerts.EngineSpec{Config: alerts.EngineConfig{Vehicle: "van-07", Camera: "front",
+		Timing:         alerts.Timing{FusionTimeConstant: 100 * time.Millisecond},
+		UpdateInterval: 100 * time.Millisecond, StallAfter: time.Second, Now: func() time.Time { return now }},
+		Zones: zones, Calibration: cal}, alerts.Sinks{snapshotNamer{}, record})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := alerts.Maps{Width: 4, Height: 2, Epistemic: make([]float32, 8), Scale: make([]float32, 8), Depth: make([]float32, 8)}
-	var evs []alerts.Event
+	img := alerts.Image{Width: 4, Height: 2, RGB: make([]uint8, 24)}
 	for i, level := range []float32{0.1, 0.9, 0.9, 0.1, 0.1} {
 		for p := range m.Depth {
 			m.Epistemic[p], m.Depth[p], m.Scale[p] = level, 30, 0.5
 		}
 		m.Depth[7] = float32(0) // invalid pixel in zone r0c1
 		now = now.Add(200 * time.Millisecond)
-		evs, err = e.Observe(alerts.Frame{Seq: uint64(i), Capture: now}, m, evs)
-		if err != nil {
+		if err := e.Observe(alerts.Frame{Seq: uint64(i), Capture: now, Image: &img}, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now = now.Add(2 * time.Second)
-	evs = e.Tick(now, evs)
-	var seq uint64
-	for i := range evs {
-		seq++
-		evs[i].Seq = seq
-		b, _ := json.Marshal(&evs[i])
-		events = append(events, b)
+	if err := e.Tick(now); err != nil {
+		t.Fatal(err)
 	}
 	types := map[alerts.EventType]bool{}
+	snap := false
 	for _, ev := range evs {
 		types[ev.Type] = true
+		snap = snap || ev.Snapshot != nil
 	}
-	if !types[alerts.EventNew] || !types[alerts.EventUpdate] || !types[alerts.EventEnd] || evs[len(evs)-1].Kind != alerts.KindCameraFault {
-		t.Fatalf("fixture did not produce every event type: %+v", evs)
-	}
-	for _, s := range e.States(now) {
-		b, _ := json.Marshal(&s)
-		states = append(states, b)
+	if !types[alerts.EventNew] || !types[alerts.EventUpdate] || !types[alerts.EventEnd] || evs[len(evs)-1].Kind != alerts.KindCameraFault || !snap {
+		t.Fatalf("fixture did not produce every event type and a snapshot: %+v", evs)
 	}
 	st := e.Stats(now)
 	b, _ := json.Marshal(&st)
@@ -138,7 +161,7 @@ func TestCompileRejectsUnsupportedKeywords(t *testing.T) {
 			t.Errorf("schema %s compiled", doc)
 		}
 	}
-	if got := len(schema.Names()); got != 4 {
-		t.Fatalf("%d embedded schemas, want 4", got)
+	if got := len(schema.Names()); got != 5 {
+		t.Fatalf("%d embedded schemas, want 5", got)
 	}
 }

@@ -200,13 +200,19 @@ func TestRunOnRenderedData(t *testing.T) {
 		t.Fatalf("coverage after %g, want 0.9 (+ at most one pixel of %d)", res.CoverageAfter, res.GTPixels)
 	}
 	cal := res.Calibration
-	if len(cal.TauEZones) != 4 || cal.TauE <= 0 || cal.TauE > 1 || cal.TauA <= 0 || cal.ScaleCorrection <= 0 {
+	if len(cal.TauEZones) != 4 || len(cal.TauAZones) != 4 || cal.TauE <= 0 || cal.TauE > 1 || cal.TauA <= 0 || cal.ScaleCorrection <= 0 {
 		t.Fatalf("calibration %+v", cal)
 	}
 	// The zone thresholds bound events, not only pixels: on the calibration
-	// frames at most a fraction FAR of them open an ood_fraction event.
-	if res.FrameAlarmRate > far {
-		t.Fatalf("frame alarm rate %g on the calibration frames, want <= %g", res.FrameAlarmRate, far)
+	// frames at most a fraction FAR of them open an ood_fraction or an
+	// aleatoric_fraction event.
+	if res.FrameAlarmRate > far || res.AleatoricAlarmRate > far {
+		t.Fatalf("frame alarm rates %g (ood) %g (aleatoric) on the calibration frames, want <= %g", res.FrameAlarmRate, res.AleatoricAlarmRate, far)
+	}
+	for z, v := range cal.TauAZones {
+		if !(v > 0) || math.IsInf(v, 0) {
+			t.Fatalf("tau_a_zones.%s = %g (global %g)", z, v, cal.TauA)
+		}
 	}
 	for _, key := range []string{"coverage_before", "coverage_after", "uce_before_m", "uce_after_m", "frames", "target_far"} {
 		if _, err := strconv.ParseFloat(cal.Meta[key], 64); err != nil {
@@ -260,6 +266,32 @@ func TestZoneEventTauClosedForm(t *testing.T) {
 	} {
 		if got := zoneEventTau(zv, tc.enter, tc.q); math.Abs(got-tc.want) > 1e-6 {
 			t.Errorf("enter %g q %g: tau %g, want %g", tc.enter, tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestZoneThresholdBoundsPixels: the zone threshold is the pixel quantile
+// when no criterion is used, and the zone-event bound when that is larger.
+// Hand-computed on frames {1,2,3,4} and {5,6,7,8}: at q 0.5 the pixel
+// quantile is 4 (the 4th smallest); enter 0.5 keeps a frame quiet above
+// its 2nd largest value (3 and 7, quantile 3), enter 0.25 above its
+// largest (4 and 8, quantile 4): the pixel quantile stands. At q 1 both
+// give 8. At q 0.25 the pixel quantile is 2 but enter 0.5 needs 3.
+func TestZoneThresholdBoundsPixels(t *testing.T) {
+	zv := zoneValues{values: []float32{1, 2, 3, 4, 5, 6, 7, 8}, starts: []int{0, 4}}
+	for _, tc := range []struct {
+		c    *alerts.Criterion
+		q    float64
+		want float64
+	}{
+		{nil, 0.5, 4},
+		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.5}}, 0.5, 4},
+		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.25}}, 0.5, 4},
+		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.25}}, 1, 8},
+		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.5}}, 0.25, 3},
+	} {
+		if got := zoneThreshold(zv, tc.c, tc.q); got != tc.want {
+			t.Errorf("criterion %+v q %g: %g, want %g", tc.c, tc.q, got, tc.want)
 		}
 	}
 }

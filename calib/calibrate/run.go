@@ -24,10 +24,11 @@ type Options struct {
 	Data  string
 	Split string // default "val"
 	// TargetFAR is the false-alarm rate on in-distribution data, bounded
-	// twice: tau_e is at least the (1 - TargetFAR)-quantile of K/S (pixels),
-	// and each zone's tau_e is raised until at most that fraction of the
-	// frames would open an ood_fraction event in the zone (see zoneEventTau);
-	// tau_a is the (1 - TargetFAR)-quantile of b/depth.
+	// twice for each zone criterion: the zone's tau_e (tau_a) is at least
+	// the (1 - TargetFAR)-quantile of its pixels' K/S (corrected b/depth),
+	// and is raised until at most that fraction of the frames would open
+	// an ood_fraction (aleatoric_fraction) event in the zone (zoneEventTau).
+	// The global tau_e and tau_a are the pixel quantiles over all zones.
 	TargetFAR float64
 	// Coverage is the nominal coverage of the Laplace interval (default 0.9).
 	Coverage  float64
@@ -46,6 +47,9 @@ type Result struct {
 	// FrameAlarmRate is the fraction of validation frames in which some
 	// zone's ood_fraction reaches the warn level with the new tau_e.
 	FrameAlarmRate float64
+	// AleatoricAlarmRate is the same for aleatoric_fraction with the new
+	// per-zone tau_a.
+	AleatoricAlarmRate float64
 }
 
 // zoneValues are the K/S values of one zone, with the offsets of each frame.
@@ -105,7 +109,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	per := make([]zoneValues, len(zones))
+	per := make([]zoneValues, len(zones))  // K/S per zone
+	perA := make([]zoneValues, len(zones)) // b/depth per zone (before the scale correction)
 	var all, ratio, absErr, scale []float32
 	gt := make([]float32, mw*mh)
 	res := &Result{}
@@ -141,12 +146,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 		for z, px := range raster {
-			zv := &per[z]
+			zv, za := &per[z], &perA[z]
 			zv.starts = append(zv.starts, len(zv.values))
+			za.starts = append(za.starts, len(za.values))
 			for _, i := range px {
 				d, e, b := maps.Depth[i], maps.Epistemic[i], maps.Scale[i]
 				if d > 0 && e-e == 0 && b >= 0 && b-b == 0 {
 					zv.values = append(zv.values, e)
+					za.values = append(za.values, b/d)
 				}
 			}
 		}
@@ -169,11 +176,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cal.TauEZones = map[string]float64{}
 	for z, zv := range per {
 		if len(zv.values) > 0 {
-			tau := Quantile(append([]float32(nil), zv.values...), q)
-			if lv := cal.Levels.OODFraction; lv != nil {
-				tau = math.Max(tau, zoneEventTau(zv, lv.Warn.Enter, q))
-			}
-			cal.TauEZones[zones[z].Name] = clampTau(tau)
+			cal.TauEZones[zones[z].Name] = clampTau(zoneThreshold(zv, cal.Levels.OODFraction, q))
 		}
 	}
 	corr := ScaleCorrection(absErr, scale, o.Coverage)
@@ -185,6 +188,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ratio[i] *= float32(corr)
 	}
 	cal.TauA = math.Max(Quantile(ratio, q), 1e-6)
+	// The corrected ratio is corr*b/d and corr > 0, so its thresholds are
+	// corr times those of b/d.
+	cal.TauAZones = map[string]float64{}
+	for z, za := range perA {
+		if len(za.values) > 0 {
+			cal.TauAZones[zones[z].Name] = math.Max(corr*zoneThreshold(za, cal.Levels.AleatoricFraction, q), 1e-6)
+		}
+	}
 	res.CoverageBefore = Coverage(absErr, scale, 1, o.Coverage)
 	res.CoverageAfter = Coverage(absErr, scale, corr, o.Coverage)
 	if res.UCEBefore, err = UCE(absErr, scale, 1); err != nil {
@@ -193,25 +204,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.UCEAfter, err = UCE(absErr, scale, corr); err != nil {
 		return nil, err
 	}
-	res.FrameAlarmRate = frameAlarmRate(per, zones, cal, res.Frames)
+	res.FrameAlarmRate = frameAlarmRate(per, zones, cal.Levels.OODFraction, cal.TauEFor, 1, res.Frames)
+	res.AleatoricAlarmRate = frameAlarmRate(perA, zones, cal.Levels.AleatoricFraction, cal.TauAFor, corr, res.Frames)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	cal.Meta = map[string]string{
-		"source":           "didoedge calibrate",
-		"data":             o.Data,
-		"split":            o.Split,
-		"frames":           strconv.Itoa(res.Frames),
-		"pixels":           strconv.Itoa(res.Pixels),
-		"gt_pixels":        strconv.Itoa(res.GTPixels),
-		"target_far":       f(o.TargetFAR),
-		"coverage":         f(o.Coverage),
-		"coverage_before":  f(res.CoverageBefore),
-		"coverage_after":   f(res.CoverageAfter),
-		"uce_before_m":     f(res.UCEBefore),
-		"uce_after_m":      f(res.UCEAfter),
-		"frame_alarm_rate": f(res.FrameAlarmRate),
-		"depth_model":      cfg.Depth.Model,
-		"auxue_model":      cfg.AuxUE.Model,
-		"time":             time.Now().UTC().Format(time.RFC3339),
+		"source":               "didoedge calibrate",
+		"data":                 o.Data,
+		"split":                o.Split,
+		"frames":               strconv.Itoa(res.Frames),
+		"pixels":               strconv.Itoa(res.Pixels),
+		"gt_pixels":            strconv.Itoa(res.GTPixels),
+		"target_far":           f(o.TargetFAR),
+		"coverage":             f(o.Coverage),
+		"coverage_before":      f(res.CoverageBefore),
+		"coverage_after":       f(res.CoverageAfter),
+		"uce_before_m":         f(res.UCEBefore),
+		"uce_after_m":          f(res.UCEAfter),
+		"frame_alarm_rate":     f(res.FrameAlarmRate),
+		"aleatoric_alarm_rate": f(res.AleatoricAlarmRate),
+		"depth_model":          cfg.Depth.Model,
+		"auxue_model":          cfg.AuxUE.Model,
+		"time":                 time.Now().UTC().Format(time.RFC3339),
 	}
 	if err := cal.Validate(); err != nil {
 		return nil, fmt.Errorf("calibrate: result: %w", err)
@@ -227,6 +240,17 @@ func clampTau(v float64) float64 {
 		return 1
 	}
 	return math.Min(1, math.Max(v, 1e-6))
+}
+
+// zoneThreshold is a zone's pixel threshold at quantile q: the larger of
+// the q-quantile of its values and, when the criterion c is used, the
+// zone-event bound for its warn entry (zoneEventTau).
+func zoneThreshold(zv zoneValues, c *alerts.Criterion, q float64) float64 {
+	tau := Quantile(slices.Clone(zv.values), q)
+	if c != nil {
+		tau = math.Max(tau, zoneEventTau(zv, c.Warn.Enter, q))
+	}
+	return tau
 }
 
 // zoneEventTau is the smallest tau_e that keeps the zone's ood_fraction
@@ -260,13 +284,14 @@ func zoneEventTau(zv zoneValues, enter, q float64) float64 {
 	return Quantile(quiet, q)
 }
 
-// frameAlarmRate counts the frames in which any zone's fraction of K/S
-// above its tau_e reaches the warn entry level of ood_fraction.
-func frameAlarmRate(per []zoneValues, zones []alerts.Zone, cal alerts.Calibration, frames int) float64 {
-	if cal.Levels.OODFraction == nil || frames == 0 {
+// frameAlarmRate counts the frames in which any zone's fraction of values
+// above its threshold (tauFor(zone), applied to scale*value) reaches the
+// warn entry of criterion c.
+func frameAlarmRate(per []zoneValues, zones []alerts.Zone, c *alerts.Criterion, tauFor func(string) float64, scale float64, frames int) float64 {
+	if c == nil || frames == 0 {
 		return 0
 	}
-	enter := cal.Levels.OODFraction.Warn.Enter
+	enter := c.Warn.Enter
 	alarms := 0
 	for f := range frames {
 		for z, zv := range per {
@@ -280,10 +305,7 @@ func frameAlarmRate(per []zoneValues, zones []alerts.Zone, cal alerts.Calibratio
 			if hi == lo {
 				continue
 			}
-			tau := float32(cal.TauE)
-			if v, ok := cal.TauEZones[zones[z].Name]; ok {
-				tau = float32(v)
-			}
+			tau := float32(tauFor(zones[z].Name) / scale)
 			over := 0
 			for _, e := range zv.values[lo:hi] {
 				if e > tau {

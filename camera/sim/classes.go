@@ -3,6 +3,7 @@ package sim
 // Outdoor semantic ids follow Cityscapes (labelIds).
 const (
 	ClassUnlabeled   uint8 = 0
+	ClassStatic      uint8 = 4 // unlabeled static objects: the obstacles of Config.Obstacles
 	ClassRoad        uint8 = 7
 	ClassSidewalk    uint8 = 8
 	ClassBuilding    uint8 = 11
@@ -47,6 +48,8 @@ func ClassColor(world string, id uint8) (r, g, b uint8) {
 		return c[0], c[1], c[2]
 	}
 	switch id {
+	case ClassStatic:
+		return 111, 74, 0
 	case ClassRoad:
 		return 128, 64, 128
 	case ClassSidewalk:

@@ -40,6 +40,12 @@ type Config struct {
 	// Fog is an extra extinction coefficient in 1/m (0 = clear air). It only
 	// changes the RGB image, never the depth.
 	Fog float32
+	// Obstacles puts objects on the ego lane that the training data never
+	// had (outdoor only): alternately a pile of crates and a fallen tree
+	// (trunk across the lane with its crown), one every 35 m of road. The
+	// lead car is left out so that nothing hides them. They are real
+	// geometry: the depth, the LiDAR ground truth and the semantics see them.
+	Obstacles bool
 	// Parallelism is the number of goroutines one Render uses (0 = up to 2,
 	// bounded by GOMAXPROCS). Data-set writers that run several renderers in
 	// parallel set it to 1.
@@ -63,6 +69,9 @@ func (c Config) validate() error {
 	}
 	if c.Fog < 0 || c.Fog != c.Fog {
 		return fmt.Errorf("sim config: Fog must be >= 0, got %v", c.Fog)
+	}
+	if c.Obstacles && c.World != WorldOutdoor {
+		return fmt.Errorf("sim config: Obstacles needs the %q world, not %q", WorldOutdoor, c.World)
 	}
 	if c.Parallelism < 0 {
 		return fmt.Errorf("sim config: Parallelism must be >= 0, got %d", c.Parallelism)

@@ -63,7 +63,14 @@ type outdoorWorld struct {
 	oncoming   float64 // probability of a car per oncoming slot
 	onSpeed    float64
 	buildingP  float64
+	obstacles  bool // Config.Obstacles
 }
+
+// Obstacles on the ego lane (Config.Obstacles).
+const (
+	obstacleEvery    = 35.0 // metres of road between two obstacles
+	maxObstaclePrims = 8    // prims of one obstacle
+)
 
 func newOutdoorWorld(seed int64) outdoorWorld {
 	g := newRNG(uint64(seed), 0x0D)
@@ -85,7 +92,11 @@ func newOutdoorWorld(seed int64) outdoorWorld {
 
 func (w *outdoorWorld) maxPrims() int {
 	segs := int(math.Ceil((viewAhead+viewBehind)/segLen)) + 2
-	return segs*maxSegmentPrims + maxMovingCars*carPrims
+	n := segs*maxSegmentPrims + maxMovingCars*carPrims
+	if w.obstacles {
+		n += (int(math.Ceil(viewAhead/obstacleEvery)) + 2) * maxObstaclePrims
+	}
+	return n
 }
 
 func (w *outdoorWorld) cameraZ(index int) float64 { return float64(index) * w.speed }
@@ -103,6 +114,41 @@ func (w *outdoorWorld) build(index int, sc *scene) {
 		w.segment(k, sc)
 	}
 	w.traffic(index, camZ, sc)
+	if w.obstacles {
+		w.obstaclesAhead(camZ, sc)
+	}
+}
+
+// obstaclesAhead places the ego-lane obstacles between 2 m and viewAhead
+// in front of the camera: even slots a pile of crates, odd slots a fallen
+// tree lying across the lane.
+func (w *outdoorWorld) obstaclesAhead(camZ float64, sc *scene) {
+	crate := [3]float32{0.55, 0.40, 0.22}
+	for m := int(math.Ceil((camZ + 2) / obstacleEvery)); float64(m)*obstacleEvery <= camZ+viewAhead; m++ {
+		z := float64(m) * obstacleEvery
+		x := w.laneW / 2
+		g := newRNG(w.seed, uint64(int64(m)), 0x0B5)
+		if m%2 == 0 {
+			// Two crates side by side and one on top.
+			a, b := g.rangeF(0.6, 0.9), g.rangeF(0.6, 0.9)
+			sc.box(x-a-0.05, 0, z, x-0.05, a, z+a, matConcrete, ClassStatic, crate, 21, true)
+			sc.box(x+0.05, 0, z, x+0.05+b, b, z+b, matConcrete, ClassStatic, scale3(crate, 0.85), 22, true)
+			c := g.rangeF(0.5, 0.7)
+			sc.box(x-c/2, math.Min(a, b), z+0.05, x+c/2, math.Min(a, b)+c, z+0.05+c, matConcrete, ClassStatic, scale3(crate, 1.1), 23, true)
+			continue
+		}
+		// Trunk across the lane (a box: the scene has no horizontal
+		// cylinders), broken branches, and the crown on the right side.
+		r := g.rangeF(0.25, 0.4)
+		half := w.laneW/2 + 0.8
+		bark := [3]float32{0.30, 0.22, 0.15}
+		sc.box(x-half, 0, z, x+half, 2*r, z+2*r, matBark, ClassVegetation, bark, 0, true)
+		sc.box(x-0.4, 2*r, z+0.1, x-0.25, 2*r+0.6, z+0.25, matBark, ClassVegetation, bark, 0, true)
+		for i := range 4 {
+			sc.sphere(x+half-0.6+g.rangeF(-0.5, 0.5), 0.6+g.rangeF(0, 0.6), z+r+g.rangeF(-0.6, 0.6),
+				g.rangeF(0.6, 1.0), matFoliage, ClassVegetation, [3]float32{0.18, 0.30, 0.10}, uint32(i), true)
+		}
+	}
 }
 
 var carColors = [...][3]float32{

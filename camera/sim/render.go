@@ -52,6 +52,9 @@ func NewRenderer(cfg Config) (*Renderer, error) {
 	var capPrims int
 	if r.outdoor {
 		r.out = newOutdoorWorld(cfg.Seed)
+		if cfg.Obstacles {
+			r.out.obstacles, r.out.lead = true, false
+		}
 		capPrims = r.out.maxPrims()
 		r.lidar = newLidarModel(cfg.Width, cfg.Height, r.fx, r.fy, r.cx, r.cy)
 	} else {

@@ -313,9 +313,11 @@ func TestRenderDoesNotAllocate(t *testing.T) {
 // The primitive buffer is sized from the generators' worst case; this checks
 // the bound over many frames and seeds (add silently drops past capacity).
 func TestPrimitiveCapacityNeverReached(t *testing.T) {
-	for _, world := range []string{WorldOutdoor, WorldIndoor} {
+	for _, c := range []Config{{World: WorldOutdoor}, {World: WorldIndoor}, {World: WorldOutdoor, Obstacles: true}} {
+		world := c.World
 		for seed := int64(0); seed < 5; seed++ {
-			r, _ := NewRenderer(Config{World: world, Width: 8, Height: 4, Seed: seed})
+			c.Width, c.Height, c.Seed = 8, 4, seed
+			r, _ := NewRenderer(c)
 			f := NewFrame(8, 4)
 			most := 0
 			for idx := 0; idx < 3000; idx += 11 {
@@ -407,4 +409,53 @@ func contrast(rgb []uint8) float64 {
 	}
 	n := float64(len(rgb))
 	return s2/n - (s/n)*(s/n)
+}
+
+// TestObstaclesOnTheEgoLane: with Obstacles the ego lane holds crates and
+// fallen trees as real geometry: below the horizon in the lane's central
+// columns, obstacle pixels are nearer than the road plane at their row
+// (z = h fy / (v - cy)), and their world z lies at an obstacle slot (a
+// multiple of 35 m; crowns reach 1.6 m before it). Indoors it is refused.
+func TestObstaclesOnTheEgoLane(t *testing.T) {
+	if _, err := NewRenderer(Config{World: WorldIndoor, Width: 64, Height: 32, Obstacles: true}); err == nil {
+		t.Fatal("indoor obstacles accepted")
+	}
+	const w, h = 320, 96
+	r, err := NewRenderer(Config{World: WorldOutdoor, Width: w, Height: h, Seed: 3, Obstacles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := NewRenderer(Config{World: WorldOutdoor, Width: w, Height: h, Seed: 3})
+	f, g := NewFrame(w, h), NewFrame(w, h)
+	_, fy, _, cy := r.Intrinsics()
+	seen := map[uint8]bool{}
+	for idx := 0; idx < 80; idx += 4 {
+		if err := r.Render(idx, f); err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Render(idx, g); err != nil {
+			t.Fatal(err)
+		}
+		camZ := r.out.cameraZ(idx)
+		for u := w/2 - 20; u < w/2+20; u++ {
+			for v := h - 1; v > int(cy)+2; v-- {
+				i := v*w + u
+				c := f.Semantic[i]
+				if c != ClassStatic && (c != ClassVegetation || g.Semantic[i] == ClassVegetation) {
+					continue
+				}
+				seen[c] = true
+				road := outdoorCameraHeight * fy / (float64(v) - cy)
+				d := float64(f.Depth[i])
+				slot := math.Mod(camZ+d+2, obstacleEvery) - 2 // distance past the nearest slot
+				if d > road*1.001 || slot < -1.7 || slot > 2 {
+					t.Fatalf("frame %d pixel (%d,%d): obstacle depth %.2f m (world z %.1f), road plane %.2f m, without obstacles %.2f m",
+						idx, u, v, d, camZ+d, road, g.Depth[i])
+				}
+			}
+		}
+	}
+	if !seen[ClassStatic] || !seen[ClassVegetation] {
+		t.Fatalf("obstacle classes seen in the lane: %v, want crates (%d) and a fallen tree (%d)", seen, ClassStatic, ClassVegetation)
+	}
 }

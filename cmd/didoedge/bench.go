@@ -4,20 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
 )
 
 // runBench measures the running system: `bench latency` (frame to MQTT
-// subscriber, and its ratio to inference time) and `bench soak` (RSS and
-// goroutines over a long run).
+// subscriber, and its ratio to inference time), `bench soak` (RSS and
+// goroutines over a long run) and `bench scenario` (alert episodes against
+// a scripted drive with ground truth).
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak") {
-		return errors.New("usage: didoedge bench latency|soak [flags]")
+	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak" && args[0] != "scenario") {
+		return errors.New("usage: didoedge bench latency|soak|scenario [flags]")
 	}
 	mode := args[0]
+	if mode == "scenario" {
+		return runBenchScenario(ctx, env, args[1:])
+	}
 	fs := newFlagSet(env, "bench "+mode)
 	models := fs.String("models", "models", "reference models directory")
 	fps := fs.Float64("fps", 15, "simulated camera frame rate")
@@ -82,5 +91,111 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if 100*r.Growth > *maxGrowth {
 		return fmt.Errorf("soak: RSS grew %.2f%%, above %g%%", 100*r.Growth, *maxGrowth)
 	}
+	return nil
+}
+
+// runBenchScenario drives the simulated camera through a scripted drive
+// with ground-truth segments and reports the alert episodes against it.
+func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "bench scenario")
+	out := fs.String("out", "", "output directory (report.md, report.json, timeline.png, messages.jsonl, frames.jsonl)")
+	models := fs.String("models", "models", "reference models directory")
+	fps := fs.Float64("fps", 15, "simulated camera frame rate")
+	kinds := fs.String("kinds", strings.Join(bench.DefaultKinds, ","), "out-of-distribution segment kinds, in order: fog, noise, night, indoor, obstacle")
+	reps := fs.Int("reps", 2, "rounds over the kinds")
+	lead := fs.Duration("lead", 20*time.Second, "clear driving before the first segment")
+	ood := fs.Duration("ood", 10*time.Second, "length of each out-of-distribution segment")
+	gap := fs.Duration("gap", 15*time.Second, "clear driving after each out-of-distribution segment")
+	clear := fs.Duration("clear", 10*time.Minute, "clear driving at the end (false episodes)")
+	dt := alerts.DefaultTiming()
+	fusion := fs.Duration("fusion", dt.FusionTimeConstant, "events.fusion_time_constant")
+	enter := fs.Duration("enter-inertia", dt.EnterInertia, "events.enter_inertia")
+	critEnter := fs.Duration("critical-enter-inertia", dt.CriticalEnterInertia, "events.critical_enter_inertia")
+	exit := fs.Duration("exit-inertia", dt.ExitInertia, "events.exit_inertia")
+	minEp := fs.Duration("min-episode", dt.MinEpisode, "events.min_episode")
+	merge := fs.Duration("merge-window", dt.MergeWindow, "events.merge_window")
+	tune := fs.Bool("tune", true, "also replay the recorded zone metrics with a grid of timings (tuning table)")
+	precompute := fs.Int("precompute", 0, "pre-render this many frames per segment and loop them (0: render every frame live)")
+	mosq := fs.String("mosquitto", "", "mosquitto binary (default: PATH, then /usr/sbin)")
+	replay := fs.Bool("replay", false, "do not drive: replay the frames recorded in --out with the tuning grid (writes tuning.md)")
+	reanalyze := fs.Bool("reanalyze", false, "do not drive: rebuild --out's report from its recordings (report.md, report.json, timeline.png)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *out == "" {
+		return errors.New("--out DIR is required")
+	}
+	if *replay || *reanalyze {
+		tmp, err := os.MkdirTemp("", "didoedge-replay-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		cfg, err := demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runtime.HTTPOff}, "rtsp://127.0.0.1:1/unused")
+		if err != nil {
+			return err
+		}
+		spec, err := cfg.AlertsConfig.EngineSpec("alerts")
+		if err != nil {
+			return err
+		}
+		if *reanalyze {
+			aleaWarn := 0.0
+			if c := spec.Calibration.Levels.AleatoricFraction; c != nil {
+				aleaWarn = c.Warn.Enter
+			}
+			r, err := bench.Reanalyze(*out, 3*time.Second, aleaWarn)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(env.stdout, r.Markdown())
+			return nil
+		}
+		res, err := bench.ReplayDir(*out, spec, bench.TuningGrid(), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "replayed %d timings over %s; wrote %s\n", len(res), *out, filepath.Join(*out, "tuning.md"))
+		return nil
+	}
+	if err := demo.CheckLibrary(); err != nil {
+		return err
+	}
+	ref, err := demo.ReadReference(*models)
+	if err != nil {
+		return err
+	}
+	script, err := bench.Script(strings.Split(*kinds, ","), *reps, *lead, *ood, *gap, *clear)
+	if err != nil {
+		return fmt.Errorf("--kinds: %w", err)
+	}
+	tm := alerts.Timing{FusionTimeConstant: *fusion, EnterInertia: *enter, CriticalEnterInertia: *critEnter, ExitInertia: *exit,
+		MinEpisode: *minEp, MergeWindow: *merge}
+	if err := tm.Validate(""); err != nil {
+		return err
+	}
+	w := env.stdout
+	spec := ref.Depth
+	o := bench.ScenarioOptions{Options: bench.Options{ModelsDir: *models, Width: spec.Input.Width, Height: spec.Input.Height,
+		FPS: *fps, Log: env.log, Precompute: *precompute}, Out: *out, Script: script, Timing: &tm, Mosquitto: *mosq,
+		Progress: func(line string) { fmt.Fprintln(w, line) }}
+	if *tune {
+		o.Tune = bench.TuningGrid()
+	}
+	var total time.Duration
+	for _, s := range script {
+		total += s.Phase.Duration
+	}
+	fmt.Fprintf(w, "bench scenario: models %s, camera %dx%d at %g fps over RTSP, mosquitto, %d segments over %v; %s\n",
+		*models, spec.Input.Width, spec.Input.Height, *fps, len(script), total, tm)
+	r, err := bench.Scenario(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(w, r.Markdown())
+	fmt.Fprintf(w, "\nwrote %s/report.md, report.json, timeline.png, messages.jsonl, frames.jsonl\n", *out)
 	return nil
 }

@@ -80,10 +80,15 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	for _, n := range names {
 		fmt.Fprintf(w, " %s %.4g", n, c.TauEZones[n])
 	}
-	fmt.Fprintf(w, "\ntau_a %.4g (b/depth)  scale_correction %.4g\n", c.TauA, c.ScaleCorrection)
+	fmt.Fprintf(w, "\ntau_a %.4g (corrected b/depth); per zone:", c.TauA)
+	for _, n := range names {
+		fmt.Fprintf(w, " %s %.4g", n, c.TauAZones[n])
+	}
+	fmt.Fprintf(w, "\nscale_correction %.4g\n", c.ScaleCorrection)
 	fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", *coverage, res.CoverageBefore, res.CoverageAfter)
 	fmt.Fprintf(w, "UCE (m, 15 bins): before %.4f, after %.4f\n", res.UCEBefore, res.UCEAfter)
-	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%\n", 100*res.FrameAlarmRate)
+	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
+		100*res.FrameAlarmRate, 100*res.AleatoricAlarmRate)
 	fmt.Fprintf(w, "wrote %s\n", *out)
 	return nil
 }

@@ -24,6 +24,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	fps := fs.Float64("fps", 15, "simulated camera frame rate")
 	seed := fs.Int64("seed", 1, "simulated world seed")
 	calFrames := fs.Int("calibrate-frames", 12, "without models/calibration.yaml: calibrate thresholds on this many rendered outdoor frames first (0: built-in defaults)")
+	zonesEvery := fs.Duration("zones-every", 2*time.Second, "print every zone's level and fused signals this often (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		defer cancel()
 	}
 	opts := demo.Options{ModelsDir: *models, MQTT: *mqttURL, BrokerListen: *brokerAddr, HTTP: *httpAddr,
-		WorkDir: work, FPS: *fps, Seed: *seed, Logger: env.log}
+		WorkDir: work, FPS: *fps, Seed: *seed, Logger: env.log, Snapshots: true}
 	if _, err := os.Stat(filepath.Join(*models, demo.CalibrationFn)); err != nil && *calFrames > 0 {
 		fmt.Fprintf(env.stdout, "didoedge demo: no %s: calibrating thresholds on %d rendered outdoor frames (target false-alarm rate 1%%)...\n",
 			filepath.Join(*models, demo.CalibrationFn), *calFrames)
@@ -100,8 +101,31 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 			defer phases.Done()
 			announcePhases(phaseCtx, env, cam.Scenario)
 		}()
+		if *zonesEvery > 0 {
+			phases.Add(1)
+			go func() {
+				defer phases.Done()
+				printZones(phaseCtx, env, p, *zonesEvery)
+			}()
+		}
 	}
 	return servePipeline(ctx, env, cfg, runtime.Options{}, true, started)
+}
+
+// printZones prints every zone's level and fused signals periodically.
+func printZones(ctx context.Context, env *cliEnv, p *runtime.Pipeline, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if zs := p.ZoneStatus(); len(zs) > 0 {
+				fmt.Fprintln(env.stdout, runtime.FormatZones(now, zs))
+			}
+		}
+	}
 }
 
 // announcePhases prints a line when the simulated scene changes.

@@ -64,7 +64,7 @@ func TestDemoExternalBroker(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []string{"simulated camera rtsp://127.0.0.1:", "/sim (64x32, 15 fps)", fmt.Sprintf("publishing to tcp://127.0.0.1:%d", port),
-		"debug page http://127.0.0.1:", "scene  outdoor", " NEW "} {
+		"debug page http://127.0.0.1:", "scene  outdoor", " NEW ", " fused ood=", " zones  ego_lane_near=", " road_ahead="} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}

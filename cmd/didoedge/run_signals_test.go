@@ -38,7 +38,7 @@ const signalsConfig = `camera:
   camera: front
   calibration: %s
   grid: {rows: 1, cols: 2}
-  events: {inertia_frames: 1, min_hold: 0s, camera_stall: 0s}
+  events: {fusion_time_constant: 0s, exit_inertia: 0s, min_episode: 0s, merge_window: 0s, camera_stall: 0s}
   mqtt: {broker: embedded, client_id: didoedge-sig, close_timeout: 5s}
   outbox: {dir: outbox}
   embedded: {listen: "127.0.0.1:0", allow_anonymous: true}

@@ -153,7 +153,8 @@ func waitEval(t *testing.T, c *cdp, expr, want string, within time.Duration) {
 
 // TestPageInChromium loads the page in headless Chromium: images load and
 // refresh as frames arrive, and a zone's outline turns red when it goes
-// critical, with the event listed. The screenshot is kept in
+// critical, with the event listed and the zone table showing its level
+// and fused OOD fraction. The screenshot is kept in
 // $DIDOEDGE_SCREENSHOT_DIR when set.
 func TestPageInChromium(t *testing.T) {
 	f := newFake(320, 96)
@@ -190,6 +191,8 @@ func TestPageInChromium(t *testing.T) {
 	waitEval(t, c, `getComputedStyle(document.querySelector('polygon[data-zone="r0c0"]')).stroke`, "rgb(255, 34, 34)", 5*time.Second)
 	waitEval(t, c, `getComputedStyle(document.querySelector('polygon[data-zone="r0c1"]')).stroke`, "rgb(51, 204, 51)", 5*time.Second)
 	waitEval(t, c, `document.querySelector("#events tr").className + " " + document.querySelector("#events tr td:nth-child(4)").textContent`, "critical r0c0", 5*time.Second)
+	// The zone table shows the level and the fused OOD fraction (0.25 in the fake).
+	waitEval(t, c, `Array.from(document.querySelectorAll('#zones tr[data-zone="r0c0"] td')).slice(1, 3).map(td => td.textContent).join(" ")`, "critical 0.250", 5*time.Second)
 
 	var shot struct {
 		Data string `json:"data"`

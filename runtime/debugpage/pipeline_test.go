@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"image/jpeg"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,7 +19,8 @@ import (
 // TestRealPipelineSnapshots serves the page from a running pipeline (seeded
 // test models, synthetic 20 fps camera): once a client asks, the pipeline
 // fills its snapshot and the images have the model's size; /metrics shows
-// the frames; /readyz turns ready.
+// the frames; /readyz turns ready; an event's snapshot (the random-weight
+// models alarm) is served at the path the event names.
 func TestRealPipelineSnapshots(t *testing.T) {
 	dir := t.TempDir()
 	testmodels.Write(t, dir)
@@ -27,6 +29,7 @@ func TestRealPipelineSnapshots(t *testing.T) {
   vehicle: v
   camera: front
   grid: {rows: 2, cols: 3}
+  snapshots: {dir: snapshots}
   mqtt: {broker: embedded, client_id: c}
   outbox: {dir: outbox}
   embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
@@ -89,6 +92,7 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	}
 	_, metrics := get(t, base+"/metrics")
 	if !bytes.Contains(metrics, []byte(`didoedge_provider_info{model="depth",provider="cpu"} 1`)) ||
+		!bytes.Contains(metrics, []byte("didoedge_snapshots_failed_total 0\n")) ||
 		bytes.Contains(metrics, []byte("didoedge_frames_total 0\n")) {
 		t.Fatalf("metrics:\n%s", metrics)
 	}
@@ -102,5 +106,32 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	}
 	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != 200 {
 		t.Fatalf("readyz %d while frames flow", resp.StatusCode)
+	}
+	var snap string
+	for deadline := time.Now().Add(20 * time.Second); snap == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, body := get(t, base+"/api/state")
+		json.Unmarshal(body, &st)
+		for _, ev := range st.Events {
+			if ev.Snapshot != "" && ev.Snapshot == "/api/events/"+ev.Episode+"/snapshot.jpg" {
+				snap = ev.Snapshot
+			}
+		}
+	}
+	if snap == "" {
+		t.Fatalf("no event named a snapshot within 20 s: %+v", st.Events)
+	}
+	var resp *http.Response
+	var body2 []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, body2 = get(t, base+snap); resp.StatusCode == 200 {
+			break // rendered off the frame path: shortly after the event
+		}
+	}
+	img, err := jpeg.Decode(bytes.NewReader(body2))
+	if err != nil || resp.Header.Get("Content-Type") != "image/jpeg" {
+		t.Fatalf("%s: status %d, %v", snap, resp.StatusCode, err)
+	}
+	if b := img.Bounds(); b.Dx() != 64 || b.Dy() != 32 {
+		t.Fatalf("snapshot %v, want the model input's 64x32", b)
 	}
 }

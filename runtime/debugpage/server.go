@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/didoedge/didoedge/alerts/snapshot"
 	"github.com/didoedge/didoedge/runtime"
 )
 
@@ -36,6 +37,9 @@ type Pipeline interface {
 	Ready() bool
 	// Health reports whether the pipeline works (/healthz).
 	Health() runtime.Health
+	// EventSnapshot returns the JPEG snapshot of an event id; an error
+	// wrapping snapshot.ErrNotFound when there is none.
+	EventSnapshot(id string) ([]byte, error)
 }
 
 // DefaultStartupGrace is how long /healthz answers "starting" (200) before
@@ -163,6 +167,20 @@ func Handler(p Pipeline) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(buf.Bytes())
 	})
+	mux.HandleFunc("GET /api/events/{id}/snapshot.jpg", func(w http.ResponseWriter, r *http.Request) {
+		b, err := p.EventSnapshot(r.PathValue("id"))
+		if errors.Is(err, snapshot.ErrNotFound) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "image/jpeg")
+		w.Header().Set("Cache-Control", "no-store") // a peak replaces an episode's snapshot
+		w.Write(b)
+	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		p.Metrics().WriteTo(w)
@@ -208,11 +226,17 @@ type State struct {
 	Events    []runtime.EventRecord `json:"events"`
 }
 
-// ZoneState is one zone outline and its level.
+// ZoneState is one zone outline, its level and its fused signals.
 type ZoneState struct {
 	Name    string       `json:"name"`
 	Polygon [][2]float64 `json:"polygon"`
 	Level   string       `json:"level"`
+	// FusedOOD and FusedAleatoric are the zone's fused OOD and aleatoric
+	// fractions (what the level is decided on).
+	FusedOOD       float32 `json:"fused_ood"`
+	FusedAleatoric float32 `json:"fused_aleatoric"`
+	Episode        string  `json:"episode,omitempty"`
+	Closing        bool    `json:"closing,omitempty"`
 }
 
 func stateOf(p Pipeline) State {
@@ -225,7 +249,12 @@ func stateOf(p Pipeline) State {
 			st.CaptureMS = s.Capture.UnixMilli()
 		}
 		for i, z := range s.Zones {
-			st.Zones = append(st.Zones, ZoneState{Name: z.Name, Polygon: z.Polygon, Level: s.Levels[i].String()})
+			zs := ZoneState{Name: z.Name, Polygon: z.Polygon, Level: s.Levels[i].String()}
+			if i < len(s.Status) {
+				zs.FusedOOD, zs.FusedAleatoric = s.Status[i].Fused.OODFraction, s.Status[i].Fused.AleatoricFraction
+				zs.Episode, zs.Closing = s.Status[i].Episode, s.Status[i].Closing
+			}
+			st.Zones = append(st.Zones, zs)
 		}
 	})
 	if st.Events == nil {

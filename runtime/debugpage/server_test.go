@@ -3,6 +3,7 @@ package debugpage
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/jpeg"
 	"io"
 	"net/http"
@@ -12,19 +13,21 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/snapshot"
 	"github.com/didoedge/didoedge/runtime"
 )
 
 // fakePipeline stands in for *runtime.Pipeline: the tests script its
 // frames, zone levels and events.
 type fakePipeline struct {
-	mu      sync.RWMutex
-	snap    runtime.Snapshot
-	events  []runtime.EventRecord
-	metrics runtime.Metrics
-	ready   bool
-	watched int
-	sick    string // a failing health check's detail; "" when healthy
+	mu        sync.RWMutex
+	snap      runtime.Snapshot
+	events    []runtime.EventRecord
+	metrics   runtime.Metrics
+	ready     bool
+	watched   int
+	sick      string // a failing health check's detail; "" when healthy
+	snapshots map[string][]byte
 }
 
 func (f *fakePipeline) Health() runtime.Health {
@@ -47,6 +50,8 @@ func newFake(w, h int) *fakePipeline {
 		{Name: "r0c1", Polygon: [][2]float64{{0.5, 0}, {1, 0}, {1, 1}, {0.5, 1}}},
 	}
 	s.Levels = make([]alerts.Level, 2)
+	s.Status = []alerts.ZoneStatus{{Name: "r0c0", Fused: alerts.Fused{OODFraction: 0.25}}, {Name: "r0c1"}}
+	f.snapshots = map[string][]byte{"front-r0c0-1-1": {0xFF, 0xD8, 0xFF, 0xD9}}
 	return f
 }
 
@@ -88,7 +93,15 @@ func (f *fakePipeline) Events() []runtime.EventRecord {
 	return append([]runtime.EventRecord(nil), f.events...)
 }
 func (f *fakePipeline) Metrics() *runtime.Metrics { return &f.metrics }
-func (f *fakePipeline) Ready() bool               { f.mu.RLock(); defer f.mu.RUnlock(); return f.ready }
+func (f *fakePipeline) EventSnapshot(id string) ([]byte, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if b, ok := f.snapshots[id]; ok {
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: %s", snapshot.ErrNotFound, id)
+}
+func (f *fakePipeline) Ready() bool { f.mu.RLock(); defer f.mu.RUnlock(); return f.ready }
 
 func startServer(t *testing.T, p Pipeline) string {
 	t.Helper()
@@ -131,6 +144,9 @@ func TestEndpoints(t *testing.T) {
 		{"/healthz", 200, "text/plain; charset=utf-8", "ok\nframes: ok last frame 10ms ago"},
 		{"/readyz", 200, "text/plain; charset=utf-8", "ready"},
 		{"/api/state", 200, "application/json", `"name":"r0c1"`},
+		{"/api/state", 200, "application/json", `"fused_ood":0.25`},
+		{"/api/events/front-r0c0-1-1/snapshot.jpg", 200, "image/jpeg", "\xff\xd8\xff\xd9"},
+		{"/api/events/front-r0c0-9-9/snapshot.jpg", 404, "", "snapshot not found"},
 		{"/img/nothing.jpg", 404, "", ""},
 		{"/nope", 404, "", ""},
 	}

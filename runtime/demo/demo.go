@@ -62,7 +62,14 @@ type Options struct {
 	Calibration string
 	// UpdateInterval sets alerts.events.update_interval (default 0: off).
 	UpdateInterval time.Duration
-	Logger         *slog.Logger // for the camera server (default slog.Default())
+	// Timing sets the fusion and hysteresis of alerts.events (nil: the
+	// defaults, alerts.DefaultTiming).
+	Timing *alerts.Timing
+	// Snapshots turns event snapshots on, stored in WorkDir/snapshots.
+	Snapshots bool
+	// HomeAssistant turns Home Assistant MQTT discovery on.
+	HomeAssistant bool
+	Logger        *slog.Logger // for the camera server (default slog.Default())
 	// Zones replaces the demo's four zones (ego lane, sides, road ahead).
 	Zones []alerts.ZoneSpec
 	// Precompute > 0 renders that many frames per phase up front and loops
@@ -301,6 +308,14 @@ func Config(o Options, cameraURL string) (*runtime.Config, error) {
 			zones += fmt.Sprintf("\n    - {name: %q, polygon: %s}", z.Name, poly)
 		}
 	}
+	tm := alerts.DefaultTiming()
+	if o.Timing != nil {
+		tm = *o.Timing
+	}
+	snapshots := ""
+	if o.Snapshots {
+		snapshots = filepath.Join(o.WorkDir, "snapshots")
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `camera:
   url: %q
@@ -320,10 +335,16 @@ alerts:
   calibration: %q
   zones:%s
   events:
-    inertia_frames: 2
-    min_hold: 1s
+    fusion_time_constant: %s
+    enter_inertia: %s
+    critical_enter_inertia: %s
+    exit_inertia: %s
+    min_episode: %s
+    merge_window: %s
     camera_stall: 3s
     update_interval: %s
+  snapshots: {dir: %q, max_bytes: 16777216}
+  homeassistant: {discovery: %v}
   mqtt:
     broker: %q
     client_id: didoedge-demo
@@ -338,8 +359,9 @@ http:
   listen: %q
   max_fps: 4
 `, cameraURL, filepath.Join(models, DepthModel), filepath.Join(models, DepthIOSpec),
-		filepath.Join(models, AuxUEModel), auxIO, inputs, cal, zones, o.UpdateInterval,
-		broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
+		filepath.Join(models, AuxUEModel), auxIO, inputs, cal, zones,
+		tm.FusionTimeConstant, tm.EnterInertia, tm.CriticalEnterInertia, tm.ExitInertia, tm.MinEpisode, tm.MergeWindow, o.UpdateInterval, snapshots,
+		o.HomeAssistant, broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
 	return runtime.Parse("demo defaults", []byte(b.String()), models)
 }
 

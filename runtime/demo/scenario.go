@@ -5,16 +5,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/didoedge/didoedge/calib/corrupt"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 
-// Phase is one part of a scripted scenario: a world and a fog density for
-// a duration.
+// Phase is one part of a scripted scenario: a world, a fog density,
+// obstacles and an image corruption, for a duration.
 type Phase struct {
 	Name     string
 	World    string  // sim.WorldOutdoor or sim.WorldIndoor
 	Fog      float32 // extinction coefficient in 1/m, 0 = clear
 	Duration time.Duration
+	// Obstacles puts crates and fallen trees on the ego lane (outdoor).
+	Obstacles bool
+	// Corruption (a calib/corrupt name, e.g. gaussian_noise, dark) at
+	// Severity 1..5 is applied to every rendered frame; "" for none.
+	Corruption string
+	Severity   int
 }
 
 // DefaultScenario shows in-distribution driving, then heavy fog, driving
@@ -39,6 +46,7 @@ type Scenario struct {
 	renderers []*sim.Renderer // per phase (shared between equal phases)
 	frame     *sim.Frame
 	period    time.Duration
+	corrupt   *corrupt.Corruptor
 
 	cache [][][]uint8 // per phase, frames 0..n-1 (see Precompute)
 
@@ -50,7 +58,7 @@ type Scenario struct {
 // Switch records when the camera started rendering a phase.
 type Switch struct {
 	Phase int
-	At    time.Time // wall time the first frame of the phase was rendered
+	At    time.Time // wall time the first frame of the phase was asked for (its capture instant)
 	Frame int
 }
 
@@ -62,18 +70,24 @@ func NewScenario(phases []Phase, fps float64, width, height int, seed int64) (*S
 	if !(fps > 0) {
 		return nil, fmt.Errorf("scenario: fps %g must be positive", fps)
 	}
-	s := &Scenario{phases: phases, fps: fps, w: width, h: height, frame: sim.NewFrame(width, height), current: -1}
+	s := &Scenario{phases: phases, fps: fps, w: width, h: height, frame: sim.NewFrame(width, height), current: -1,
+		corrupt: corrupt.NewCorruptor()}
 	byKey := map[string]*sim.Renderer{}
 	for i, p := range phases {
 		if p.Duration <= 0 {
 			return nil, fmt.Errorf("scenario: phase %d (%s): duration %v must be positive", i, p.Name, p.Duration)
 		}
+		if p.Corruption != "" {
+			if err := corrupt.Validate(p.Corruption, p.Severity); err != nil {
+				return nil, fmt.Errorf("scenario: phase %d (%s): %w", i, p.Name, err)
+			}
+		}
 		s.period += p.Duration
-		key := fmt.Sprintf("%s/%g", p.World, p.Fog)
+		key := fmt.Sprintf("%s/%g/%v", p.World, p.Fog, p.Obstacles)
 		r, ok := byKey[key]
 		if !ok {
 			var err error
-			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog}); err != nil {
+			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog, Obstacles: p.Obstacles}); err != nil {
 				return nil, fmt.Errorf("scenario: phase %d (%s): %w", i, p.Name, err)
 			}
 			byKey[key] = r
@@ -124,7 +138,7 @@ func (s *Scenario) Precompute(n int) error {
 	s.cache = make([][][]uint8, len(s.phases))
 	for ph := range s.phases {
 		for i := range n {
-			if err := s.renderers[ph].Render(i, s.frame); err != nil {
+			if err := s.renderPhase(ph, i); err != nil {
 				return err
 			}
 			s.cache[ph] = append(s.cache[ph], append([]uint8(nil), s.frame.RGB...))
@@ -133,21 +147,37 @@ func (s *Scenario) Precompute(n int) error {
 	return nil
 }
 
-// Render implements rtspserver.FrameSource: frame index of its phase.
+// renderPhase renders frame index of phase ph into s.frame, corrupted as
+// the phase says (the noise seed is the frame index: it changes per frame).
+func (s *Scenario) renderPhase(ph, index int) error {
+	if err := s.renderers[ph].Render(index, s.frame); err != nil {
+		return err
+	}
+	if p := s.phases[ph]; p.Corruption != "" {
+		return s.corrupt.Apply(s.frame.RGB, s.frame.RGB, s.w, s.h, p.Corruption, p.Severity, uint64(index))
+	}
+	return nil
+}
+
+// Render implements rtspserver.FrameSource: frame index of its phase. A
+// phase's Switch time is taken when Render is called, which is the
+// frame's capture instant for the RTSP server (it stamps the frame just
+// before rendering it), not after the rendering work.
 func (s *Scenario) Render(index int, rgb []uint8) error {
+	at := time.Now()
 	ph := s.PhaseAt(index)
 	if s.cache != nil {
 		c := s.cache[ph]
 		copy(rgb, c[index%len(c)])
 	} else {
-		if err := s.renderers[ph].Render(index, s.frame); err != nil {
+		if err := s.renderPhase(ph, index); err != nil {
 			return err
 		}
 		copy(rgb, s.frame.RGB)
 	}
 	s.mu.Lock()
 	if ph != s.current {
-		s.switches = append(s.switches, Switch{Phase: ph, At: time.Now(), Frame: index})
+		s.switches = append(s.switches, Switch{Phase: ph, At: at, Frame: index})
 	}
 	s.current = ph
 	s.mu.Unlock()

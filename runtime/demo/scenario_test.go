@@ -50,6 +50,33 @@ func TestScenarioPhases(t *testing.T) {
 	if _, err := NewScenario(nil, 10, 64, 32, 1); err == nil {
 		t.Fatal("empty scenario accepted")
 	}
+	// A corrupted phase shares the clear renderer and changes the picture
+	// (night: darker on average).
+	dark, err := NewScenario([]Phase{{Name: "clear", World: sim.WorldOutdoor, Duration: time.Second},
+		{Name: "night", World: sim.WorldOutdoor, Duration: time.Second, Corruption: "dark", Severity: 4}}, 10, 64, 32, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	night := make([]uint8, 64*32*3)
+	if err := dark.Render(3, clear); err != nil {
+		t.Fatal(err)
+	}
+	if err := dark.Render(13, night); err != nil {
+		t.Fatal(err)
+	}
+	sum := func(b []uint8) (n int) {
+		for _, v := range b {
+			n += int(v)
+		}
+		return n
+	}
+	if dark.renderers[0] != dark.renderers[1] || 2*sum(night) > sum(clear) {
+		t.Fatalf("night phase: shared renderer %v, brightness %d vs clear %d", dark.renderers[0] == dark.renderers[1], sum(night), sum(clear))
+	}
+	if _, err := NewScenario([]Phase{{Name: "x", World: sim.WorldOutdoor, Duration: time.Second, Corruption: "rain", Severity: 3}}, 10, 64, 32, 1); err == nil ||
+		!strings.Contains(err.Error(), "rain") {
+		t.Fatalf("unknown corruption: %v", err)
+	}
 }
 
 // TestMissingModelsNameTheCommand: without reference models the demo
@@ -157,7 +184,7 @@ func TestScenarioRaisesEpistemicEvents(t *testing.T) {
 			if backAt.IsZero() {
 				t.Fatal("the scenario did not reach its last phase in 45 s")
 			}
-			time.Sleep(8 * time.Second) // episodes end: inertia, min_hold
+			time.Sleep(8 * time.Second) // episodes end: fusion, exit inertia, minimum episode, merge window
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
