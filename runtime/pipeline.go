@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
-	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones, p.sink.cal.TauE)
+	p.snap.init(mo.inW, mo.inH, mo.inW, mo.inH, p.sink.zones, p.sink.cal.TauE)
 	p.metrics.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
 		func() float64 { return float64(p.sink.pending()) })
 	p.metrics.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 {

@@ -25,12 +25,12 @@ func TestParseIOSpec(t *testing.T) {
 		{"unknown key", "input: {name: image, height: 2, width: 2, colour: rgb}\ndepth: {name: d, meaning: metric_depth}", "field colour not found"},
 		{"bad meaning", "input: {name: image, height: 2, width: 2}\ndepth: {name: d, meaning: depthish}", `depth.meaning: "depthish"`},
 		{"no input name", "input: {height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", "input.name: empty"},
-		{"layout", "input: {name: i, layout: NHWC, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", `input.layout: "NHWC"`},
+		{"layout", "input: {name: i, layout: NWCH, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", `input.layout: "NWCH" is not one of NCHW, NHWC`},
 		{"mean count", "input: {name: i, height: 2, width: 2, mean: [0.5]}\ndepth: {name: d, meaning: metric_depth}", "input.mean: 1 values for 3 channels"},
 		{"zero std", "input: {name: i, height: 2, width: 2, std: [1, 0, 1]}\ndepth: {name: d, meaning: metric_depth}", "input.std[1]"},
 		{"negative scale", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth, scale: -1}", "depth.scale"},
-		{"duplicate feature", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}\nfeatures: [{name: d}]", `features[0].name: "d" is listed twice`},
-		{"no size", "input: {name: i}\ndepth: {name: d, meaning: metric_depth}", "must be positive"},
+		{"duplicate feature", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}\nfeatures: [{name: d}]", `features[0].name: "d" is also depth`},
+		{"no size", "input: {name: i}\ndepth: {name: d, meaning: metric_depth}", "must be in [1, 16384]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
