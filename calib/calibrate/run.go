@@ -354,4 +354,3 @@ func frameAlarmRate(per []zoneValues, zones []alerts.Zone, cal alerts.Calibratio
 	}
 	return float64(alarms) / float64(frames)
 }
-
