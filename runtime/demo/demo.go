@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -190,6 +191,35 @@ func ReadReference(dir string) (*Reference, error) {
 		if len(r.Depth.Features) > 0 {
 			r.Inputs = []string{r.Depth.Features[0].Name}
 		}
+	}
+	return r, nil
+}
+
+// ReferenceFiles describes a depth model and an AuxUE given by their
+// files (any depth model and the AuxUE train auxue made for it); a spec
+// path "" is the model's path with .yaml.
+func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
+	beside := func(model, spec string) string {
+		if spec != "" {
+			return spec
+		}
+		return strings.TrimSuffix(model, filepath.Ext(model)) + ".yaml"
+	}
+	r := &Reference{Dir: filepath.Dir(depth), DepthModel: depth, DepthSpec: beside(depth, depthSpec), AuxUEModel: aux, AuxUESpec: beside(aux, auxSpec)}
+	for _, f := range []struct{ key, path string }{{"depth model", r.DepthModel}, {"depth spec", r.DepthSpec}, {"auxue model", r.AuxUEModel}, {"auxue spec", r.AuxUESpec}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	var err error
+	if r.Depth, err = readSpec(r.DepthSpec, infer.KindDepth); err != nil {
+		return nil, err
+	}
+	if r.AuxUE, err = readSpec(r.AuxUESpec, infer.KindAuxUE); err != nil {
+		return nil, err
+	}
+	if !r.AuxUE.OwnsInputs() {
+		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
 	}
 	return r, nil
 }
