@@ -53,7 +53,7 @@ type ImageRunConfig struct {
 
 // MapStats summarizes one map over its valid pixels.
 type MapStats struct {
-	Valid                          int     `json:"valid_pixels"`
+	Valid                         int     `json:"valid_pixels"`
 	Mean, Min, Max, P05, P50, P95 float64 `json:"-"`
 }
 

@@ -310,8 +310,8 @@ func TestAuxTrainCacheAndResume(t *testing.T) {
 type cancelAfterEpoch struct{ cancel context.CancelFunc }
 
 func (h cancelAfterEpoch) Enabled(context.Context, slog.Level) bool { return true }
-func (h cancelAfterEpoch) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h cancelAfterEpoch) WithGroup(string) slog.Handler             { return h }
+func (h cancelAfterEpoch) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h cancelAfterEpoch) WithGroup(string) slog.Handler            { return h }
 func (h cancelAfterEpoch) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "epoch" && a.Value.Int64() == 1 && r.Message == "train auxue" {
