@@ -210,7 +210,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	}
 	st.Contract, st.Relative = contract, spec.Relative()
 	t0 := time.Now()
-	models, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: cfg.DepthModel, DepthSpec: spec, Inference: cfg.Inference}, log)
+	models, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: cfg.DepthModel, DepthSpec: spec, Inference: cfg.Inference, DepthSpecFile: cfg.DepthSpec}, log)
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}

@@ -90,7 +90,8 @@ func OpenModelPair(ctx context.Context, depth, depthSpec, aux, auxSpec string, i
 	if err != nil {
 		return nil, err
 	}
-	return infer.OpenModels(ctx, infer.ModelsConfig{Depth: depth, DepthSpec: ds, AuxUE: aux, AuxUESpec: as, Inference: inf}, log)
+	return infer.OpenModels(ctx, infer.ModelsConfig{Depth: depth, DepthSpec: ds, AuxUE: aux, AuxUESpec: as, Inference: inf,
+		DepthSpecFile: depthSpec, AuxUESpecFile: auxSpec}, log)
 }
 
 // QuickEval runs both models through ONNX Runtime on the data sets and

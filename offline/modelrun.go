@@ -325,7 +325,7 @@ func colormap(t float64) color.RGBA {
 }
 
 // legendH is the height of the legend strip under each tile.
-const legendH = 30
+const legendH = 42
 
 // writePanel draws the image and the three maps in a 2 x 2 grid, each map
 // with its legend: title, colour bar and the values at its ends. Depth is
@@ -341,7 +341,7 @@ func writePanel(path string, rgb []uint8, w, h int, m infer.Maps, rel bool) erro
 			img.SetRGBA(x, y, color.RGBA{rgb[o], rgb[o+1], rgb[o+2], 255})
 		}
 	}
-	label(img, 4, h+legendH-10, fmt.Sprintf("image %dx%d", w, h))
+	label(img, 4, h+13, fmt.Sprintf("image %dx%d", w, h))
 	pct := func(v []float32, valid func(float32) bool, p float64) float64 {
 		var vals []float64
 		for _, x := range v {
@@ -396,7 +396,8 @@ func writePanel(path string, rgb []uint8, w, h int, m infer.Maps, rel bool) erro
 			}
 		}
 		// Legend: the bar from lo to hi, its end values, the title.
-		barX0, barX1, barY := t.x0+4, t.x0+w-4, t.y0+h+2
+		label(img, t.x0+max(4, w/2-7*len(t.title)/2), t.y0+h+13, t.title)
+		barX0, barX1, barY := t.x0+4, t.x0+w-4, t.y0+h+17
 		for x := barX0; x < barX1; x++ {
 			f := float64(x-barX0) / float64(max(barX1-barX0-1, 1))
 			v := t.lo + f*(t.hi-t.lo)
@@ -412,10 +413,9 @@ func writePanel(path string, rgb []uint8, w, h int, m infer.Maps, rel bool) erro
 		if t.inverse {
 			left, right = t.hi, t.lo
 		}
-		label(img, barX0, t.y0+h+legendH-4, fmt.Sprintf("%.3g %s", left, t.unit))
-		r := fmt.Sprintf("%.3g %s", right, t.unit)
-		label(img, barX1-7*len(r), t.y0+h+legendH-4, r)
-		label(img, t.x0+w/2-7*len(t.title)/2, t.y0+h+legendH-4, t.title)
+		label(img, barX0, t.y0+h+legendH-3, strings.TrimSpace(fmt.Sprintf("%.3g %s", left, t.unit)))
+		r := strings.TrimSpace(fmt.Sprintf("%.3g %s", right, t.unit))
+		label(img, barX1-7*len(r), t.y0+h+legendH-3, r)
 	}
 	return writePNG(path, img)
 }

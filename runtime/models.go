@@ -41,7 +41,16 @@ func (c *Config) ModelsConfig() infer.ModelsConfig {
 	if c.AuxUE.IO != nil {
 		mc.AuxUESpec = *c.AuxUE.IO
 	}
+	mc.DepthSpecFile, mc.AuxUESpecFile = c.Depth.specFile(), c.AuxUE.specFile()
 	return mc
+}
+
+// specFile is the file the model's spec came from ("" = inline io).
+func (m *ModelConfig) specFile() string {
+	if m.Description != "" {
+		return m.Description
+	}
+	return m.IOSpec
 }
 
 // OpenModels loads both models of cfg and checks that they fit together.

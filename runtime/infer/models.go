@@ -31,6 +31,16 @@ type ModelsConfig struct {
 	// DepthScale multiplies the SourceDepth channel (0 means 1).
 	DepthScale float32
 	Inference  Config
+	// DepthSpecFile and AuxUESpecFile name where the specs come from, for
+	// messages ("" = given inline).
+	DepthSpecFile, AuxUESpecFile string
+}
+
+func specSource(file string) string {
+	if file == "" {
+		return "io spec given inline"
+	}
+	return fmt.Sprintf("io spec %q", file)
 }
 
 // Maps are one frame's read-outs at the frame's size. They alias buffers
@@ -107,10 +117,11 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	if cfg.AuxUE != "" {
 		if err := CheckPair(cfg.DepthSpec, cfg.AuxUESpec, cfg.AuxInputs); err != nil {
-			return nil, fmt.Errorf("depth model %q and auxue model %q do not fit together: %w", cfg.Depth, cfg.AuxUE, err)
+			return nil, fmt.Errorf("depth model %q (%s) and auxue model %q (%s) do not fit together: %w",
+				cfg.Depth, specSource(cfg.DepthSpecFile), cfg.AuxUE, specSource(cfg.AuxUESpecFile), err)
 		}
 	} else if cfg.DepthSpec.IsAuxUE() {
-		return nil, fmt.Errorf("depth model %q: its spec describes an AuxUE (kind: auxue)", cfg.Depth)
+		return nil, fmt.Errorf("depth model %q: its %s describes an AuxUE (kind: auxue)", cfg.Depth, specSource(cfg.DepthSpecFile))
 	}
 	// m is not the named result: "return nil, err" must not clear it before
 	// the deferred Close runs.
@@ -121,11 +132,11 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 		}
 	}()
 	if m.depth, err = NewSession(ctx, cfg.Depth, cfg.DepthSpec, cfg.Inference, log); err != nil {
-		return nil, fmt.Errorf("depth model: %w", err)
+		return nil, fmt.Errorf("depth model (%s): %w", specSource(cfg.DepthSpecFile), err)
 	}
 	if cfg.AuxUE != "" {
 		if m.aux, err = NewSession(ctx, cfg.AuxUE, cfg.AuxUESpec, cfg.Inference, log); err != nil {
-			return nil, fmt.Errorf("auxue model: %w", err)
+			return nil, fmt.Errorf("auxue model (%s): %w", specSource(cfg.AuxUESpecFile), err)
 		}
 	}
 	if err = m.wire(log); err != nil {
