@@ -85,12 +85,12 @@ func TestBringYourOwnModelWalkthrough(t *testing.T) {
 		"--outliers", "0.25", "--cache-dir", filepath.Join(dir, "cache"), "--checkpoint", filepath.Join(dir, "auxue.ckpt"),
 		"--summary", summary, "--progress=false")
 	var tr struct {
-		Frames            int `json:"frames"`
-		Relative          bool
-		Epochs            []map[string]any
-		Throughput        map[string]float64 `json:"throughput_fps"`
-		Phases            map[string]float64 `json:"phases_s"`
-		Cache             map[string]any
+		Frames     int `json:"frames"`
+		Relative   bool
+		Epochs     []map[string]any
+		Throughput map[string]float64 `json:"throughput_fps"`
+		Phases     map[string]float64 `json:"phases_s"`
+		Cache      map[string]any
 	}
 	if err := json.Unmarshal([]byte(out), &tr); err != nil {
 		t.Fatalf("train summary: %v\n%s", err, out)
