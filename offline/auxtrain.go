@@ -377,9 +377,9 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 }
 
 // trainLoop runs the epochs, validating and checkpointing after each.
-// Each epoch's shuffle and outliers come from PCGs seeded by (seed, epoch),
-// so a run resumed from a checkpoint continues exactly as an uninterrupted
-// one.
+// The shuffles and the outliers come from two PCGs seeded once by the seed;
+// a run resumed from a checkpoint replays their draws for the epochs done
+// (without training), so it continues exactly as an uninterrupted one.
 func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, vc *cachedFrames, layout recordLayout,
 	grid [2]int, st *AuxStats, log *slog.Logger) error {
 	named := model.Params()
@@ -434,13 +434,19 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 	trainStart := time.Now()
 	trainTime := time.Duration(0)
 	first := true
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x617578))
+	orng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f75746c))
+	for i := range order {
+		order[i] = i
+	}
+	for epoch := 0; epoch < start; epoch++ { // replay the draws of the epochs done
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for k := 0; k < perEpoch*B; k++ {
+			auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[:C*g], C, gh, gw, valid[:g], bins[:g], scratch)
+		}
+	}
 	for epoch := start; epoch < cfg.Epochs; epoch++ {
 		es := time.Now()
-		rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x617578<<8|uint64(epoch)))
-		orng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f75746c<<8|uint64(epoch)))
-		for i := range order {
-			order[i] = i
-		}
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		var sumA, sumE float64
 		for k := 0; k < perEpoch; k++ {

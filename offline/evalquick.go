@@ -91,6 +91,7 @@ func OpenModelPair(ctx context.Context, depth, depthSpec, aux, auxSpec string, i
 		return nil, err
 	}
 	return infer.OpenModels(ctx, infer.ModelsConfig{Depth: depth, DepthSpec: ds, AuxUE: aux, AuxUESpec: as, Inference: inf,
+		AuxInputs:     infer.DefaultAuxInputs(ds, as),
 		DepthSpecFile: depthSpec, AuxUESpecFile: auxSpec}, log)
 }
 

@@ -20,6 +20,7 @@ type progress struct {
 	last     time.Time
 	every    time.Duration
 	done     int
+	drawn    int // done at the last draw
 	finished bool
 }
 
@@ -55,6 +56,9 @@ func (p *progress) finish(extra string) {
 		return
 	}
 	p.finished = true
+	if !p.tty && p.drawn == p.done && p.last != (time.Time{}) {
+		return // the last line already shows the end
+	}
 	p.draw(time.Now(), extra)
 	if p.tty {
 		fmt.Fprintln(p.w)
@@ -63,6 +67,7 @@ func (p *progress) finish(extra string) {
 
 func (p *progress) draw(now time.Time, extra string) {
 	const width = 24
+	p.drawn = p.done
 	frac := 1.0
 	if p.total > 0 {
 		frac = float64(p.done) / float64(p.total)

@@ -250,7 +250,8 @@ func TestAuxTrainCacheAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H, Seed: 4, Drives: 2, FramesPerDrive: 10,
-		Frames: 4, ValFrames: 1, ValDrives: 1, Epochs: 2, Batch: 2, K: 4, CacheDir: filepath.Join(dir, "cache")}
+		Frames: 4, ValFrames: 1, ValDrives: 1, Epochs: 2, Batch: 2, K: 4, CacheDir: filepath.Join(dir, "cache"),
+		Outliers: 0.5, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}}
 	weights := func(m *auxue.Model) []float32 {
 		var out []float32
 		for _, p := range m.Params() {

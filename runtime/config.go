@@ -179,13 +179,8 @@ func (c *Config) finish(name, dir string) error {
 	}
 	add(c.Depth.resolve("depth", infer.KindDepth))
 	add(c.AuxUE.resolve("auxue", infer.KindAuxUE))
-	if a := c.AuxUE.IO; a != nil && !a.OwnsInputs() && len(c.AuxUE.Inputs) == 0 {
-		// A features-input AuxUE: the depth model's first extra output,
-		// made for the AuxUE, or else the image and the depth.
-		c.AuxUE.Inputs = []string{InputImage, InputDepth}
-		if c.Depth.IO != nil && len(c.Depth.IO.Features) > 0 {
-			c.AuxUE.Inputs = []string{c.Depth.IO.Features[0].Name}
-		}
+	if a := c.AuxUE.IO; a != nil && len(c.AuxUE.Inputs) == 0 && c.Depth.IO != nil {
+		c.AuxUE.Inputs = infer.DefaultAuxInputs(*c.Depth.IO, *a)
 	}
 	if c.Depth.IO != nil && c.AuxUE.IO != nil {
 		if err := infer.CheckPair(*c.Depth.IO, *c.AuxUE.IO, c.AuxUE.Inputs); err != nil {

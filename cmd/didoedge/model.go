@@ -192,8 +192,16 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		*height, *width = spec.Input.Height, spec.Input.Width
 	}
+	// The AuxUE's spec: --auxue-spec, or the file beside the model when
+	// it exists (the reference models' auxue.yaml).
+	var auxIO infer.IOSpec
+	if p := specBeside(*aux, *auxSpec); *auxSpec != "" || fileExists(p) {
+		if auxIO, err = offline.ReadSpec(p, infer.KindAuxUE); err != nil {
+			return err
+		}
+	}
 	sum, err := smoke.Run(ctx, smoke.RunConfig{
-		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width, DepthSpec: spec,
+		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width, DepthSpec: spec, AuxUESpec: auxIO,
 		Frames: *frames, Seed: *seed, OutDir: *out, Inference: cfg, Log: env.log,
 	})
 	if err != nil {
@@ -252,4 +260,9 @@ func runModelImages(ctx context.Context, env *cliEnv, cfg offline.ImageRunConfig
 	}
 	fmt.Fprintf(w, "wrote %s (maps: <image>_depth.png, _scale.png, _epistemic.png 16-bit; _panel.png; summary.json)\n", cfg.Out)
 	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }

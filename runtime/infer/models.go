@@ -207,6 +207,19 @@ func CheckPair(depth, aux IOSpec, auxInputs []string) error {
 	return nil
 }
 
+// DefaultAuxInputs are the sources of a features-input AuxUE that a config
+// leaves out: the depth model's first feature output (made for the AuxUE),
+// or else the image and the depth. An AuxUE that owns its inputs takes none.
+func DefaultAuxInputs(depth, aux IOSpec) []string {
+	if aux.OwnsInputs() {
+		return nil
+	}
+	if len(depth.Features) > 0 {
+		return []string{depth.Features[0].Name}
+	}
+	return []string{SourceImage, SourceDepth}
+}
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
