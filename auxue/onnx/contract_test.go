@@ -39,6 +39,7 @@ func TestExportAuxUEContractParity(t *testing.T) {
 		{"MiDaS-like NCHW 0-255 relative, padded rows", 40, 40, 4, 4, pix{channels: 3, order: [3]int{0, 1, 2}, range255: true, std: [3]float32{1, 1, 1}, relative: true, row: true}, [2]int{12, 10}, false},
 		{"NHWC BGR mean/std, padded rows and columns", 50, 70, 4, 2, pix{nhwc: true, channels: 3, order: [3]int{2, 1, 0}, mean: [3]float32{0.5, 0.4, 0.3}, std: [3]float32{0.2, 0.3, 0.25}}, [2]int{14, 18}, false},
 		{"grey 0-1, factor 2", 30, 30, 2, 1, pix{channels: 1, std: [3]float32{1, 1, 1}, row: true}, [2]int{15, 15}, false},
+		{"518x518 (a ViT patch multiple), padded to 4 bands", 518, 518, 4, 4, pix{channels: 3, order: [3]int{0, 1, 2}, mean: auxue.ImageMean, std: auxue.ImageStd, row: true}, [2]int{132, 130}, true},
 	}
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, tc := range tests {
