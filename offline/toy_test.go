@@ -130,3 +130,18 @@ func TestSideAUC(t *testing.T) {
 		t.Errorf("-x, right: AUC %v, want 0", a)
 	}
 }
+
+func FuzzParseSeeds(f *testing.F) {
+	for _, s := range []string{"1-10", "3", "1,4,7-9", "9-1", "", "-", "1-99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seeds, err := ParseSeeds(s)
+		if err != nil {
+			return
+		}
+		if len(seeds) == 0 || len(seeds) > 1000 {
+			t.Fatalf("%q: %d seeds accepted", s, len(seeds))
+		}
+	})
+}
