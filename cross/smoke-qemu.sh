@@ -58,7 +58,7 @@ fi
 
 spec_args=()
 if [ -f models/MANIFEST ]; then
-  # The reference models as `didoedge train` writes them (auxue/depthnet).
+  # The reference models as `didoedge train` writes them (offline); auxue.yaml beside auxue.onnx is read too.
   depth=models/depth.onnx auxue=models/auxue.onnx spec=models/depth.yaml
   for f in "$depth" "$auxue" "$spec"; do
     [ -f "$f" ] || { say "models/MANIFEST exists but $f is missing" >&2; exit 1; }

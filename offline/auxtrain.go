@@ -2,33 +2,62 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // AuxTrainConfig configures AuxTrain. Zero fields take the defaults in brackets.
 type AuxTrainConfig struct {
-	// DepthModel and DepthSpec are the frozen main model and its IO spec;
-	// Library is the ONNX Runtime library ("" = runtime/infer's lookup).
-	DepthModel, DepthSpec, Library string
-	// MaxDepth scales the depth channel (depth / MaxDepth) [80].
+	// DepthModel and DepthSpec are the frozen main model and its IO spec
+	// (runtime/infer.IOSpec); Inference selects the ONNX Runtime library
+	// and the execution providers (CPU by default; CUDA or TensorRT
+	// where present).
+	DepthModel, DepthSpec string
+	Inference             infer.Config
+
+	// Data is a data set on disk (calib/dataset.Open: the sim render
+	// layout, real KITTI with split files, NYU); "" draws frames from the
+	// simulated pool rendered on the fly (the reference models).
+	Data, Layout, KITTIDepth string
+	// Split and ValSplit name the training and validation splits (names
+	// or split files) [train, val]; ValSplit "none" skips validation.
+	Split, ValSplit string
+
+	// MaxDepth bounds and scales the depth channel of a metric model
+	// [80] and bounds an aligned relative depth.
 	MaxDepth float64
-	// Seed, Drives and FramesPerDrive select the frames as for the depth
-	// network (use the same values: the AuxUE learns on the main model's
-	// training distribution, as in the paper) [1, 48, 200].
+	// Seed, Drives and FramesPerDrive select the simulated pool's frames
+	// as for the depth network (the AuxUE learns on the main model's
+	// training distribution, as in the paper) [1, 48, 200]; Width and
+	// Height are the rendered size [640 x 192].
 	Seed                   int64
 	Drives, FramesPerDrive int
-	// Width and Height of the frames [640 x 192].
-	Width, Height int
-	// Frames are drawn from the pool, run through the depth model once and
-	// cached at half resolution [300].
+	Width, Height          int
+	// Frames is how many frames are drawn from the pool [300], or the
+	// most frames of the training split (evenly spread; 0 = all).
 	Frames int
+	// ValFrames bounds the validation frames [16; pool: from ValDrives
+	// drives after the training drives, 2].
+	ValFrames, ValDrives int
+
+	// Factor is the AuxUE's block size in input pixels [4]; Row adds the
+	// row coordinate to its input [true, unless NoRow].
+	Factor int
+	NoRow  bool
+
 	// Epochs over the cached frames and the Batch size [15, 2].
 	Epochs, Batch int
 	// LR decays polynomially (power 0.9) to EndLR [2e-3 -> 1e-5].
@@ -37,26 +66,41 @@ type AuxTrainConfig struct {
 	EncoderWidth, Hidden, K int
 	Lambda                  float64
 	// UnlabeledKL keeps gamma * Lambda * KL(Dir(alpha) || Dir(1)) on the
-	// blocks without ground truth (auxue.Config.UnlabeledKL); 0 trains DIDO
-	// on the labeled blocks only.
+	// blocks without ground truth (auxue.Config.UnlabeledKL).
 	UnlabeledKL float64
 	// GlobalContext joins each pixel's DIDO features with the frame's
-	// channel means (auxue.Config.GlobalContext).
-	GlobalContext bool
-	// GlobalContextBands is auxue.Config.GlobalContextBands.
+	// channel means over GlobalContextBands horizontal bands.
+	GlobalContext      bool
 	GlobalContextBands int
 	// Outliers is the fraction of batch items replaced by a layout outlier
-	// of one of OutlierKinds made from the drawn frame; its blocks count as
-	// without ground truth (only the unlabeled KL applies). 0 disables.
+	// of one of OutlierKinds (auxue.MaybeOutlier). 0 disables.
 	Outliers     float64
 	OutlierKinds []auxue.OutlierKind
-	// Log receives progress lines; nil discards them.
-	Log *slog.Logger
+
+	// CacheDir keeps the depth model's cached outputs and errors between
+	// runs, keyed by the model's sha256, its spec, the data and the
+	// contract ("" = a temporary cache).
+	CacheDir string
+	// Checkpoint is written after every epoch (weights, Adam's moments,
+	// the epoch); with Resume an existing one is continued from.
+	Checkpoint string
+	Resume     bool
+
+	// Progress receives a progress bar with the rate and ETA (nil: none);
+	// Log receives one line per epoch.
+	Progress io.Writer
+	Log      *slog.Logger
 }
 
 func (c *AuxTrainConfig) defaults() {
 	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
-	setDefault(&c.Frames, 300)
+	if c.Data == "" {
+		setDefault(&c.Frames, 300)
+		setDefault(&c.ValFrames, 16)
+	}
+	setDefault(&c.ValDrives, 2)
+	setDefault(&c.Split, "train")
+	setDefault(&c.ValSplit, "val")
 	setDefault(&c.Epochs, 15)
 	setDefault(&c.Batch, 2)
 	setDefault(&c.EncoderWidth, 8)
@@ -67,11 +111,12 @@ func (c *AuxTrainConfig) defaults() {
 	setDefault(&c.LR, 2e-3)
 	setDefault(&c.EndLR, 1e-5)
 	setDefault(&c.Lambda, auxue.DefaultLambdaDepth)
+	setDefault(&c.Factor, 4)
 }
 
 // AuxModelConfig is the generalized AuxUE of the depth task: dense, input
-// the depth model's aux_features (in channels: RGB + depth [+ decoder
-// features]), separate encoders, Laplace sigma_Theta1, DIDO sigma_Theta2.
+// the contract's features (in channels), separate encoders, Laplace
+// sigma_Theta1, DIDO sigma_Theta2.
 func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 	c.defaults()
 	return auxue.Config{Form: auxue.FormDense, In: in, EncoderWidth: c.EncoderWidth,
@@ -81,31 +126,61 @@ func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 
 // AuxStats summarizes an AuxUE run.
 type AuxStats struct {
-	Frames, Steps        int
-	Factor               int     // the AuxUE's downsampling, read from the depth model's aux_features
-	FirstLoss, LastLoss  float64 // mean total loss of the first and last epoch
-	FirstAlea, LastAlea  float64
-	FirstEpis, LastEpis  float64
-	MeanTrainAbsRel      float64 // the frozen depth model's AbsRel on the cached frames
-	CacheTime, TrainTime time.Duration
+	Frames, ValFrames, Steps int
+	Contract                 auxue.InputContract
+	Relative                 bool
+	FirstLoss, LastLoss      float64 // mean total loss of the first and last epoch run
+	FirstAlea, LastAlea      float64
+	FirstEpis, LastEpis      float64
+	MeanTrainAbsRel          float64 // the frozen depth model's AbsRel on the training frames (aligned for a relative model)
+	ResumedFrom              int     // epochs already done by the checkpoint (0: a fresh run)
+	Epochs                   []EpochReport
+	Cache                    CacheReport
+	Phases                   PhaseTimes
+	DepthSHA256              string
+	Provider                 string
+	CacheFPS, TrainFPS       float64 // frames per second: through the depth model into the cache; frame-steps of training
 }
 
-// auxCache holds the half-resolution training tensors of the cached frames.
-type auxCache struct {
-	feats  []float32 // frames x ch x hw2
-	ch     int
-	h2, w2 int // AuxUE resolution
-	factor int
-	errs   []float32 // frames x hw2
-	valid  []bool
-	bins   []int32
-	hw2    int
+// EpochReport is one epoch's losses and validation figures (NaN where
+// not computed). Validation runs the Go AuxUE on the validation frames'
+// cached features, at the AuxUE's grid.
+type EpochReport struct {
+	Epoch              int     `json:"epoch"`
+	Laplace            float64 `json:"laplace"`
+	DIDO               float64 `json:"dido"`
+	AUSERMSE, AURGRMSE float64 `json:"-"`
+	SkyAUC, NoGTAUC    float64 `json:"-"`
+	Seconds            float64 `json:"seconds"`
 }
 
-// AuxTrain freezes the depth model, runs it through ONNX Runtime on
-// simulated frames, and trains the generalized AuxUE on its errors against
-// the sparse ground truth (pixel-wise discretization per image over the
-// valid pixels, K bins).
+// CacheReport describes the on-disk cache.
+type CacheReport struct {
+	Dir              string
+	Bytes            int64
+	Frames, Reused   int // records, and how many came from an earlier run
+	BytesPer100      float64
+	ValFrames, ValRe int
+}
+
+// PhaseTimes splits a run's wall time.
+type PhaseTimes struct {
+	Open       time.Duration // loading the depth model into ONNX Runtime
+	Load       time.Duration // reading or rendering frames
+	Depth      time.Duration // the depth model in ONNX Runtime
+	Prepare    time.Duration // features, alignment, block errors
+	CacheWrite time.Duration
+	Batch      time.Duration // reading the cache, layout outliers, discretization
+	Step       time.Duration // AuxUE forward, losses, backward
+	Optimizer  time.Duration
+	Validate   time.Duration
+	Checkpoint time.Duration
+}
+
+// AuxTrain freezes the depth model, runs it through ONNX Runtime on the
+// training frames (cached on disk), and trains the generalized AuxUE on
+// its errors against the sparse ground truth (per-image discretization
+// over the labeled blocks, K bins), validating after every epoch.
 func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, error) {
 	cfg.defaults()
 	log := cfg.Log
@@ -113,145 +188,439 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		log = slog.New(slog.DiscardHandler)
 	}
 	var st AuxStats
-	if cfg.Height%2 != 0 || cfg.Width%2 != 0 {
-		return nil, st, fmt.Errorf("train auxue: size %dx%d must be even", cfg.Width, cfg.Height)
-	}
-	if cfg.Outliers < 0 || cfg.Outliers >= 1 || (cfg.Outliers > 0 && len(cfg.OutlierKinds) == 0) {
+	switch {
+	case cfg.Outliers < 0 || cfg.Outliers >= 1 || (cfg.Outliers > 0 && len(cfg.OutlierKinds) == 0):
 		return nil, st, fmt.Errorf("train auxue: outlier fraction %v with kinds %v, want [0, 1) and a kind", cfg.Outliers, cfg.OutlierKinds)
+	case cfg.Factor < 1 || cfg.Factor > 64:
+		return nil, st, fmt.Errorf("train auxue: factor %d, want 1 to 64", cfg.Factor)
+	case cfg.Batch < 1 || cfg.Epochs < 1:
+		return nil, st, fmt.Errorf("train auxue: batch %d and epochs %d must be positive", cfg.Batch, cfg.Epochs)
 	}
-	start := time.Now()
-	cache, absRel, err := buildAuxCache(ctx, cfg, log)
+	spec, err := ReadSpec(cfg.DepthSpec, infer.KindDepth)
 	if err != nil {
 		return nil, st, err
 	}
-	st.Frames, st.MeanTrainAbsRel, st.CacheTime, st.Factor = cfg.Frames, absRel, time.Since(start), cache.factor
-	model, err := auxue.NewModel(cfg.AuxModelConfig(cache.ch))
+	bands := 0
+	if cfg.GlobalContext {
+		bands = cfg.GlobalContextBands
+	}
+	contract, err := AuxContract(spec, cfg.Factor, bands, cfg.MaxDepth, !cfg.NoRow)
+	if err != nil {
+		return nil, st, fmt.Errorf("train auxue: depth spec %q: %w", cfg.DepthSpec, err)
+	}
+	st.Contract, st.Relative = contract, spec.Relative()
+	t0 := time.Now()
+	models, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: cfg.DepthModel, DepthSpec: spec, Inference: cfg.Inference, DepthSpecFile: cfg.DepthSpec}, log)
+	if err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
+	}
+	defer models.Close()
+	st.Phases.Open = time.Since(t0)
+	st.DepthSHA256, st.Provider = models.DepthSession().SHA256(), models.DepthSession().Provider()
+
+	train, val, err := auxSources(cfg)
+	if err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
+	}
+	gh, gw := contract.Grid()
+	layout := recordLayout{C: contract.Channels(), G: gh * gw}
+	key := func(role string, src frameSource) any {
+		return map[string]any{"version": 1, "role": role, "depth_sha256": st.DepthSHA256, "spec": spec, "contract": contract,
+			"max_depth": cfg.MaxDepth, "frames": src.Identity()}
+	}
+	prep := &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth}
+	cacheStart := time.Now()
+	tc, err := fillCache(ctx, cfg, models, prep, train, key("train", train), layout, [2]int{gh, gw}, &st.Phases, log, "caching training frames")
 	if err != nil {
 		return nil, st, err
 	}
-	named := model.Params()
-	params := make([]*nn.Param, len(named))
-	for i, p := range named {
-		params[i] = p.Param
-	}
-	opt := nn.NewAdam(params, nn.AdamConfig{})
-	h2, w2, hw2, B := cache.h2, cache.w2, cache.hw2, cfg.Batch
-	C := cache.ch
-	x := nn.NewDense(B, C, h2, w2)
-	xs := nn.Data(x)
-	errs, valid, bins := make([]float32, B*hw2), make([]bool, B*hw2), make([]int32, B*hw2)
-	perEpoch := cfg.Frames / B
-	st.Steps = perEpoch * cfg.Epochs
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x617578))
-	orng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f75746c))
-	scratch := make([]float32, hw2)
-	order := make([]int, cfg.Frames)
-	for i := range order {
-		order[i] = i
-	}
-	trainStart := time.Now()
-	step := 0
-	for epoch := 0; epoch < cfg.Epochs; epoch++ {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		var sumA, sumE float64
-		for k := 0; k < perEpoch; k++ {
-			if err := ctx.Err(); err != nil {
-				return nil, st, fmt.Errorf("train auxue: stopped at step %d: %w", step, err)
-			}
-			for b := 0; b < B; b++ {
-				f := order[k*B+b]
-				copy(xs[b*C*hw2:(b+1)*C*hw2], cache.feats[f*C*hw2:(f+1)*C*hw2])
-				copy(errs[b*hw2:(b+1)*hw2], cache.errs[f*hw2:(f+1)*hw2])
-				copy(valid[b*hw2:(b+1)*hw2], cache.valid[f*hw2:(f+1)*hw2])
-				copy(bins[b*hw2:(b+1)*hw2], cache.bins[f*hw2:(f+1)*hw2])
-				auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*hw2:(b+1)*C*hw2], C, h2, w2,
-					valid[b*hw2:(b+1)*hw2], bins[b*hw2:(b+1)*hw2], scratch)
-			}
-			nn.ZeroGrad(params)
-			l, err := model.Step(x, errs, valid, bins)
-			if err != nil {
-				return nil, st, fmt.Errorf("train auxue step %d: %w", step, err)
-			}
-			if math.IsNaN(l.Total()) || math.IsInf(l.Total(), 0) {
-				return nil, st, fmt.Errorf("train auxue: loss %v at step %d", l.Total(), step)
-			}
-			if err := opt.Step(nn.PolyDecay(cfg.LR, cfg.EndLR, step, st.Steps, 0.9)); err != nil {
-				return nil, st, err
-			}
-			sumA += l.Aleatoric
-			sumE += l.Epistemic
-			step++
+	defer tc.Close()
+	st.Cache.Dir, st.Cache.Frames, st.Cache.Reused = tc.dir, tc.n, tc.reused
+	var vc *cachedFrames
+	if val != nil {
+		if vc, err = fillCache(ctx, cfg, models, prep, val, key("val", val), layout, [2]int{gh, gw}, &st.Phases, log, "caching validation frames"); err != nil {
+			return nil, st, err
 		}
-		a, e := sumA/float64(perEpoch), sumE/float64(perEpoch)
-		if epoch == 0 {
-			st.FirstAlea, st.FirstEpis, st.FirstLoss = a, e, a+e
-		}
-		st.LastAlea, st.LastEpis, st.LastLoss = a, e, a+e
-		log.Info("train auxue", "epoch", epoch+1, "of", cfg.Epochs, "laplace", a, "dido", e,
-			"elapsed", time.Since(trainStart).Round(time.Second))
+		defer vc.Close()
+		st.ValFrames, st.Cache.ValFrames, st.Cache.ValRe = vc.n, vc.n, vc.reused
 	}
-	st.TrainTime = time.Since(trainStart)
+	cacheTime := time.Since(cacheStart)
+	if fresh := st.Cache.Frames - st.Cache.Reused + st.Cache.ValFrames - st.Cache.ValRe; fresh > 0 {
+		st.CacheFPS = float64(fresh) / (st.Phases.Load + st.Phases.Depth + st.Phases.Prepare + st.Phases.CacheWrite).Seconds()
+	}
+	st.Cache.Bytes = tc.size()
+	if vc != nil {
+		st.Cache.Bytes += vc.size()
+	}
+	st.Cache.BytesPer100 = 100 * float64(layout.bytes())
+	st.Frames = tc.n
+	var absSum float64
+	var absN int
+	rec := layout.newRecord()
+	for i := 0; i < tc.n; i++ {
+		if err := tc.read(i, rec); err != nil {
+			return nil, st, err
+		}
+		if !math.IsNaN(rec.absRel) {
+			absSum += rec.absRel
+			absN++
+		}
+	}
+	st.MeanTrainAbsRel = math.NaN()
+	if absN > 0 {
+		st.MeanTrainAbsRel = absSum / float64(absN)
+	}
+	log.Info("train auxue: frames cached", "train", tc.n, "val", st.ValFrames, "cache", tc.dir,
+		"bytes", st.Cache.Bytes, "depth_absrel", st.MeanTrainAbsRel, "wall", cacheTime.Round(time.Millisecond))
+
+	model, err := auxue.NewModel(cfg.AuxModelConfig(contract.Channels()))
+	if err != nil {
+		return nil, st, err
+	}
+	if err := trainLoop(ctx, cfg, model, tc, vc, layout, [2]int{gh, gw}, &st, log); err != nil {
+		return nil, st, err
+	}
 	return model, st, nil
 }
 
-func buildAuxCache(ctx context.Context, cfg AuxTrainConfig, log *slog.Logger) (*auxCache, float64, error) {
-	runner, err := OpenDepthRunner(ctx, cfg.DepthModel, cfg.DepthSpec, cfg.Library, log)
+// cachedFrames is a frame cache and how much of it an earlier run made.
+type cachedFrames struct {
+	*frameCache
+	reused int
+}
+
+// fillCache opens the cache for src and runs the depth model on the frames
+// it does not hold yet.
+func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, prep *preparer, src frameSource,
+	key any, layout recordLayout, grid [2]int, ph *PhaseTimes, log *slog.Logger, what string) (*cachedFrames, error) {
+	c, err := openCache(cfg.CacheDir, key, layout, grid)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	defer runner.Close()
-	src, err := NewSimSource(cfg.Seed, cfg.Drives, cfg.FramesPerDrive, cfg.Width, cfg.Height)
+	cf := &cachedFrames{frameCache: c, reused: min(c.n, src.Len())}
+	if c.n > src.Len() {
+		c.Close()
+		return nil, fmt.Errorf("cache %q holds %d frames, the data %d", c.dir, c.n, src.Len())
+	}
+	if c.n > 0 {
+		log.Info("train auxue: reusing cached frames", "cache", c.dir, "frames", c.n, "of", src.Len())
+	}
+	bar := newProgress(cfg.Progress, what, "frames", src.Len())
+	rec := layout.newRecord()
+	for i := c.n; i < src.Len(); i++ {
+		if err := ctx.Err(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		t0 := time.Now()
+		s, err := src.Frame(i)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("train auxue: %w", err)
+		}
+		t1 := time.Now()
+		dp, err := models.RunDepth(ctx, s.RGB, s.Width, s.Height)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("train auxue: frame %s: %w", s.Name, err)
+		}
+		t2 := time.Now()
+		if err := prep.prepare(s, dp, rec); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("train auxue: %w", err)
+		}
+		t3 := time.Now()
+		if err := c.append(rec); err != nil {
+			c.Close()
+			return nil, err
+		}
+		ph.Load += t1.Sub(t0)
+		ph.Depth += t2.Sub(t1)
+		ph.Prepare += t3.Sub(t2)
+		ph.CacheWrite += time.Since(t3)
+		bar.set(i+1, "")
+	}
+	bar.finish("")
+	return cf, nil
+}
+
+// auxSources builds the training and validation frames.
+func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
+	if cfg.Data == "" {
+		tr, err := newSimPool(cfg.Seed, cfg.Drives, cfg.FramesPerDrive, cfg.Width, cfg.Height, cfg.Frames, 0, 0x6361636865)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cfg.ValSplit == "none" || cfg.ValFrames == 0 {
+			return tr, nil, nil
+		}
+		// Validation drives follow the training drives (never trained on).
+		va, err := newSimPool(cfg.Seed, cfg.ValDrives, cfg.FramesPerDrive, cfg.Width, cfg.Height, cfg.ValFrames, cfg.Drives, 0x76616c)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tr, va, nil
+	}
+	src := dataset.Source{Dir: cfg.Data, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth}
+	tr, err := openDataFrames(src, cfg.Split, cfg.Frames)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	W, H := cfg.Width, cfg.Height
-	C, h2, w2 := runner.AuxShape()
-	if h2 == 0 || H%h2 != 0 || W != w2*(H/h2) {
-		return nil, 0, fmt.Errorf("train auxue: aux_features %dx%d does not divide the %dx%d frame", w2, h2, W, H)
+	if cfg.ValSplit == "none" {
+		return tr, nil, nil
 	}
-	hw2 := h2 * w2
-	c := &auxCache{hw2: hw2, ch: C, h2: h2, w2: w2, factor: H / h2, feats: make([]float32, cfg.Frames*C*hw2),
-		errs: make([]float32, cfg.Frames*hw2), valid: make([]bool, cfg.Frames*hw2), bins: make([]int32, cfg.Frames*hw2)}
+	va, err := openDataFrames(src, cfg.ValSplit, max(cfg.ValFrames, 0))
+	if err != nil {
+		return nil, nil, fmt.Errorf("validation split (--val-split none skips it): %w", err)
+	}
+	return tr, va, nil
+}
+
+// trainLoop runs the epochs, validating and checkpointing after each.
+// The shuffles and the outliers come from two PCGs seeded once by the seed;
+// a run resumed from a checkpoint replays their draws for the epochs done
+// (without training), so it continues exactly as an uninterrupted one.
+func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, vc *cachedFrames, layout recordLayout,
+	grid [2]int, st *AuxStats, log *slog.Logger) error {
+	named := model.Params()
+	params := make([]*nn.Param, len(named))
+	for i, p := range named {
+		q := *p.Param
+		q.Name = p.Name
+		params[i] = &q
+	}
+	opt := nn.NewAdam(params, nn.AdamConfig{})
+	B, C := cfg.Batch, layout.C
+	gh, gw := grid[0], grid[1]
+	g := gh * gw
+	perEpoch := tc.n / B
+	if perEpoch == 0 {
+		return fmt.Errorf("train auxue: %d cached frames for a batch of %d", tc.n, B)
+	}
+	st.Steps = perEpoch * cfg.Epochs
+	start := 0
+	if cfg.Resume && cfg.Checkpoint != "" {
+		if _, err := os.Stat(cfg.Checkpoint); err == nil {
+			meta, err := nn.LoadCheckpointFile(cfg.Checkpoint, append(append([]*nn.Param{}, params...), opt.StateParams()...))
+			if err != nil {
+				return fmt.Errorf("train auxue: resume: %w", err)
+			}
+			if start, err = strconv.Atoi(meta["epoch"]); err != nil || start < 0 || start > cfg.Epochs {
+				return fmt.Errorf("train auxue: resume: checkpoint %q: epoch %q, want 0 to %d", cfg.Checkpoint, meta["epoch"], cfg.Epochs)
+			}
+			if meta["steps_per_epoch"] != strconv.Itoa(perEpoch) || meta["seed"] != strconv.FormatInt(cfg.Seed, 10) || meta["epochs"] != strconv.Itoa(cfg.Epochs) {
+				return fmt.Errorf("train auxue: resume: checkpoint %q was written by a run of %s epochs of %s steps with seed %s, this run has %d epochs of %d steps and seed %d (the learning-rate schedule and the data order depend on them)",
+					cfg.Checkpoint, meta["epochs"], meta["steps_per_epoch"], meta["seed"], cfg.Epochs, perEpoch, cfg.Seed)
+			}
+			opt.SetSteps(start * perEpoch)
+			st.ResumedFrom = start
+			log.Info("train auxue: resumed", "checkpoint", cfg.Checkpoint, "epochs_done", start)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("train auxue: resume: %w", err)
+		}
+	}
+	x := nn.NewDense(B, C, gh, gw)
+	xs := nn.Data(x)
+	errs, valid, bins := make([]float32, B*g), make([]bool, B*g), make([]int32, B*g)
 	disc, err := auxue.NewDiscretizer(cfg.K)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6361636865))
-	var absRel float64
-	start := time.Now()
-	for f := 0; f < cfg.Frames; f++ {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+	rec := layout.newRecord()
+	scratch := make([]float32, g)
+	order := make([]int, tc.n)
+	bar := newProgress(cfg.Progress, "training", "steps", st.Steps-start*perEpoch)
+	ph := &st.Phases
+	trainStart := time.Now()
+	trainTime := time.Duration(0)
+	first := true
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x617578))
+	orng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f75746c))
+	for i := range order {
+		order[i] = i
+	}
+	for epoch := 0; epoch < start; epoch++ { // replay the draws of the epochs done
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for k := 0; k < perEpoch*B; k++ {
+			auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[:C*g], C, gh, gw, valid[:g], bins[:g], scratch)
 		}
-		fr, err := src.Sample(rng)
-		if err != nil {
-			return nil, 0, err
+	}
+	for epoch := start; epoch < cfg.Epochs; epoch++ {
+		es := time.Now()
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		var sumA, sumE float64
+		for k := 0; k < perEpoch; k++ {
+			step := epoch*perEpoch + k
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("train auxue: stopped at step %d: %w", step, err)
+			}
+			t0 := time.Now()
+			for b := 0; b < B; b++ {
+				if err := tc.read(order[k*B+b], rec); err != nil {
+					return err
+				}
+				copy(xs[b*C*g:(b+1)*C*g], rec.feats)
+				e, v, bn := errs[b*g:(b+1)*g], valid[b*g:(b+1)*g], bins[b*g:(b+1)*g]
+				for j, x := range rec.errs {
+					v[j] = x >= 0
+					e[j] = max(x, 0)
+				}
+				if err := disc.PerImage(e, v, 1, g, bn); err != nil {
+					return err
+				}
+				auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*g:(b+1)*C*g], C, gh, gw, v, bn, scratch)
+			}
+			t1 := time.Now()
+			nn.ZeroGrad(params)
+			l, err := model.Step(x, errs, valid, bins)
+			if err != nil {
+				return fmt.Errorf("train auxue step %d: %w", step, err)
+			}
+			if math.IsNaN(l.Total()) || math.IsInf(l.Total(), 0) {
+				return fmt.Errorf("train auxue: loss %v at step %d", l.Total(), step)
+			}
+			t2 := time.Now()
+			if err := opt.Step(nn.PolyDecay(cfg.LR, cfg.EndLR, step, st.Steps, 0.9)); err != nil {
+				return err
+			}
+			t3 := time.Now()
+			ph.Batch += t1.Sub(t0)
+			ph.Step += t2.Sub(t1)
+			ph.Optimizer += t3.Sub(t2)
+			sumA += l.Aleatoric
+			sumE += l.Epistemic
+			bar.set(step+1-start*perEpoch, fmt.Sprintf("epoch %d/%d laplace %.3f dido %.3f", epoch+1, cfg.Epochs, sumA/float64(k+1), sumE/float64(k+1)))
 		}
-		_, depth, aux, err := runner.Predict(ctx, fr.RGB, W, H)
-		if err != nil {
-			return nil, 0, err
+		trainTime += time.Since(es)
+		a, e := sumA/float64(perEpoch), sumE/float64(perEpoch)
+		if first {
+			st.FirstAlea, st.FirstEpis, st.FirstLoss = a, e, a+e
+			first = false
 		}
-		var s float64
-		n := 0
-		for i, y := range fr.Sparse {
-			if y > 0 {
-				s += math.Abs(float64(depth[i]-y)) / float64(y)
-				n++
+		st.LastAlea, st.LastEpis, st.LastLoss = a, e, a+e
+		rep := EpochReport{Epoch: epoch + 1, Laplace: a, DIDO: e, AUSERMSE: math.NaN(), AURGRMSE: math.NaN(), SkyAUC: math.NaN(), NoGTAUC: math.NaN()}
+		if vc != nil {
+			tv := time.Now()
+			if err := validate(model, vc, layout, grid, &rep); err != nil {
+				return fmt.Errorf("train auxue: validation after epoch %d: %w", epoch+1, err)
+			}
+			ph.Validate += time.Since(tv)
+		}
+		rep.Seconds = time.Since(es).Seconds()
+		st.Epochs = append(st.Epochs, rep)
+		log.Info("train auxue", "epoch", epoch+1, "of", cfg.Epochs, "laplace", a, "dido", e,
+			"val_ause_rmse", rep.AUSERMSE, "val_aurg_rmse", rep.AURGRMSE, "val_sky_auc", rep.SkyAUC, "val_no_gt_auc", rep.NoGTAUC,
+			"elapsed", time.Since(trainStart).Round(time.Second))
+		if cfg.Checkpoint != "" {
+			tk := time.Now()
+			meta := map[string]string{"epoch": strconv.Itoa(epoch + 1), "epochs": strconv.Itoa(cfg.Epochs), "steps_per_epoch": strconv.Itoa(perEpoch),
+				"seed": strconv.FormatInt(cfg.Seed, 10), "depth_sha256": st.DepthSHA256}
+			if err := nn.SaveCheckpointFile(cfg.Checkpoint, append(append([]*nn.Param{}, params...), opt.StateParams()...), meta); err != nil {
+				return err
+			}
+			ph.Checkpoint += time.Since(tk)
+		}
+	}
+	bar.finish("")
+	if ran := (cfg.Epochs - start) * perEpoch * B; ran > 0 {
+		st.TrainFPS = float64(ran) / (ph.Batch + ph.Step + ph.Optimizer).Seconds()
+	}
+	return nil
+}
+
+// validate runs the Go AuxUE on the validation frames' cached features and
+// computes, at the AuxUE's grid: AUSE and AURG of RMSE with the Laplace b
+// as the uncertainty (sparsification per frame, 5% steps, averaged), the
+// K/S AUC of sky blocks against blocks with ground truth (when the data
+// has labels) and of blocks without ground truth against blocks with it.
+func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2]int, rep *EpochReport) error {
+	gh, gw := grid[0], grid[1]
+	g := gh * gw
+	x := nn.NewDense(1, layout.C, gh, gw)
+	rec := layout.newRecord()
+	var pred auxue.Prediction
+	sp := metrics.Sparsifier{}
+	var rm metrics.SparsMean
+	var sky, nogt metrics.BinaryScores
+	ones, pe := make([]float32, g), make([]float32, g)
+	for i := 0; i < vc.n; i++ {
+		if err := vc.read(i, rec); err != nil {
+			return err
+		}
+		copy(nn.Data(x), rec.feats)
+		if err := model.Predict(x, 0.9, &pred); err != nil {
+			return err
+		}
+		// RMSE of the block errors: ground truth 1 and prediction 1 + e
+		// on labeled blocks, 0 (no ground truth) elsewhere.
+		for k, e := range rec.errs {
+			ones[k], pe[k] = 0, 0
+			if e >= 0 {
+				ones[k], pe[k] = 1, 1+e
 			}
 		}
-		if n > 0 {
-			absRel += s / float64(n)
+		r, err := sp.Evaluate(pe, ones, pred.Scale, metrics.SparsRMSE)
+		if err != nil {
+			return err
 		}
-		copy(c.feats[f*C*hw2:(f+1)*C*hw2], aux)
-		e, v := c.errs[f*hw2:(f+1)*hw2], c.valid[f*hw2:(f+1)*hw2]
-		auxue.BlockErrors(depth, fr.Sparse, H, W, c.factor, e, v)
-		if err := disc.PerImage(e, v, 1, hw2, c.bins[f*hw2:(f+1)*hw2]); err != nil {
-			return nil, 0, err
-		}
-		if (f+1)%50 == 0 || f+1 == cfg.Frames {
-			log.Info("train auxue: depth model on training frames", "frames", f+1, "of", cfg.Frames,
-				"elapsed", time.Since(start).Round(time.Second))
+		rm.Add(r)
+		for k, e := range rec.errs {
+			ks := pred.Epistemic[k]
+			if e >= 0 {
+				if err := nogt.Add(ks, false); err != nil {
+					return err
+				}
+				if rec.sky[k] != blockUnlabeled {
+					if err := sky.Add(ks, false); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if rec.sky[k] == blockSky {
+				if err := sky.Add(ks, true); err != nil {
+					return err
+				}
+			}
+			if err := nogt.Add(ks, true); err != nil {
+				return err
+			}
 		}
 	}
-	return c, absRel / float64(cfg.Frames), nil
+	rep.AUSERMSE, rep.AURGRMSE, _ = rm.Mean()
+	if p, n := sky.Counts(); p > 0 && n > 0 {
+		rep.SkyAUC, _ = sky.AUC()
+	}
+	if p, n := nogt.Counts(); p > 0 && n > 0 {
+		rep.NoGTAUC, _ = nogt.AUC()
+	}
+	return nil
+}
+
+// AuxContract is the AuxUE input contract for a depth model's spec: its
+// image input read as is (layout, channel order, scaling), the depth in the
+// spec's units, blocks of factor pixels, the grid padded to the DIDO head's
+// bands.
+func AuxContract(spec infer.IOSpec, factor, bands int, maxDepth float64, row bool) (auxue.InputContract, error) {
+	pt := spec.Pixels()
+	ch := spec.Input.Channels
+	if ch == 0 {
+		ch = 3
+	}
+	img, err := auxue.ImageFromPixels(spec.Layout() == infer.LayoutNHWC, ch, pt.Order, pt.Gain, pt.Offset)
+	if err != nil {
+		return auxue.InputContract{}, err
+	}
+	c := auxue.InputContract{Height: spec.Input.Height, Width: spec.Input.Width, Image: img, Factor: factor, Bands: bands,
+		MaxDepth: float32(maxDepth), Relative: spec.Relative(), Row: row}
+	return c, c.Validate()
+}
+
+// ReadSpec reads and checks a model's IO spec of the given kind.
+func ReadSpec(path, kind string) (infer.IOSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return infer.IOSpec{}, fmt.Errorf("io spec: %w", err)
+	}
+	return infer.ParseIOSpecKind(data, path, kind)
 }

@@ -2,26 +2,23 @@ package offline
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // benchSessions opens the committed reference models as runtime/infer
-// sessions on the CPU provider: the depth model with its IO spec, and the
-// AuxUE through a spec that names its input and outputs (a Session only
-// needs names and sizes; "depth" is the epistemic map here).
+// sessions on the CPU provider with their IO specs, runs the depth model
+// on a simulated frame and feeds the AuxUE its image input and depth.
 func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *infer.Session) {
 	dir := filepath.Join("..", "models")
-	specData, err := os.ReadFile(filepath.Join(dir, "depth.yaml"))
+	spec, err := ReadSpec(filepath.Join(dir, "depth.yaml"), infer.KindDepth)
 	if err != nil {
 		b.Skipf("reference models not built: %v", err)
 	}
-	spec, err := infer.ParseIOSpec(specData, "depth.yaml")
+	auxSpec, err := ReadSpec(filepath.Join(dir, "auxue.yaml"), infer.KindAuxUE)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,13 +30,6 @@ func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *inf
 		}
 		b.Cleanup(func() { s.Close() })
 		depth = append(depth, s)
-	}
-	auxShape := depth[0].OutputShape(1) // aux_features (1,C,H/2,W/2)
-	auxSpec := infer.IOSpec{
-		Input: infer.InputSpec{Name: depthnet.AuxInputName, Layout: "NCHW", Channels: int(auxShape[1]),
-			Height: int(auxShape[2]), Width: int(auxShape[3])},
-		Depth:    infer.OutputSpec{Name: depthnet.AuxEpistemicName, Meaning: infer.MeaningMetricDepth},
-		Features: []infer.FeatureSpec{{Name: depthnet.AuxScaleName}, {Name: depthnet.AuxAlphaName}},
 	}
 	aux, err = infer.NewSession(ctx, filepath.Join(dir, "auxue.onnx"), auxSpec, infer.Config{}, nil)
 	if err != nil {
@@ -63,7 +53,10 @@ func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *inf
 	if _, err := depth[0].Run(ctx); err != nil {
 		b.Fatal(err)
 	}
-	copy(aux.Input(), depth[0].Output(1))
+	copy(aux.InputAt(0), depth[0].Input())
+	if _, err := depth[0].DepthInto(aux.InputAt(1)); err != nil {
+		b.Fatal(err)
+	}
 	return depth, aux
 }
 

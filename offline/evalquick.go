@@ -9,18 +9,25 @@ import (
 
 	"github.com/didoedge/didoedge/calib/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // QuickConfig configures QuickEval.
 type QuickConfig struct {
-	// Data is a simulated outdoor data set (calib/dataset layout); Indoor an
-	// optional indoor one for the data-set-change AUC.
-	Data, Indoor string
-	// Models holds depth.onnx, depth.yaml and auxue.onnx.
-	Models  string
-	Library string
-	// Split of Data to evaluate: train, val, test, or all (every frame; use
-	// it for a data set rendered with its own seed, which no training saw).
+	// Data is a data set on disk (calib/dataset.Open: sim render layout,
+	// KITTI, NYU); Indoor an optional second one whose ground-truth pixels
+	// are the positives of the data-set-change AUC.
+	Data, Indoor       string
+	Layout, KITTIDepth string
+	// Models holds depth.onnx, depth.yaml, auxue.onnx and auxue.yaml; the
+	// four files below, when set, override it (any depth model and its
+	// AuxUE).
+	Models                                       string
+	DepthModel, DepthSpec, AuxUEModel, AuxUESpec string
+	Inference                                    infer.Config
+	// Split of Data to evaluate: a split name (train, val, test), all
+	// (every frame; use it for a data set rendered with its own seed,
+	// which no training saw), or a split file.
 	Split string
 	// MaxFrames and MaxIndoor bound the frames used (0 = all).
 	MaxFrames, MaxIndoor int
@@ -36,6 +43,10 @@ type QuickResult struct {
 	SkyAUPR   float64 `json:"sky_aupr"`   // average precision of the same
 	IndoorAUC float64 `json:"indoor_auc"` // DIDO epistemic: indoor GT pixels (positive) vs outdoor GT pixels; NaN without --indoor
 	AURGRMSE  float64 `json:"aurg_rmse"`  // Laplace b: AURG of RMSE (per-image mean)
+	// NoGTAUC: DIDO epistemic, pixels without ground truth (sky and
+	// anything the LiDAR misses; positive) vs pixels with it, pooled; the
+	// labels every data set has.
+	NoGTAUC float64 `json:"no_gt_auc"`
 
 	// Per-image variants of the sky figures: AUC / AUPR within each image
 	// (sky vs GT pixels of that image), averaged over images with both.
@@ -51,139 +62,181 @@ type QuickResult struct {
 	Delta1     float64 `json:"delta1"`
 	Frames     int     `json:"frames"`
 	Indoor     int     `json:"indoor_frames"`
+	// Relative is set for a relative depth model: every frame was aligned
+	// to its ground truth (scale and shift in inverse depth) before the
+	// depth metrics, and b is the relative b times the aligned depth.
+	Relative bool `json:"relative"`
 }
 
-func items(d *dataset.Sim, split string) ([]dataset.Item, error) {
-	if split != "all" {
-		return d.Split(split)
-	}
-	var out []dataset.Item
-	for _, dr := range d.Meta.Drives {
-		for k := 0; k < dr.Count; k++ {
-			out = append(out, dataset.Item{Drive: dr.Name, Frame: dr.Index(k), Side: 'l'})
+// quickFiles resolves the four model files of cfg.
+func (cfg QuickConfig) files() (depth, depthSpec, aux, auxSpec string) {
+	pick := func(v, name string) string {
+		if v != "" {
+			return v
 		}
+		return filepath.Join(cfg.Models, name)
 	}
-	return out, nil
+	return pick(cfg.DepthModel, "depth.onnx"), pick(cfg.DepthSpec, "depth.yaml"), pick(cfg.AuxUEModel, "auxue.onnx"), pick(cfg.AuxUESpec, "auxue.yaml")
+}
+
+// OpenModelPair opens a depth model and its AuxUE with their IO specs
+// (runtime/infer.Models), the path every offline command shares.
+func OpenModelPair(ctx context.Context, depth, depthSpec, aux, auxSpec string, inf infer.Config, log *slog.Logger) (*infer.Models, error) {
+	ds, err := ReadSpec(depthSpec, infer.KindDepth)
+	if err != nil {
+		return nil, err
+	}
+	as, err := ReadSpec(auxSpec, infer.KindAuxUE)
+	if err != nil {
+		return nil, err
+	}
+	return infer.OpenModels(ctx, infer.ModelsConfig{Depth: depth, DepthSpec: ds, AuxUE: aux, AuxUESpec: as, Inference: inf,
+		AuxInputs:     infer.DefaultAuxInputs(ds, as),
+		DepthSpecFile: depthSpec, AuxUESpecFile: auxSpec}, log)
 }
 
 // QuickEval runs both models through ONNX Runtime on the data sets and
-// computes the figures of QuickResult.
+// computes the figures of QuickResult at the frames' resolution.
 func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	res := QuickResult{IndoorAUC: math.NaN()}
 	if cfg.Split == "" {
-		cfg.Split = "all"
+		cfg.Split = dataset.SplitAll
 	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ds, err := dataset.OpenSim(cfg.Data)
+	frames, err := openDataFrames(dataset.Source{Dir: cfg.Data, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth}, cfg.Split, 0)
+	if err != nil {
+		return res, fmt.Errorf("eval: %w", err)
+	}
+	if cfg.MaxFrames > 0 && len(frames.items) > cfg.MaxFrames {
+		frames.items = frames.items[:cfg.MaxFrames]
+	}
+	d, ds, a, as := cfg.files()
+	models, err := OpenModelPair(ctx, d, ds, a, as, cfg.Inference, log)
 	if err != nil {
 		return res, err
 	}
-	list, err := items(ds, cfg.Split)
-	if err != nil {
-		return res, fmt.Errorf("eval: %s split of %q: %w", cfg.Split, cfg.Data, err)
-	}
-	if cfg.MaxFrames > 0 && len(list) > cfg.MaxFrames {
-		list = list[:cfg.MaxFrames]
-	}
-	if len(list) == 0 {
-		return res, fmt.Errorf("eval: no frames in the %s split of %q", cfg.Split, cfg.Data)
-	}
-	depth, err := OpenDepthRunner(ctx, filepath.Join(cfg.Models, "depth.onnx"), filepath.Join(cfg.Models, "depth.yaml"), cfg.Library, log)
-	if err != nil {
-		return res, err
-	}
-	defer depth.Close()
-	fc, fh, fw := depth.AuxShape()
-	aux, err := OpenAuxRunner(filepath.Join(cfg.Models, "auxue.onnx"), cfg.Library, depth.Width, depth.Height, fc, fh, fw)
-	if err != nil {
-		return res, err
-	}
-	defer aux.Close()
-
+	defer models.Close()
+	res.Relative = models.Relative()
 	var (
-		dq              metrics.DepthMean
-		sp              = metrics.Sparsifier{Step: cfg.SparsStep}
-		rmseM, absM     metrics.SparsMean
-		sky, indoor     metrics.BinaryScores
-		skyImg          metrics.BinaryScores
-		aucImg, apImg   float64
-		nImg            int
-		uce             metrics.UCE
-		skyAll          float64
-		skyImgs         int
-		hw              = depth.Width * depth.Height
-		skyMask, gtMask = make([]bool, hw), make([]bool, hw)
-		allErr, allB    []float32
+		dq            metrics.DepthMean
+		sp            = metrics.Sparsifier{Step: cfg.SparsStep}
+		rmseM, absM   metrics.SparsMean
+		sky, indoor   metrics.BinaryScores
+		nogt, skyImg  metrics.BinaryScores
+		aucImg, apImg float64
+		nImg          int
+		uce           metrics.UCE
+		skyAll        float64
+		skyImgs       int
+		allErr, allB  []float32
+		depth, scale  []float32
+		skyMask       []bool
+		gtMask        []bool
+		noGTMask      []bool
+		semantics     bool
 	)
-	for _, it := range list {
+	// view returns the frame's metric depth and Laplace b: as they come
+	// for a metric model; aligned to the ground truth (and b times the
+	// aligned depth) for a relative one.
+	view := func(s *dataset.Sample, m infer.Maps) ([]float32, []float32, error) {
+		if !m.Relative {
+			return m.Depth, m.Scale, nil
+		}
+		if len(depth) != len(m.Depth) {
+			depth, scale = make([]float32, len(m.Depth)), make([]float32, len(m.Depth))
+		}
+		al, err := metrics.AlignInverseDepth(m.Depth, s.Sparse)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		al.Apply(m.Depth, depth, float64(metrics.KITTIRange.Max))
+		for i, v := range depth {
+			scale[i] = m.Scale[i] * v
+		}
+		return depth, scale, nil
+	}
+	for i := range frames.items {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		s, err := ds.Load(it)
+		s, err := frames.Frame(i)
 		if err != nil {
 			return res, err
 		}
-		_, d, feats, err := depth.Predict(ctx, s.RGB, s.Width, s.Height)
+		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
 		}
-		scale, epis, err := aux.Predict(feats)
+		d, b, err := view(s, m)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", s.Name, err)
+			return res, err
 		}
+		epis := m.Epistemic
 		q, err := metrics.Depth(d, s.Sparse, metrics.KITTIRange)
 		if err != nil {
 			return res, err
 		}
 		dq.Add(q)
-		r, err := sp.Evaluate(d, s.Sparse, scale, metrics.SparsRMSE)
+		r, err := sp.Evaluate(d, s.Sparse, b, metrics.SparsRMSE)
 		if err != nil {
 			return res, err
 		}
 		rmseM.Add(r)
-		if r, err = sp.Evaluate(d, s.Sparse, scale, metrics.SparsAbsRel); err != nil {
+		if r, err = sp.Evaluate(d, s.Sparse, b, metrics.SparsAbsRel); err != nil {
 			return res, err
 		}
 		absM.Add(r)
+		n := len(s.Sparse)
+		if len(gtMask) != n {
+			skyMask, gtMask, noGTMask = make([]bool, n), make([]bool, n), make([]bool, n)
+		}
 		for i := range gtMask {
 			gtMask[i] = s.Sparse[i] > 0
+			noGTMask[i] = !gtMask[i]
 			skyMask[i] = s.Semantic != nil && s.Semantic[i] == metrics.SkyClass
 			if gtMask[i] {
 				allErr = append(allErr, float32(math.Abs(float64(d[i]-s.Sparse[i]))))
-				allB = append(allB, scale[i])
+				allB = append(allB, b[i])
 			}
 		}
-		if _, err := sky.AddMasked(epis, skyMask, true); err != nil {
+		if _, err := nogt.AddMasked(epis, noGTMask, true); err != nil {
 			return res, err
 		}
-		if _, err := sky.AddMasked(epis, gtMask, false); err != nil {
+		if _, err := nogt.AddMasked(epis, gtMask, false); err != nil {
 			return res, err
 		}
 		if _, err := indoor.AddMasked(epis, gtMask, false); err != nil {
 			return res, err
 		}
-		skyImg.Reset()
-		if _, err := skyImg.AddMasked(epis, skyMask, true); err != nil {
-			return res, err
-		}
-		if _, err := skyImg.AddMasked(epis, gtMask, false); err != nil {
-			return res, err
-		}
-		if p, n := skyImg.Counts(); p > 0 && n > 0 {
-			a, err := skyImg.AUC()
-			if err != nil {
-				return res, err
-			}
-			ap, err := skyImg.AUPR()
-			if err != nil {
-				return res, err
-			}
-			aucImg, apImg, nImg = aucImg+a, apImg+ap, nImg+1
-		}
 		if s.Semantic != nil {
+			semantics = true
+			if _, err := sky.AddMasked(epis, skyMask, true); err != nil {
+				return res, err
+			}
+			if _, err := sky.AddMasked(epis, gtMask, false); err != nil {
+				return res, err
+			}
+			skyImg.Reset()
+			if _, err := skyImg.AddMasked(epis, skyMask, true); err != nil {
+				return res, err
+			}
+			if _, err := skyImg.AddMasked(epis, gtMask, false); err != nil {
+				return res, err
+			}
+			if p, n := skyImg.Counts(); p > 0 && n > 0 {
+				a, err := skyImg.AUC()
+				if err != nil {
+					return res, err
+				}
+				ap, err := skyImg.AUPR()
+				if err != nil {
+					return res, err
+				}
+				aucImg, apImg, nImg = aucImg+a, apImg+ap, nImg+1
+			}
 			v, ok, err := metrics.SkyAll(epis, s.Semantic, metrics.SkyClass)
 			if err != nil {
 				return res, err
@@ -199,8 +252,8 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if nImg > 0 {
 		res.SkyAUCPerImage, res.SkyAUPRPerImage = aucImg/float64(nImg), apImg/float64(nImg)
 	}
-	m := dq.Mean()
-	res.AbsRel, res.RMSE, res.Delta1 = m.AbsRel, m.RMSE, m.Delta1
+	mq := dq.Mean()
+	res.AbsRel, res.RMSE, res.Delta1 = mq.AbsRel, mq.RMSE, mq.Delta1
 	res.AUSERMSE, res.AURGRMSE, _ = rmseM.Mean()
 	res.AUSEAbsRel, res.AURGAbsRel, _ = absM.Mean()
 	res.SkyAll = math.NaN()
@@ -210,46 +263,49 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if res.UCE, err = uce.Evaluate(allErr, allB, nil); err != nil {
 		return res, err
 	}
-	if res.SkyAUC, err = sky.AUC(); err != nil {
-		return res, fmt.Errorf("sky AUC: %w", err)
+	res.SkyAUC, res.SkyAUPR, res.NoGTAUC = math.NaN(), math.NaN(), math.NaN()
+	if p, n := nogt.Counts(); p > 0 && n > 0 {
+		if res.NoGTAUC, err = nogt.AUC(); err != nil {
+			return res, err
+		}
 	}
-	if res.SkyAUPR, err = sky.AUPR(); err != nil {
-		return res, fmt.Errorf("sky AUPR: %w", err)
+	if p, n := sky.Counts(); semantics && p > 0 && n > 0 {
+		if res.SkyAUC, err = sky.AUC(); err != nil {
+			return res, fmt.Errorf("sky AUC: %w", err)
+		}
+		if res.SkyAUPR, err = sky.AUPR(); err != nil {
+			return res, fmt.Errorf("sky AUPR: %w", err)
+		}
 	}
 	if cfg.Indoor == "" {
 		return res, nil
 	}
-	ind, err := dataset.OpenSim(cfg.Indoor)
+	ind, err := openDataFrames(dataset.Source{Dir: cfg.Indoor}, dataset.SplitAll, 0)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("eval: indoor: %w", err)
 	}
-	ilist, err := items(ind, "all")
-	if err != nil {
-		return res, err
+	if cfg.MaxIndoor > 0 && len(ind.items) > cfg.MaxIndoor {
+		ind.items = ind.items[:cfg.MaxIndoor]
 	}
-	if cfg.MaxIndoor > 0 && len(ilist) > cfg.MaxIndoor {
-		ilist = ilist[:cfg.MaxIndoor]
-	}
-	for _, it := range ilist {
+	for i := range ind.items {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		s, err := ind.Load(it)
+		s, err := ind.Frame(i)
 		if err != nil {
 			return res, err
 		}
-		_, _, feats, err := depth.Predict(ctx, s.RGB, s.Width, s.Height)
+		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
 		}
-		_, epis, err := aux.Predict(feats)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", s.Name, err)
+		if len(gtMask) != len(s.Sparse) {
+			gtMask = make([]bool, len(s.Sparse))
 		}
 		for i := range gtMask {
 			gtMask[i] = s.Sparse[i] > 0
 		}
-		if _, err := indoor.AddMasked(epis, gtMask, true); err != nil {
+		if _, err := indoor.AddMasked(m.Epistemic, gtMask, true); err != nil {
 			return res, err
 		}
 		res.Indoor++

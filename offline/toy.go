@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/nn"
@@ -416,4 +417,99 @@ func (r *ToyResult) WriteTrainCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// SideAUC is OODAUC restricted to one side of set A's training region:
+// the grid points left of it (x < -3) or right of it (x > 3) against the
+// points inside [-3, 3].
+func (r *ToyResult) SideAUC(left bool) (float64, error) {
+	var scores []float64
+	var pos []bool
+	for i, x := range r.GridX {
+		v := float64(x)
+		in := ToyInSupport(r.Dataset, v)
+		if !in && (v < 0) != left {
+			continue
+		}
+		scores = append(scores, float64(r.Epistemic[i]))
+		pos = append(pos, !in)
+	}
+	return auxue.RankAUC(scores, pos)
+}
+
+// ToySeedRow is one seed's figures of both toy sets.
+type ToySeedRow struct {
+	Seed uint64
+	// Set A: K/S AUC outside vs inside [-3, 3], and per side; mean Laplace
+	// b on the noisier [-3, 0] and on [0, 3].
+	AUC, LeftAUC, RightAUC float64
+	BLeft, BRight          float64
+	// Set B: mean K/S in the gap (-1, 3), on the training regions, ratio.
+	GapKS, TrainKS, Ratio float64
+}
+
+// BothSides reports whether set A's rise outside the data holds on both
+// sides (each side's AUC at least 0.9).
+func (r ToySeedRow) BothSides() bool { return r.LeftAUC >= 0.9 && r.RightAUC >= 0.9 }
+
+// RunToySeeds trains both toy sets for every seed (cfg's Dataset and Seed
+// are ignored) and returns one row per seed.
+func RunToySeeds(ctx context.Context, cfg ToyConfig, seeds []uint64) ([]ToySeedRow, error) {
+	var rows []ToySeedRow
+	for _, s := range seeds {
+		row := ToySeedRow{Seed: s}
+		c := cfg
+		c.Seed, c.Dataset = s, ToyA
+		a, err := RunToy(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("toy a seed %d: %w", s, err)
+		}
+		if row.AUC, err = a.OODAUC(); err != nil {
+			return nil, err
+		}
+		if row.LeftAUC, err = a.SideAUC(true); err != nil {
+			return nil, err
+		}
+		if row.RightAUC, err = a.SideAUC(false); err != nil {
+			return nil, err
+		}
+		row.BLeft, row.BRight = a.MeanOn(a.Aleatoric, -3, 0), a.MeanOn(a.Aleatoric, 0, 3)
+		c.Dataset = ToyB
+		b, err := RunToy(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("toy b seed %d: %w", s, err)
+		}
+		row.GapKS = b.MeanOn(b.Epistemic, -1, 3)
+		left, right := b.MeanOn(b.Epistemic, -3, -1), b.MeanOn(b.Epistemic, 3, 5)
+		row.TrainKS = (left + right) / 2
+		row.Ratio = row.GapKS / row.TrainKS
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// ParseSeeds reads "1-10", "3" or "1,4,7-9" (at most 1000 seeds).
+func ParseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("seeds %q: %q is not a seed or a range a-b", s, part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("seeds %q: %q is not a range a-b with a <= b", s, part)
+			}
+		}
+		if b-a >= 1000 || len(out)+int(b-a+1) > 1000 {
+			return nil, fmt.Errorf("seeds %q: more than 1000 seeds", s)
+		}
+		for v := a; v <= b; v++ {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }

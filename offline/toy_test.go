@@ -2,6 +2,8 @@ package offline
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -85,6 +87,61 @@ func BenchmarkToyStep(b *testing.B) {
 			if _, err := obj.Step(idx); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+func TestParseSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []uint64
+		err  bool
+	}{{"1-3", []uint64{1, 2, 3}, false}, {"7", []uint64{7}, false}, {"1,4,7-8", []uint64{1, 4, 7, 8}, false},
+		{"3-1", nil, true}, {"x", nil, true}, {"1-", nil, true}, {"0-5000", nil, true}} {
+		got, err := ParseSeeds(tc.in)
+		if (err != nil) != tc.err || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%q: %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestSideAUC: with K/S = |x| on set A's grid, every point outside [-3,3]
+// scores above every point inside, on both sides (AUC 1); with K/S = -x the
+// right side scores below (AUC 0) and the left above (AUC 1).
+func TestSideAUC(t *testing.T) {
+	r := &ToyResult{Dataset: ToyA}
+	for i := 0; i <= 140; i++ {
+		x := float32(-7 + 0.1*float64(i))
+		r.GridX = append(r.GridX, x)
+		r.Epistemic = append(r.Epistemic, float32(math.Abs(float64(x))))
+	}
+	for _, left := range []bool{true, false} {
+		if a, err := r.SideAUC(left); err != nil || a != 1 {
+			t.Errorf("|x|, left %v: AUC %v (%v), want 1", left, a, err)
+		}
+	}
+	for i, x := range r.GridX {
+		r.Epistemic[i] = -x
+	}
+	if a, _ := r.SideAUC(true); a != 1 {
+		t.Errorf("-x, left: AUC %v, want 1", a)
+	}
+	if a, _ := r.SideAUC(false); a != 0 {
+		t.Errorf("-x, right: AUC %v, want 0", a)
+	}
+}
+
+func FuzzParseSeeds(f *testing.F) {
+	for _, s := range []string{"1-10", "3", "1,4,7-9", "9-1", "", "-", "1-99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seeds, err := ParseSeeds(s)
+		if err != nil {
+			return
+		}
+		if len(seeds) == 0 || len(seeds) > 1000 {
+			t.Fatalf("%q: %d seeds accepted", s, len(seeds))
 		}
 	})
 }

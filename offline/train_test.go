@@ -2,11 +2,14 @@ package offline
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -85,8 +88,8 @@ func TestSILogGradient(t *testing.T) {
 }
 
 // TestTrainSmoke trains both networks for a few steps on tiny frames, checks
-// that the losses fall, and runs the exported models in ONNX Runtime against
-// the Go forward passes.
+// that the losses fall, and runs the exported models in ONNX Runtime (the
+// runtime's infer.Models) against the Go forward passes.
 func TestTrainSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two networks")
@@ -103,11 +106,17 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatalf("depth loss did not fall: first %v last %v", st.FirstLoss, st.LastLoss)
 	}
 	dir := t.TempDir()
-	model, spec, err := net.WriteArtifacts(dir, "depth", W, depthnet.AuxOptions{Decoder: true, Coord: true, Factor: 4})
+	model, spec, err := WriteDepthArtifacts(net, dir, "depth", W)
 	if err != nil {
 		t.Fatal(err)
 	}
-
+	ds, err := ReadSpec(spec, infer.KindDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := DepthSpec(net, W); !reflect.DeepEqual(ds, want) {
+		t.Fatalf("depth.yaml reads back as %+v, want %+v", ds, want)
+	}
 	// Parity: ONNX Runtime through runtime/infer against the Go forward pass.
 	src, err := NewSimSource(99, 1, 5, W, H)
 	if err != nil {
@@ -117,19 +126,19 @@ func TestTrainSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := OpenDepthRunner(ctx, model, spec, "", nil)
+	dm, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: model, DepthSpec: ds}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, depthORT, auxORT, err := runner.Predict(ctx, fr.RGB, W, H)
+	dp, err := dm.RunDepth(ctx, fr.RGB, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := nn.NewDense(1, 3, H, W)
 	NormalizeRGB(fr.RGB, W, H, 0, W, false, nn.Data(x))
 	for i, v := range nn.Data(x) {
-		if math.Abs(float64(v-img[i])) > 1e-5 {
-			t.Fatalf("normalized input %d: Go %v, runtime %v", i, v, img[i])
+		if math.Abs(float64(v-dp.Image[i])) > 1e-5 {
+			t.Fatalf("normalized input %d: Go %v, runtime %v", i, v, dp.Image[i])
 		}
 	}
 	z, err := net.Forward(x, nn.Eval)
@@ -140,90 +149,178 @@ func TestTrainSmoke(t *testing.T) {
 	net.Depth(nn.Data(z), depthGo)
 	worst := 0.0
 	for i := range depthGo {
-		worst = math.Max(worst, math.Abs(float64(depthGo[i]-depthORT[i]))/float64(depthGo[i]))
+		worst = math.Max(worst, math.Abs(float64(depthGo[i]-dp.Depth[i]))/float64(depthGo[i]))
 	}
 	if worst > 1e-4 {
 		t.Fatalf("depth parity: worst relative difference %v", worst)
 	}
-	// The graph's pooled image and depth channels of aux_features.
-	const f = 4
-	opts := depthnet.AuxOptions{Decoder: true, Coord: true, Factor: f}
-	pooled := make([]float32, 4*H*W/(f*f))
-	auxue.AuxFeatures(img, depthORT, H, W, f, 80, pooled)
-	if len(auxORT) != net.AuxChannels(opts)*H*W/(f*f) {
-		t.Fatalf("aux_features has %d values, want %d", len(auxORT), net.AuxChannels(opts)*H*W/(f*f))
-	}
-	for i, v := range pooled {
-		if math.Abs(float64(v-auxORT[i])) > 1e-5*(1+math.Abs(float64(v))) {
-			t.Fatalf("aux_features %d: Go %v, ONNX Runtime %v", i, v, auxORT[i])
-		}
-	}
-	auxCopy := append([]float32(nil), auxORT...)
-	runner.Close()
+	img, depthORT := append([]float32(nil), dp.Image...), append([]float32(nil), dp.Depth...)
+	dm.Close()
 
-	aux, ast, err := AuxTrain(ctx, AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
-		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, Epochs: 4, Batch: 2, LR: 2e-3, K: 8, UnlabeledKL: 0.1,
-		GlobalContext: true, GlobalContextBands: 4})
+	acfg := AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
+		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, ValFrames: 2, ValDrives: 1, Epochs: 4, Batch: 2, LR: 2e-3, K: 8, UnlabeledKL: 0.1,
+		GlobalContext: true, GlobalContextBands: 4}
+	aux, ast, err := AuxTrain(ctx, acfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !(ast.LastLoss < ast.FirstLoss) {
 		t.Fatalf("auxue loss did not fall: first %v last %v", ast.FirstLoss, ast.LastLoss)
 	}
+	if len(ast.Epochs) != 4 || ast.ValFrames != 2 || math.IsNaN(ast.Epochs[3].AUSERMSE) || math.IsNaN(ast.Epochs[3].SkyAUC) || math.IsNaN(ast.Epochs[3].NoGTAUC) {
+		t.Fatalf("validation reports %+v (%d validation frames)", ast.Epochs, ast.ValFrames)
+	}
+	if ast.Contract.Factor != 4 || !ast.Contract.Row || !ast.Contract.Image.IsIdentity() || ast.CacheFPS <= 0 || ast.TrainFPS <= 0 {
+		t.Fatalf("contract %+v, cache %v fps, train %v fps", ast.Contract, ast.CacheFPS, ast.TrainFPS)
+	}
 	// The reference recipe also swaps batch items for layout outliers; their
 	// blocks have no ground truth, so the epoch means (divided by the labeled
 	// count) are not comparable across epochs: the run must only stay finite.
-	_, ost, err := AuxTrain(ctx, AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
-		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, Epochs: 2, Batch: 2, LR: 2e-3, K: 8, UnlabeledKL: 0.1,
-		GlobalContext: true, GlobalContextBands: 4, Outliers: 0.5, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}})
-	if err != nil || math.IsNaN(ost.LastLoss) || math.IsInf(ost.LastLoss, 0) {
+	ocfg := acfg
+	ocfg.Epochs, ocfg.Outliers, ocfg.OutlierKinds = 2, 0.5, []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}
+	if _, ost, err := AuxTrain(ctx, ocfg); err != nil || math.IsNaN(ost.LastLoss) || math.IsInf(ost.LastLoss, 0) {
 		t.Fatalf("auxue training with layout outliers: %v (last loss %v)", err, ost.LastLoss)
 	}
-	if ast.Factor != f {
-		t.Fatalf("auxue factor %d, want %d", ast.Factor, f)
-	}
-	auxPath, _, err := depthnet.WriteAuxArtifacts(aux, dir, "auxue", H, W, f, "depth.onnx")
+	auxPath, auxSpecPath, err := WriteAuxArtifacts(aux, ast.Contract, ds, infer.AuxUEInfo{DepthModelSHA256: ast.DepthSHA256}, dir, "auxue")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkONNX(t, model, auxPath)
-	ar, err := OpenAuxRunner(auxPath, "", W, H, net.AuxChannels(opts), H/f, W/f)
+	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, infer.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ar.Close()
-	scale, epis, err := ar.Predict(auxCopy)
+	defer pair.Close()
+	maps, err := pair.Infer(ctx, fr.RGB, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scale) != W*H || len(epis) != W*H {
-		t.Fatalf("auxue outputs %d and %d values, want %d", len(scale), len(epis), W*H)
+	// Go side: the contract's features, the AuxUE on the grid, upsampled
+	// by nn.Upsample (the graph's Resize), must match ONNX Runtime.
+	c := ast.Contract
+	gh, gw := c.Grid()
+	feats := nn.NewDense(1, c.Channels(), gh, gw)
+	var sc auxue.ContractScratch
+	if err := c.Features(img, depthORT, nn.Data(feats), &sc); err != nil {
+		t.Fatal(err)
 	}
-	// Go side at half resolution, upsampled by nn.Upsample (equal to the
-	// graph's Resize), must match ONNX Runtime pixel by pixel.
-	feats := nn.NewDense(1, net.AuxChannels(opts), H/f, W/f)
-	copy(nn.Data(feats), auxCopy)
 	var pred auxue.Prediction
 	if err := aux.Predict(feats, 0.9, &pred); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
+	for _, m := range []struct {
 		name     string
 		go2, ort []float32
-	}{{"scale", pred.Scale, scale}, {"epistemic", pred.Epistemic, epis}} {
-		low := nn.NewDense(1, 1, H/f, W/f)
-		copy(nn.Data(low), c.go2)
-		full, err := (&nn.Upsample{Factor: f}).Forward(low, nn.Eval)
+	}{{"scale", pred.Scale, maps.Scale}, {"epistemic", pred.Epistemic, maps.Epistemic}} {
+		low := nn.NewDense(1, 1, gh, gw)
+		copy(nn.Data(low), m.go2)
+		full, err := (&nn.Upsample{Factor: c.Factor}).Forward(low, nn.Eval)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range nn.Data(full) {
-			o := c.ort[i]
-			if !(o > 0) || math.Abs(float64(v-o)) > 1e-4*math.Abs(float64(v))+1e-6 {
-				t.Fatalf("%s pixel %d: Go %v, ONNX Runtime %v", c.name, i, v, o)
+		fd := nn.Data(full)
+		for y := 0; y < H; y++ {
+			for x := 0; x < W; x++ {
+				v, o := fd[y*gw*c.Factor+x], m.ort[y*W+x]
+				if !(o > 0) || math.Abs(float64(v-o)) > 1e-4*math.Abs(float64(v))+1e-6 {
+					t.Fatalf("%s pixel (%d,%d): Go %v, ONNX Runtime %v", m.name, x, y, v, o)
+				}
 			}
 		}
 	}
+}
+
+// TestAuxTrainCacheAndResume: a second run with the same cache directory
+// reuses every cached frame and trains the same weights; a run stopped
+// after one epoch and resumed from its checkpoint ends with the weights of
+// an uninterrupted run.
+func TestAuxTrainCacheAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains AuxUEs")
+	}
+	ctx := context.Background()
+	const W, H = 64, 32
+	net, err := depthnet.New(depthnet.Config{Height: H, MaxDepth: 80, Width: 1, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model, spec, err := WriteDepthArtifacts(net, dir, "depth", W)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H, Seed: 4, Drives: 2, FramesPerDrive: 10,
+		Frames: 4, ValFrames: 1, ValDrives: 1, Epochs: 2, Batch: 2, K: 4, CacheDir: filepath.Join(dir, "cache"),
+		Outliers: 0.5, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}}
+	weights := func(m *auxue.Model) []float32 {
+		var out []float32
+		for _, p := range m.Params() {
+			out = append(out, nn.Data(p.Value)...)
+		}
+		return out
+	}
+	m1, st1, err := AuxTrain(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st1.Cache.Reused != 0 || st1.Cache.Frames != 4 || float64(st1.Cache.Bytes) != 5*st1.Cache.BytesPer100/100 {
+		t.Fatalf("first run cache %+v", st1.Cache)
+	}
+	m2, st2, err := AuxTrain(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Cache.Reused != 4 || st2.Cache.ValRe != 1 || st2.Phases.Depth != 0 {
+		t.Fatalf("second run did not reuse the cache: %+v, depth model time %v", st2.Cache, st2.Phases.Depth)
+	}
+	if !reflect.DeepEqual(weights(m1), weights(m2)) {
+		t.Fatal("the cached run trained other weights")
+	}
+	// Stop the run after its first epoch's checkpoint.
+	ck := filepath.Join(dir, "auxue.ckpt")
+	stopped, cancel := context.WithCancel(ctx)
+	defer cancel()
+	half := base
+	half.Checkpoint = ck
+	half.Log = slog.New(cancelAfterEpoch{cancel})
+	if _, _, err := AuxTrain(stopped, half); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	resumed := base
+	resumed.Checkpoint, resumed.Resume = ck, true
+	m3, st3, err := AuxTrain(ctx, resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st3.ResumedFrom != 1 || len(st3.Epochs) != 1 {
+		t.Fatalf("resumed from %d, ran %d epochs", st3.ResumedFrom, len(st3.Epochs))
+	}
+	if !reflect.DeepEqual(weights(m1), weights(m3)) {
+		t.Fatal("the resumed run ended with other weights than the uninterrupted one")
+	}
+	wrong := resumed
+	wrong.Seed = 9
+	if _, _, err := AuxTrain(ctx, wrong); err == nil || !strings.Contains(err.Error(), "seed") {
+		t.Fatalf("resume with another seed: %v", err)
+	}
+}
+
+// cancelAfterEpoch is a log handler that cancels a context when the
+// trainer logs its first epoch (after the epoch's checkpoint is written,
+// the next step sees the cancellation).
+type cancelAfterEpoch struct{ cancel context.CancelFunc }
+
+func (h cancelAfterEpoch) Enabled(context.Context, slog.Level) bool { return true }
+func (h cancelAfterEpoch) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h cancelAfterEpoch) WithGroup(string) slog.Handler            { return h }
+func (h cancelAfterEpoch) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "epoch" && a.Value.Int64() == 1 && r.Message == "train auxue" {
+			h.cancel()
+		}
+		return true
+	})
+	return nil
 }
 
 // TestTrainDeterministic: the same seed gives bitwise the same weights
@@ -247,24 +344,6 @@ func TestTrainDeterministic(t *testing.T) {
 				t.Fatalf("%s[%d]: %v vs %v", p.Name, j, v, nn.Data(q.Value)[j])
 			}
 		}
-	}
-}
-
-func TestIOSpecParses(t *testing.T) {
-	net, err := depthnet.New(depthnet.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "depth.yaml")
-	if err := os.WriteFile(path, []byte(net.IOSpecYAML(640)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := infer.ParseIOSpec([]byte(net.IOSpecYAML(640)), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Input.Name != depthnet.InputName || s.Input.Width != 640 || s.Input.Height != 192 || s.Depth.Name != depthnet.OutputName || s.Input.Std[2] != depthnet.Std[2] {
-		t.Fatalf("spec %+v", s)
 	}
 }
 

@@ -58,28 +58,27 @@ type SequenceConfig struct {
 	Loop bool    `yaml:"loop"`
 }
 
-// ModelConfig names an ONNX model and its IO spec, given either inline
-// (io) or as a file (io_spec), in runtime/infer's format.
+// ModelConfig names an ONNX model and its IO spec (runtime/infer.IOSpec,
+// the model description `didoedge train depth|auxue` writes beside each
+// model), given either inline (io) or as a file (io_spec; description is
+// the same key under another name).
 type ModelConfig struct {
-	Model  string        `yaml:"model"`
-	IOSpec string        `yaml:"io_spec"`
-	IO     *infer.IOSpec `yaml:"io"`
+	Model       string        `yaml:"model"`
+	IOSpec      string        `yaml:"io_spec"`
+	Description string        `yaml:"description"`
+	IO          *infer.IOSpec `yaml:"io"`
 }
 
-// AuxUEConfig is the AuxUE model. Its IO spec uses runtime/infer's format
-// with the Laplace scale output in the depth slot (depth.name, meaning
-// metric_depth: b in metres) and the epistemic output K/S as the first
-// feature. Inputs lists what is concatenated, channel after channel, into
-// the AuxUE input: "image" (the depth model's normalized input), "depth"
-// (the predicted depth in metres times depth_scale), or the name of a
-// depth-model feature output.
-//
-// Instead of io or io_spec, description may name the file `didoedge train
-// auxue` writes beside auxue.onnx (input name and shape, outputs with their
-// meanings); see ParseAuxUEDescription.
+// AuxUEConfig is the AuxUE model; its spec has kind auxue (the kind may be
+// left out here). An AuxUE that owns its input contract (depth_input in
+// its spec, what train auxue writes) reads the depth model's image input
+// and depth map itself: leave inputs out. For an AuxUE with one features
+// input, Inputs lists what is concatenated, channel after channel, into
+// it: "image" (the depth model's normalized input), "depth" (the depth
+// read-out times depth_scale), or the name of a depth-model feature
+// output (`didoedge model expose`).
 type AuxUEConfig struct {
 	ModelConfig `yaml:",inline"`
-	Description string   `yaml:"description"`
 	Inputs      []string `yaml:"inputs"`
 	DepthScale  float32  `yaml:"depth_scale"` // 0 means 1
 }
@@ -100,8 +99,8 @@ type PipelineConfig struct {
 
 // Input sources of the AuxUE besides depth-model feature names.
 const (
-	InputImage = "image"
-	InputDepth = "depth"
+	InputImage = infer.SourceImage
+	InputDepth = infer.SourceDepth
 )
 
 // HTTPOff disables the HTTP server.
@@ -144,6 +143,7 @@ func (c *Config) finish(name, dir string) error {
 	}
 	abs(&c.Depth.Model)
 	abs(&c.Depth.IOSpec)
+	abs(&c.Depth.Description)
 	abs(&c.AuxUE.Model)
 	abs(&c.AuxUE.IOSpec)
 	abs(&c.AuxUE.Description)
@@ -179,18 +179,15 @@ func (c *Config) finish(name, dir string) error {
 	if c.Inference.Library != "" {
 		add(checkFile("inference.library", c.Inference.Library))
 	}
-	add(c.Depth.resolve("depth"))
-	add(c.AuxUE.resolveAuxUE())
-	if len(c.AuxUE.Inputs) == 0 {
-		// The depth model's first extra output, made for the AuxUE, or
-		// else the image and the depth.
-		c.AuxUE.Inputs = []string{InputImage, InputDepth}
-		if c.Depth.IO != nil && len(c.Depth.IO.Features) > 0 {
-			c.AuxUE.Inputs = []string{c.Depth.IO.Features[0].Name}
-		}
+	add(c.Depth.resolve("depth", infer.KindDepth))
+	add(c.AuxUE.resolve("auxue", infer.KindAuxUE))
+	if a := c.AuxUE.IO; a != nil && len(c.AuxUE.Inputs) == 0 && c.Depth.IO != nil {
+		c.AuxUE.Inputs = infer.DefaultAuxInputs(*c.Depth.IO, *a)
 	}
-	if c.Depth.IO != nil {
-		add(c.AuxUE.validateInputs(*c.Depth.IO))
+	if c.Depth.IO != nil && c.AuxUE.IO != nil {
+		if err := infer.CheckPair(*c.Depth.IO, *c.AuxUE.IO, c.AuxUE.Inputs); err != nil {
+			add(fmt.Errorf("depth %q and auxue %q do not fit together: %w", c.Depth.Model, c.AuxUE.Model, err))
+		}
 	}
 	if !(c.AuxUE.DepthScale > 0) {
 		add(fmt.Errorf("auxue.depth_scale: %g must be positive", c.AuxUE.DepthScale))
@@ -208,6 +205,8 @@ func (c *Config) finish(name, dir string) error {
 	}
 	if err := c.parseAlerts(name, dir); err != nil {
 		errs = append(errs, err)
+	} else if c.Depth.IO != nil && c.Depth.IO.Relative() {
+		add(c.checkRelative())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -261,86 +260,71 @@ func checkFile(key, path string) error {
 	return nil
 }
 
-// resolve checks the model file and loads the IO spec file into IO.
-func (m *ModelConfig) resolve(key string) error {
+// resolve checks the model file and loads the IO spec (io, io_spec or
+// description) into IO; kind is the model kind the key implies.
+func (m *ModelConfig) resolve(key, kind string) error {
 	var errs []error
 	if m.Model == "" {
 		errs = append(errs, fmt.Errorf("%s.model: empty", key))
 	} else if err := checkFile(key+".model", m.Model); err != nil {
 		errs = append(errs, err)
 	}
+	file, fileKey := m.IOSpec, "io_spec"
+	if m.Description != "" {
+		file, fileKey = m.Description, "description"
+	}
+	given := 0
+	for _, set := range []bool{m.IOSpec != "", m.Description != "", m.IO != nil} {
+		if set {
+			given++
+		}
+	}
 	switch {
-	case m.IOSpec != "" && m.IO != nil:
-		errs = append(errs, fmt.Errorf("%s: io_spec and io are exclusive", key))
-	case m.IOSpec != "":
-		data, err := os.ReadFile(m.IOSpec)
+	case given > 1:
+		errs = append(errs, fmt.Errorf("%s: io, io_spec and description are exclusive", key))
+	case file != "":
+		data, err := os.ReadFile(file)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.io_spec: %w", key, err))
+			errs = append(errs, fmt.Errorf("%s.%s: %w", key, fileKey, err))
 			break
 		}
-		spec, err := infer.ParseIOSpec(data, m.IOSpec)
+		spec, err := infer.ParseIOSpecKind(data, file, kind)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.io_spec: %w", key, err))
+			errs = append(errs, fmt.Errorf("%s.%s: %w", key, fileKey, err))
 			break
 		}
 		m.IO = &spec
 	case m.IO != nil:
-		if err := m.IO.Validate(); err != nil {
+		if m.IO.Kind == "" {
+			m.IO.Kind = kind
+		}
+		if m.IO.Kind != kind {
+			errs = append(errs, fmt.Errorf("%s.io.kind: %q, want %q", key, m.IO.Kind, kind))
+		} else if err := m.IO.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%s.io.%w", key, err))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("%s: give io (inline IO spec) or io_spec (file)", key))
+		errs = append(errs, fmt.Errorf("%s: give io (inline IO spec), io_spec or description (file)", key))
 	}
 	return errors.Join(errs...)
 }
 
-// resolveAuxUE loads the IO spec from io, io_spec or description.
-func (a *AuxUEConfig) resolveAuxUE() error {
-	if a.Description == "" {
-		return a.resolve("auxue")
-	}
-	if a.IOSpec != "" || a.IO != nil {
-		return errors.New("auxue: description, io_spec and io are exclusive")
-	}
-	var errs []error
-	if a.Model == "" {
-		errs = append(errs, errors.New("auxue.model: empty"))
-	} else if err := checkFile("auxue.model", a.Model); err != nil {
-		errs = append(errs, err)
-	}
-	data, err := os.ReadFile(a.Description)
+// checkRelative refuses the metre-based criteria for a relative depth
+// model: its depth has no metres, so the pessimistic depth of a zone means
+// nothing. The epistemic and the relative aleatoric criteria stay.
+func (c *Config) checkRelative() error {
+	cal, err := c.AlertsConfig.LoadCalibrationFor()
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("auxue.description: %w", err))...)
+		return nil // reported by parseAlerts
 	}
-	spec, err := ParseAuxUEDescription(data, a.Description)
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("auxue.description: %w", err))...)
-	}
-	if len(errs) == 0 {
-		if err := CheckAuxUEModel(data, a.Description, a.Model); err != nil {
-			errs = append(errs, fmt.Errorf("auxue.description: %w", err))
+	if cal.Levels.PessimisticDepth != nil {
+		src := c.AlertsConfig.Calibration
+		if src == "" {
+			src = "the built-in defaults (alerts.calibration empty)"
 		}
-	}
-	a.IO = &spec
-	return errors.Join(errs...)
-}
-
-func (a *AuxUEConfig) validateInputs(depth infer.IOSpec) error {
-	known := map[string]bool{InputImage: true, InputDepth: true}
-	for _, f := range depth.Features {
-		known[f.Name] = true
-	}
-	for i, in := range a.Inputs {
-		if !known[in] {
-			names := []string{InputImage, InputDepth}
-			for _, f := range depth.Features {
-				names = append(names, f.Name)
-			}
-			return fmt.Errorf("auxue.inputs[%d]: %q is not one of %s", i, in, strings.Join(names, ", "))
-		}
-	}
-	if a.IO != nil && len(a.IO.Features) == 0 {
-		return errors.New("auxue.io.features: empty: the first feature must name the epistemic output (K/S)")
+		return fmt.Errorf("alerts.calibration: levels.pessimistic_depth_m of %s needs depth in metres, but depth %q is relative (depth.meaning %s): "+
+			"remove that criterion (ood_fraction and aleatoric_fraction work on relative models; didoedge calibrate writes such a file)",
+			src, c.Depth.Model, infer.MeaningRelative)
 	}
 	return nil
 }

@@ -26,15 +26,41 @@ func configDir(t testing.TB) string {
 	if err := os.WriteFile(filepath.Join(dir, "quiet.yaml"), []byte(quietCalibration), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	f, err := os.Create(filepath.Join(dir, "metres.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alerts.WriteCalibration(f, alerts.DefaultCalibration()); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	if err := os.Mkdir(filepath.Join(dir, "frames"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	spec := "input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n"
+	spec := "input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}\ndepth: {name: depth, meaning: metric_depth}\n"
 	if err := os.WriteFile(filepath.Join(dir, "depth.yaml"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
+
+// The auxue io of testConfigYAML, and two replacements: a features-input
+// AuxUE and the format before issue 17 (the scale in the depth slot).
+const (
+	auxContractIO = `    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}
+    depth_input: {name: depth, units: metres}
+    scale: {name: scale, units: metres}
+    epistemic: {name: epistemic}
+`
+	auxFeaturesIO = `    input: {name: features, channels: 4, height: 32, width: 64}
+    scale: {name: scale}
+    epistemic: {name: epistemic}
+`
+	auxLegacyIO = `    input: {name: features, channels: 4, height: 32, width: 64}
+    depth: {name: scale, meaning: metric_depth}
+    features: [{name: epistemic}]
+`
+)
 
 func validConfig() string {
 	return fmt.Sprintf(testConfigYAML, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "quiet.yaml", testZones)
@@ -93,9 +119,34 @@ func TestParseConfig(t *testing.T) {
 		{"camera url port hides credentials", func(s string) string {
 			return strings.Replace(s, "127.0.0.1:8554/sim", "127.0.0.1:rtsp/sim", 1)
 		}, []string{"camera.url", "***@127.0.0.1:rtsp"}},
-		{"auxue input unknown", func(s string) string {
-			return strings.Replace(s, "inputs: [image, depth]", "inputs: [image, dpeth]", 1)
+		{"auxue inputs for an AuxUE that owns its inputs", func(s string) string {
+			return strings.Replace(s, "    epistemic: {name: epistemic}\n", "    epistemic: {name: epistemic}\n  inputs: [image, depth]\n", 1)
+		}, []string{"auxue.inputs [image depth]", "computes its own features", `depth_input "depth"`}},
+		{"auxue input unknown (features input)", func(s string) string {
+			return strings.Replace(s, auxContractIO, auxFeaturesIO+"  inputs: [image, dpeth]\n", 1)
 		}, []string{"auxue.inputs[1]", "dpeth", "image, depth, features"}},
+		{"auxue built for another input", func(s string) string {
+			return strings.Replace(s, "    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}\n    depth_input",
+				"    input: {name: image, height: 32, width: 48, color: bgr, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}\n    depth_input", 1)
+		}, []string{"input.width: depth model 64, AuxUE 48", "input.color: depth model rgb, AuxUE bgr", "retrain it"}},
+		{"auxue with the legacy depth slot", func(s string) string {
+			return strings.Replace(s, auxContractIO, auxLegacyIO, 1)
+		}, []string{"auxue.io.depth: an AuxUE has no depth output", "scale.name: empty"}},
+		{"relative depth with the pessimistic depth criterion", func(s string) string {
+			s = strings.Replace(s, "depth: {name: depth, meaning: metric_depth}", "depth: {name: depth, meaning: relative}", 1)
+			s = strings.Replace(s, "depth_input: {name: depth, units: metres}", "depth_input: {name: depth, units: relative}", 1)
+			s = strings.Replace(s, "scale: {name: scale, units: metres}", "scale: {name: scale, units: relative}", 1)
+			return strings.Replace(s, "calibration: quiet.yaml", "calibration: metres.yaml", 1)
+		}, []string{"alerts.calibration", "pessimistic_depth_m", "is relative", "remove that criterion"}},
+		{"relative depth, epistemic criteria only", func(s string) string {
+			s = strings.Replace(s, "depth: {name: depth, meaning: metric_depth}", "depth: {name: depth, meaning: relative}", 1)
+			s = strings.Replace(s, "depth_input: {name: depth, units: metres}", "depth_input: {name: depth, units: relative}", 1)
+			return strings.Replace(s, "scale: {name: scale, units: metres}", "scale: {name: scale, units: relative}", 1)
+		}, nil},
+		{"relative AuxUE on a metric depth model", func(s string) string {
+			s = strings.Replace(s, "depth_input: {name: depth, units: metres}", "depth_input: {name: depth, units: relative}", 1)
+			return strings.Replace(s, "scale: {name: scale, units: metres}", "scale: {name: scale, units: relative}", 1)
+		}, []string{`depth_input.units: "relative"`, `depth.meaning "metric_depth" gives metres`}},
 		{"http listen", func(s string) string {
 			return strings.Replace(s, `listen: "off"`, "listen: localhost", 1)
 		}, []string{"http.listen", "localhost"}},
@@ -135,7 +186,6 @@ func TestParseConfig(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	dir := configDir(t)
 	text := strings.Replace(validConfig(), "http:\n  listen: \"off\"\n", "", 1)
-	text = strings.Replace(text, "  inputs: [image, depth]\n", "", 1)
 	cfg, err := Parse("cfg.yaml", []byte(text), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +193,18 @@ func TestConfigDefaults(t *testing.T) {
 	if cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.HTTP.MaxFPS != 4 || cfg.Pipeline.Tick.Milliseconds() != 250 {
 		t.Fatalf("defaults: %+v %+v", cfg.HTTP, cfg.Pipeline)
 	}
-	// The depth io lists a feature output: it feeds the AuxUE by default.
-	if strings.Join(cfg.AuxUE.Inputs, ",") != "features" || cfg.AuxUE.DepthScale != 1 {
-		t.Fatalf("auxue defaults: %v %g", cfg.AuxUE.Inputs, cfg.AuxUE.DepthScale)
+	// An AuxUE that owns its inputs takes none from the config.
+	if len(cfg.AuxUE.Inputs) != 0 || cfg.AuxUE.DepthScale != 1 || !cfg.AuxUE.IO.OwnsInputs() || cfg.AuxUE.IO.Kind != "auxue" {
+		t.Fatalf("auxue defaults: %v %g %+v", cfg.AuxUE.Inputs, cfg.AuxUE.DepthScale, cfg.AuxUE.IO)
+	}
+	// A features-input AuxUE: the depth io lists a feature output, which
+	// feeds it by default.
+	cfg, err = Parse("cfg.yaml", []byte(strings.Replace(text, auxContractIO, auxFeaturesIO, 1)), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.AuxUE.Inputs, ",") != "features" {
+		t.Fatalf("features-input auxue default inputs: %v", cfg.AuxUE.Inputs)
 	}
 }
 
@@ -166,7 +225,7 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err := c.Inference.Validate(); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if c.AuxUE.Description == "" && (c.AuxUE.IO == nil || c.AuxUE.IO.Validate() != nil) {
+		if c.AuxUE.Description == "" && c.AuxUE.IOSpec == "" && (c.AuxUE.IO == nil || c.AuxUE.IO.Validate() != nil) {
 			t.Fatalf("%s: auxue has neither a description nor a valid io", name)
 		}
 		alertsYAML, err := yaml.Marshal(&c.Alerts)

@@ -43,10 +43,10 @@ depth:
 auxue:
   model: auxue.onnx
   io:
-    input: {name: features, channels: 4, height: 32, width: 64}
-    depth: {name: scale, meaning: metric_depth}
-    features: [{name: epistemic}]
-  inputs: [image, depth]
+    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}
+    depth_input: {name: depth, units: metres}
+    scale: {name: scale, units: metres}
+    epistemic: {name: epistemic}
 alerts:
   vehicle: testcar
   camera: front

@@ -136,7 +136,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 			return nil, err
 		}
 	}
-	p.snap.init(mo.inW, mo.inH, mo.mapW, mo.mapH, p.sink.zones(), p.sink.calibration().TauE)
+	p.snap.init(mo.inW, mo.inH, mo.inW, mo.inH, p.sink.zones(), p.sink.calibration().TauE)
 	p.registerMetrics()
 	return p, nil
 }

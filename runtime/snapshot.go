@@ -20,7 +20,8 @@ type Snapshot struct {
 	// ImageW x ImageH RGB8 (the depth model's input after resizing).
 	ImageW, ImageH int
 	RGB            []uint8
-	// MapW x MapH maps: depth (m), Laplace scale b (m), epistemic K/S.
+	// MapW x MapH maps at the camera frame's size: depth (m), Laplace
+	// scale b (m), epistemic K/S.
 	MapW, MapH              int
 	Depth, Scale, Epistemic []float32
 	Zones                   []alerts.Zone
@@ -82,6 +83,11 @@ func (p *Pipeline) maybeSnapshot(now time.Time, f *camera.Frame, rgb []uint8, m 
 	p.lastSnap = now
 	s.Seq, s.Capture = f.Seq, f.Capture
 	copy(s.RGB, rgb)
+	if s.MapW != m.Width || s.MapH != m.Height { // the camera's frame size changed
+		n := m.Width * m.Height
+		s.MapW, s.MapH = m.Width, m.Height
+		s.Depth, s.Scale, s.Epistemic = make([]float32, n), make([]float32, n), make([]float32, n)
+	}
 	copy(s.Depth, m.Depth)
 	copy(s.Scale, m.Scale)
 	copy(s.Epistemic, m.Epistemic)

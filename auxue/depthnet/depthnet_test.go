@@ -6,6 +6,7 @@ import (
 
 	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/auxue/nn/gradcheck"
+	"gorgonia.org/tensor"
 )
 
 func TestNetGradient(t *testing.T) {
@@ -79,5 +80,91 @@ func TestBadInput(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("config %+v accepted", c)
 		}
+	}
+}
+
+// TestHooks: Encode then Decode without a hook is Forward; a bottleneck
+// hook changes the decoding and leaves the encoder outputs for the next
+// one; HeadBackward returns the gradient of the decoder features, checked
+// by finite differences of L = sum r z through the head.
+func TestHooks(t *testing.T) {
+	net, err := New(Config{Height: 32, MaxDepth: 80, Width: 1, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := nn.NewDense(1, 3, 32, 48)
+	for i := range nn.Data(x) {
+		nn.Data(x)[i] = float32(rng.NormFloat64())
+	}
+	z, err := net.Forward(x, nn.Eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]float32(nil), nn.Data(z)...)
+	if err := net.Encode(x, nn.Eval); err != nil {
+		t.Fatal(err)
+	}
+	zero := func(e4 *tensor.Dense) (*tensor.Dense, error) { return nn.NewDense(e4.Shape()...), nil }
+	zz, err := net.Decode(nn.Eval, zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := true
+	for i, v := range nn.Data(zz) {
+		same = same && v == want[i]
+	}
+	if same {
+		t.Fatal("a bottleneck hook that zeroes the features left the logits unchanged")
+	}
+	z2, err := net.Decode(nn.Eval, nil) // the encoder outputs are still there
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range nn.Data(z2) {
+		if v != want[i] {
+			t.Fatalf("Encode+Decode logit %d = %v, Forward %v", i, v, want[i])
+		}
+	}
+	if s := net.DecoderFeatures().Shape(); s[1] != 16 || s[2] != 16 || s[3] != 24 {
+		t.Fatalf("decoder features %v", s)
+	}
+	// HeadBackward against finite differences through Head and upOut.
+	r := nn.NewDense(1, 1, 32, 48)
+	for i := range nn.Data(r) {
+		nn.Data(r)[i] = float32(rng.NormFloat64())
+	}
+	if _, err := net.Forward(x, nn.Train); err != nil {
+		t.Fatal(err)
+	}
+	dec := net.DecoderFeatures().Clone().(*tensor.Dense)
+	g, err := net.HeadBackward(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grad := append([]float32(nil), nn.Data(g)...)
+	up := nn.Upsample{Factor: 2}
+	loss := func() float64 {
+		h, err := net.Head.Forward(dec, nn.Eval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zo, err := up.Forward(h, nn.Eval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s float64
+		for i, v := range nn.Data(zo) {
+			s += float64(v) * float64(nn.Data(r)[i])
+		}
+		return s
+	}
+	vals := nn.Data(dec)[:40]
+	num := gradcheck.NumericGrad(loss, vals, 1e-2)
+	if err := gradcheck.Check(grad[:40], num, gradcheck.Tolerance{Rel: 1e-2, Abs: 1e-4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Net{}).Decode(nn.Eval, nil); err == nil {
+		t.Fatal("Decode without Encode accepted")
 	}
 }

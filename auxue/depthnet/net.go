@@ -59,12 +59,15 @@ type Net struct {
 	cat3, cat2, cat1     nn.Concat
 
 	// scratch reused while shapes stay the same
-	in, logit     *tensor.Dense
-	gE1, gE2, gE3 *tensor.Dense
-	haveForward   bool
-	lastN, lastW  int
-	coordRow      []float32
-	named         []*nn.Param
+	in, logit      *tensor.Dense
+	gE1, gE2, gE3  *tensor.Dense
+	e1, e2, e3, e4 *tensor.Dense // encoder outputs of the last Encode
+	dec1           *tensor.Dense // last decoder features of the last Decode
+	haveEncode     bool
+	haveForward    bool
+	lastN, lastW   int
+	coordRow       []float32
+	named          []*nn.Param
 }
 
 // New builds the network with weights drawn from cfg.Seed.
@@ -158,38 +161,71 @@ func (n *Net) prepare(x *tensor.Dense) (*tensor.Dense, error) {
 // Forward maps normalized images (N,3,Height,W) to the pre-sigmoid logits
 // z (N,1,Height,W); depth = MaxDepth*sigmoid(z) (see Depth). mode Train caches
 // activations for Backward. The returned tensor is owned by the network.
+// It is Encode followed by Decode without a bottleneck hook.
 func (n *Net) Forward(x *tensor.Dense, mode nn.Mode) (*tensor.Dense, error) {
-	n.haveForward = false
-	in, err := n.prepare(x)
-	if err != nil {
+	if err := n.Encode(x, mode); err != nil {
 		return nil, err
 	}
-	e1, err := n.Enc1.Forward(in, mode)
+	return n.Decode(mode, nil)
+}
+
+// Encode runs the encoder on x and keeps its outputs for Decode, so that
+// several decodings (dropout samples at the bottleneck) share one encoder
+// pass.
+func (n *Net) Encode(x *tensor.Dense, mode nn.Mode) error {
+	n.haveForward, n.haveEncode = false, false
+	in, err := n.prepare(x)
 	if err != nil {
-		return nil, fmt.Errorf("depthnet enc1: %w", err)
+		return err
 	}
-	e2, err := n.Enc2.Forward(e1, mode)
-	if err != nil {
-		return nil, fmt.Errorf("depthnet enc2: %w", err)
+	if n.e1, err = n.Enc1.Forward(in, mode); err != nil {
+		return fmt.Errorf("depthnet enc1: %w", err)
 	}
-	e3, err := n.Enc3.Forward(e2, mode)
-	if err != nil {
-		return nil, fmt.Errorf("depthnet enc3: %w", err)
+	if n.e2, err = n.Enc2.Forward(n.e1, mode); err != nil {
+		return fmt.Errorf("depthnet enc2: %w", err)
 	}
-	e4, err := n.Enc4.Forward(e3, mode)
-	if err != nil {
-		return nil, fmt.Errorf("depthnet enc4: %w", err)
+	if n.e3, err = n.Enc3.Forward(n.e2, mode); err != nil {
+		return fmt.Errorf("depthnet enc3: %w", err)
 	}
-	d, err := n.decode(n.Dec3, &n.up4, &n.cat3, e4, e3, mode)
+	if n.e4, err = n.Enc4.Forward(n.e3, mode); err != nil {
+		return fmt.Errorf("depthnet enc4: %w", err)
+	}
+	n.haveEncode = true
+	return nil
+}
+
+// Bottleneck transforms the deepest encoder features before the decoder
+// (e.g. dropout injected in Monte-Carlo mode); it must not modify its
+// input, which later decodings reuse.
+type Bottleneck func(e4 *tensor.Dense) (*tensor.Dense, error)
+
+// Decode runs the decoder and the head on the outputs of the last Encode,
+// with the bottleneck hook applied to the deepest features when non-nil,
+// and returns the logits (owned by the network). The last decoder features
+// stay available through DecoderFeatures.
+func (n *Net) Decode(mode nn.Mode, hook Bottleneck) (*tensor.Dense, error) {
+	n.haveForward = false
+	if !n.haveEncode {
+		return nil, fmt.Errorf("depthnet: Decode without Encode")
+	}
+	e4 := n.e4
+	if hook != nil {
+		var err error
+		if e4, err = hook(e4); err != nil {
+			return nil, fmt.Errorf("depthnet bottleneck: %w", err)
+		}
+	}
+	d, err := n.decode(n.Dec3, &n.up4, &n.cat3, e4, n.e3, mode)
 	if err != nil {
 		return nil, fmt.Errorf("depthnet dec3: %w", err)
 	}
-	if d, err = n.decode(n.Dec2, &n.up3, &n.cat2, d, e2, mode); err != nil {
+	if d, err = n.decode(n.Dec2, &n.up3, &n.cat2, d, n.e2, mode); err != nil {
 		return nil, fmt.Errorf("depthnet dec2: %w", err)
 	}
-	if d, err = n.decode(n.Dec1, &n.up2, &n.cat1, d, e1, mode); err != nil {
+	if d, err = n.decode(n.Dec1, &n.up2, &n.cat1, d, n.e1, mode); err != nil {
 		return nil, fmt.Errorf("depthnet dec1: %w", err)
 	}
+	n.dec1 = d
 	z, err := n.Head.Forward(d, mode)
 	if err != nil {
 		return nil, fmt.Errorf("depthnet head: %w", err)
@@ -200,6 +236,31 @@ func (n *Net) Forward(x *tensor.Dense, mode nn.Mode) (*tensor.Dense, error) {
 	n.logit = z
 	n.haveForward = true
 	return z, nil
+}
+
+// DecoderFeatures returns the last decoder features of the last Decode
+// (N,16c,Height/2,W/2), owned by the network.
+func (n *Net) DecoderFeatures() *tensor.Dense { return n.dec1 }
+
+// HeadBackward propagates dLoss/dz of the last Forward (in Train mode)
+// through the output upsampling and the head only, accumulating the head's
+// parameter gradients, and returns the gradient of the last decoder
+// features (a training-free gradient score reads it).
+func (n *Net) HeadBackward(dz *tensor.Dense) (*tensor.Dense, error) {
+	if !n.haveForward {
+		return nil, fmt.Errorf("depthnet: HeadBackward without Forward")
+	}
+	if dz == nil || !dz.Shape().Eq(n.logit.Shape()) {
+		return nil, fmt.Errorf("depthnet: gradient shape does not match the output %v", n.logit.Shape())
+	}
+	g, err := n.upOut.Backward(dz)
+	if err != nil {
+		return nil, fmt.Errorf("depthnet output upsample backward: %w", err)
+	}
+	if g, err = n.Head.Backward(g); err != nil {
+		return nil, fmt.Errorf("depthnet head backward: %w", err)
+	}
+	return g, nil
 }
 
 func (n *Net) decode(dec *nn.Sequential, up *nn.Upsample, cat *nn.Concat, low, skip *tensor.Dense, mode nn.Mode) (*tensor.Dense, error) {
@@ -249,15 +310,9 @@ func (n *Net) Backward(dz *tensor.Dense) error {
 	if !n.haveForward {
 		return fmt.Errorf("depthnet: Backward without Forward")
 	}
-	if dz == nil || !dz.Shape().Eq(n.logit.Shape()) {
-		return fmt.Errorf("depthnet: gradient shape does not match the output %v", n.logit.Shape())
-	}
-	g, err := n.upOut.Backward(dz)
+	g, err := n.HeadBackward(dz)
 	if err != nil {
-		return fmt.Errorf("depthnet output upsample backward: %w", err)
-	}
-	if g, err = n.Head.Backward(g); err != nil {
-		return fmt.Errorf("depthnet head backward: %w", err)
+		return err
 	}
 	dD2, dE1, err := decodeBackward(n.Dec1, &n.up2, &n.cat1, g)
 	if err != nil {

@@ -3,6 +3,8 @@ package nn
 import (
 	"fmt"
 	"math"
+
+	"gorgonia.org/tensor"
 )
 
 // Optimizer updates parameters from their accumulated gradients.
@@ -121,3 +123,27 @@ func PolyDecay(base, end float64, step, total int, power float64) float64 {
 	step = min(max(step, 0), total)
 	return (base-end)*math.Pow(1-float64(step)/float64(total), power) + end
 }
+
+// StateParams returns Adam's moments as parameters named "adam.m." and
+// "adam.v." followed by each parameter's name, sharing the optimizer's
+// memory (shapes as the parameters'), so that a checkpoint holds them
+// (SaveCheckpoint) and a resumed run loads them back (LoadCheckpoint);
+// with SetSteps the resumed run continues exactly.
+func (a *Adam) StateParams() []*Param {
+	out := make([]*Param, 0, 2*len(a.params))
+	for i, p := range a.params {
+		shape := p.Value.Shape().Clone()
+		for _, s := range []struct {
+			prefix string
+			data   []float32
+		}{{"adam.m.", a.m[i]}, {"adam.v.", a.v[i]}} {
+			out = append(out, &Param{Name: s.prefix + p.Name,
+				Value: tensor.New(tensor.WithShape(shape...), tensor.WithBacking(s.data))})
+		}
+	}
+	return out
+}
+
+// SetSteps sets the number of steps taken (the bias correction) of a
+// resumed run.
+func (a *Adam) SetSteps(t int) { a.t = t }

@@ -32,26 +32,51 @@ func ExportAuxUE(m *auxue.Model, inputShape []int64) (*Model, error) {
 	}
 	b := NewBuilder("auxue")
 	x := Value{b.Input("features", inputShape...), wantRank}
+	h, err := emitAuxUE(b, m, x)
+	if err != nil {
+		return nil, err
+	}
+	b.Rename(h.raw, OutputAleatoricRaw)
+	b.Rename(h.alpha, OutputAlpha)
+	b.Rename(h.epis, OutputEpistemic)
+	b.Output(OutputAleatoricRaw, wantRank)
+	if h.scale != "" {
+		b.Rename(h.scale, OutputScale)
+		b.Output(OutputScale, wantRank)
+	}
+	b.Output(OutputAlpha, wantRank)
+	b.Output(OutputEpistemic, wantRank)
+	return b.Model(), nil
+}
+
+// auxHeads names the read-out tensors of an emitted AuxUE.
+type auxHeads struct {
+	raw, scale, alpha, epis string
+}
+
+// emitAuxUE appends the AuxUE's layers and read-outs on x.
+func emitAuxUE(b *Builder, m *auxue.Model, x Value) (auxHeads, error) {
+	cfg := m.Config
 	f1, f2 := x, x
 	var err error
 	if m.Encoder != nil {
 		if f1, err = EmitLayer(b, m.Encoder, x); err != nil {
-			return nil, fmt.Errorf("export auxue encoder: %w", err)
+			return auxHeads{}, fmt.Errorf("export auxue encoder: %w", err)
 		}
 		f2 = f1
 		if m.EpisEncoder != nil {
 			if f2, err = EmitLayer(b, m.EpisEncoder, x); err != nil {
-				return nil, fmt.Errorf("export auxue epistemic encoder: %w", err)
+				return auxHeads{}, fmt.Errorf("export auxue epistemic encoder: %w", err)
 			}
 		}
 	}
 	raw, err := EmitLayer(b, m.AleaHead, f1)
 	if err != nil {
-		return nil, fmt.Errorf("export auxue aleatoric head: %w", err)
+		return auxHeads{}, fmt.Errorf("export auxue aleatoric head: %w", err)
 	}
 	logits, err := EmitLayer(b, m.EpisHead, f2)
 	if err != nil {
-		return nil, fmt.Errorf("export auxue epistemic head: %w", err)
+		return auxHeads{}, fmt.Errorf("export auxue epistemic head: %w", err)
 	}
 
 	// DIDO read-out: alpha = exp(min(z, MaxLogit)) + 1, epistemic = K / sum alpha.
@@ -61,7 +86,7 @@ func ExportAuxUE(m *auxue.Model, inputShape []int64) (*Model, error) {
 	}
 	ev, err := EmitLayer(b, &nn.Exp{Clamp: maxLogit}, logits)
 	if err != nil {
-		return nil, err
+		return auxHeads{}, err
 	}
 	alpha := b.Op("Add", []string{ev.Name, b.Const("one", nil, []float32{1})})
 	s := b.Op("ReduceSum", []string{alpha, b.ConstInt64("axes", []int64{1}, []int64{1})}, IntAttr("keepdims", 1))
@@ -86,15 +111,5 @@ func ExportAuxUE(m *auxue.Model, inputShape []int64) (*Model, error) {
 			scale = b.Op("Sqrt", []string{scale}) // act(r) is the variance
 		}
 	}
-	b.Rename(rawOut, OutputAleatoricRaw)
-	b.Rename(alpha, OutputAlpha)
-	b.Rename(epis, OutputEpistemic)
-	b.Output(OutputAleatoricRaw, wantRank)
-	if scale != "" {
-		b.Rename(scale, OutputScale)
-		b.Output(OutputScale, wantRank)
-	}
-	b.Output(OutputAlpha, wantRank)
-	b.Output(OutputEpistemic, wantRank)
-	return b.Model(), nil
+	return auxHeads{raw: rawOut, scale: scale, alpha: alpha, epis: epis}, nil
 }

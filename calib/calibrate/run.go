@@ -12,7 +12,9 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // Options configure a calibration run.
@@ -20,9 +22,13 @@ type Options struct {
 	// Config gives the models, the zones and the level thresholds (its
 	// calibration, or the defaults) that the result keeps.
 	Config *runtime.Config
-	// Data is a data set in the layout of calib/dataset (OpenSim).
-	Data  string
-	Split string // default "val"
+	// Data is a data set directory (calib/dataset.Open: the sim render
+	// layout, real KITTI or NYU); Layout forces its layout and KITTIDepth
+	// names KITTI's annotated depth root (default Data).
+	Data, Layout, KITTIDepth string
+	// Split is a split name (train, val, test, all) or a split file
+	// (KITTI, Eigen-style lines); default "val".
+	Split string
 	// TargetFAR is the false-alarm rate on in-distribution data, bounded
 	// twice for each zone criterion: the zone's tau_e (tau_a) is at least
 	// the (1 - TargetFAR)-quantile of its pixels' K/S (corrected b/depth),
@@ -50,7 +56,14 @@ type Result struct {
 	// AleatoricAlarmRate is the same for aleatoric_fraction with the new
 	// per-zone tau_a.
 	AleatoricAlarmRate float64
+	// Relative is set for a relative depth model: each frame was aligned
+	// to its ground truth, coverage and UCE compare |d - y|/y with the
+	// relative b, and tau_a thresholds the relative b itself.
+	Relative bool
 }
+
+// alignMaxDepth bounds an aligned relative depth (metres), KITTI's cap.
+const alignMaxDepth = 80
 
 // zoneValues are the K/S values of one zone, with the offsets of each frame.
 type zoneValues struct {
@@ -84,11 +97,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds, err := dataset.OpenSim(o.Data)
+	ds, err := dataset.Open(dataset.Source{Dir: o.Data, Layout: o.Layout, KITTIDepth: o.KITTIDepth})
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	items, err := ds.Split(o.Split)
+	items, err := ds.Items(o.Split)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: data set %q: %w", o.Data, err)
 	}
@@ -98,22 +111,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(items) == 0 {
 		return nil, fmt.Errorf("calibrate: data set %q has no %s frames", o.Data, o.Split)
 	}
-	models, err := runtime.OpenModels(ctx, cfg, o.Log)
+	models, err := infer.OpenModels(ctx, cfg.ModelsConfig(), o.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer models.Close()
-	mw, mh := models.MapSize()
-	raster, err := alerts.Rasterize(zones, ignore, mw, mh)
-	if err != nil {
-		return nil, err
-	}
+	relative := models.Relative()
 
 	per := make([]zoneValues, len(zones))  // K/S per zone
 	perA := make([]zoneValues, len(zones)) // b/depth per zone (before the scale correction)
 	var all, ratio, absErr, scale []float32
-	gt := make([]float32, mw*mh)
-	res := &Result{}
+	var aligned []float32
+	var raster [][]int32
+	rw, rh := 0, 0
+	res := &Result{Relative: relative}
 	start := time.Now()
 	for n, it := range items {
 		if err := ctx.Err(); err != nil {
@@ -124,24 +135,64 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
 		maps, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
-		if errors.Is(err, runtime.ErrInvalidOutput) {
+		if errors.Is(err, infer.ErrInvalidOutput) {
 			o.Log.Warn("skipping frame with non-finite model outputs", "frame", s.Name)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: frame %s: %w", s.Name, err)
 		}
-		resampleNearest(s.Sparse, s.Width, s.Height, gt, mw, mh)
-		for i, d := range maps.Depth {
-			e, b := maps.Epistemic[i], maps.Scale[i]
-			if !(d > 0) || e-e != 0 || !(b >= 0) || b-b != 0 {
+		if s.Width != rw || s.Height != rh {
+			if raster, err = alerts.Rasterize(zones, ignore, s.Width, s.Height); err != nil {
+				return nil, err
+			}
+			rw, rh = s.Width, s.Height
+		}
+		// Metric depth d and the error targets: |d - y| against b for a
+		// metric model; for a relative model the frame is aligned to its
+		// ground truth (least squares in inverse depth) and the relative
+		// error |d - y|/y is compared with the relative b.
+		depth := maps.Depth
+		alignedOK := false
+		if relative && s.Sparse != nil {
+			if len(aligned) != len(depth) {
+				aligned = make([]float32, len(depth))
+			}
+			if a, err := metrics.AlignInverseDepth(depth, s.Sparse); err == nil {
+				a.Apply(depth, aligned, alignMaxDepth)
+				alignedOK = true
+			}
+		}
+		valid := func(i int) bool {
+			d, e, b := maps.Depth[i], maps.Epistemic[i], maps.Scale[i]
+			if relative {
+				return d-d == 0 && e-e == 0 && b >= 0 && b-b == 0
+			}
+			return d > 0 && e-e == 0 && b >= 0 && b-b == 0
+		}
+		for i := range maps.Depth {
+			if !valid(i) {
 				continue
 			}
+			e, b := maps.Epistemic[i], maps.Scale[i]
 			all = append(all, e)
-			ratio = append(ratio, b/d)
 			res.Pixels++
-			if y := gt[i]; y > 0 {
-				absErr = append(absErr, float32(math.Abs(float64(d-y))))
+			if relative {
+				ratio = append(ratio, b) // b is already relative to the depth
+			} else {
+				ratio = append(ratio, b/maps.Depth[i])
+			}
+			if s.Sparse == nil {
+				continue
+			}
+			y := s.Sparse[i]
+			switch {
+			case !(y > 0):
+			case relative && alignedOK:
+				absErr = append(absErr, float32(math.Abs(float64(aligned[i]-y))/float64(y)))
+				scale = append(scale, b)
+			case !relative:
+				absErr = append(absErr, float32(math.Abs(float64(maps.Depth[i]-y))))
 				scale = append(scale, b)
 			}
 		}
@@ -150,10 +201,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			zv.starts = append(zv.starts, len(zv.values))
 			za.starts = append(za.starts, len(za.values))
 			for _, i := range px {
-				d, e, b := maps.Depth[i], maps.Epistemic[i], maps.Scale[i]
-				if d > 0 && e-e == 0 && b >= 0 && b-b == 0 {
-					zv.values = append(zv.values, e)
-					za.values = append(za.values, b/d)
+				if valid(int(i)) {
+					zv.values = append(zv.values, maps.Epistemic[i])
+					if relative {
+						za.values = append(za.values, maps.Scale[i]) // already relative
+					} else {
+						za.values = append(za.values, maps.Scale[i]/maps.Depth[i])
+					}
 				}
 			}
 		}
@@ -172,6 +226,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	q := 1 - o.TargetFAR
 	cal := base
 	cal.Coverage = o.Coverage
+	if relative {
+		// A relative model has no metres: the pessimistic depth criterion
+		// would be refused by the runtime (Config.checkRelative).
+		cal.Levels.PessimisticDepth = nil
+	}
 	cal.TauE = clampTau(Quantile(append([]float32(nil), all...), q))
 	cal.TauEZones = map[string]float64{}
 	for z, zv := range per {
@@ -224,6 +283,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		"aleatoric_alarm_rate": f(res.AleatoricAlarmRate),
 		"depth_model":          cfg.Depth.Model,
 		"auxue_model":          cfg.AuxUE.Model,
+		"relative":             strconv.FormatBool(relative),
 		"time":                 time.Now().UTC().Format(time.RFC3339),
 	}
 	if err := cal.Validate(); err != nil {
@@ -319,20 +379,4 @@ func frameAlarmRate(per []zoneValues, zones []alerts.Zone, c *alerts.Criterion, 
 		}
 	}
 	return float64(alarms) / float64(frames)
-}
-
-// resampleNearest maps a sparse ground-truth map to another size by
-// nearest neighbour (pixel centres), keeping zeros as "no ground truth".
-func resampleNearest(src []float32, sw, sh int, dst []float32, dw, dh int) {
-	if sw == dw && sh == dh {
-		copy(dst, src)
-		return
-	}
-	for y := range dh {
-		sy := min(sh-1, int((float64(y)+0.5)*float64(sh)/float64(dh)))
-		for x := range dw {
-			sx := min(sw-1, int((float64(x)+0.5)*float64(sw)/float64(dw)))
-			dst[y*dw+x] = src[sy*sw+sx]
-		}
-	}
 }

@@ -47,13 +47,20 @@ func Coverage(absErr, b []float32, corr, coverage float64) float64 {
 // scale k*b, s converges to k.
 func ScaleCorrection(absErr, b []float32, coverage float64) float64 {
 	l := LaplaceHalfWidth(coverage)
-	r := make([]float32, 0, len(absErr))
+	r := make([]float64, 0, len(absErr))
 	for i, e := range absErr {
 		if b[i] > 0 {
-			r = append(r, float32(float64(e)/(float64(b[i])*l)))
+			r = append(r, float64(e)/(float64(b[i])*l))
 		}
 	}
-	return Quantile(r, coverage)
+	if len(r) == 0 {
+		return math.NaN()
+	}
+	// In float64: a ratio rounded to float32 could fall below the pixel
+	// it comes from and leave that pixel outside the interval.
+	slices.Sort(r)
+	k := max(0, min(int(math.Ceil(coverage*float64(len(r))))-1, len(r)-1))
+	return r[k] * (1 + 1e-12)
 }
 
 // UCE is the uncertainty calibration error (calib/metrics, 15 bins) of the

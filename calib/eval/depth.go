@@ -20,26 +20,20 @@ const maxDepth = 80
 
 // depthModel wraps a depth network with in-process forward passes and the
 // two training-free probes (dropout injection, flip-consistency gradient),
-// which replay the network's layers with their own upsample/concat nodes.
+// through the network's hooks (Encode, Decode with a bottleneck hook,
+// DecoderFeatures, HeadBackward).
 type depthModel struct {
 	net  *depthnet.Net
 	w, h int
 	x    *tensor.Dense // (1,3,H,W) normalized image
-	in   *tensor.Dense // (1,4,H,W) with the row-coordinate channel
 	dz   *tensor.Dense
 
-	up4, up3, up2, upOut nn.Upsample
-	cat3, cat2, cat1     nn.Concat
-	drop                 *nn.Dropout
-	zbuf, flip, ref      []float32
-	e1, e2, e3, e4       *tensor.Dense // encoder outputs of the last encode
-	dec1                 *tensor.Dense // last decoder features of the last forward (1,16c,H/2,W/2)
+	drop            *nn.Dropout
+	zbuf, flip, ref []float32
 }
 
 func newDepthModel(net *depthnet.Net, w, h int) *depthModel {
-	return &depthModel{net: net, w: w, h: h, x: nn.NewDense(1, 3, h, w), in: nn.NewDense(1, 4, h, w),
-		dz: nn.NewDense(1, 1, h, w), up4: nn.Upsample{Factor: 2}, up3: nn.Upsample{Factor: 2},
-		up2: nn.Upsample{Factor: 2}, upOut: nn.Upsample{Factor: 2},
+	return &depthModel{net: net, w: w, h: h, x: nn.NewDense(1, 3, h, w), dz: nn.NewDense(1, 1, h, w),
 		zbuf: make([]float32, w*h), flip: make([]float32, 3*w*h), ref: make([]float32, w*h)}
 }
 
@@ -117,81 +111,24 @@ func (m *depthModel) predict(dst []float32) error {
 	return nil
 }
 
-// forward replays depthnet.Net.Forward layer by layer; with drop it applies
+// forward runs the network on the last setImage; with drop it applies
 // dropout (Monte-Carlo mode) to the bottleneck. It returns the logits.
 func (m *depthModel) forward(mode nn.Mode, drop bool) (*tensor.Dense, error) {
-	if err := m.encode(mode); err != nil {
+	if err := m.net.Encode(m.x, mode); err != nil {
 		return nil, err
 	}
 	return m.decode(mode, drop)
 }
 
-// encode runs the encoder on the last setImage and keeps its outputs for
-// decode (dropout at the bottleneck leaves them unchanged, so the dropout
-// samples share one encoder pass).
-func (m *depthModel) encode(mode nn.Mode) error {
-	n := m.net
-	hw := m.w * m.h
-	src, dst := nn.Data(m.x), nn.Data(m.in)
-	copy(dst[:3*hw], src)
-	for v := 0; v < m.h; v++ {
-		val := depthnet.RowCoordinate(v, m.h)
-		row := dst[3*hw+v*m.w : 3*hw+(v+1)*m.w]
-		for u := range row {
-			row[u] = val
-		}
-	}
-	var err error
-	if m.e1, err = n.Enc1.Forward(m.in, mode); err != nil {
-		return err
-	}
-	if m.e2, err = n.Enc2.Forward(m.e1, mode); err != nil {
-		return err
-	}
-	if m.e3, err = n.Enc3.Forward(m.e2, mode); err != nil {
-		return err
-	}
-	m.e4, err = n.Enc4.Forward(m.e3, mode)
-	return err
-}
-
-// decode runs the decoder and head on the outputs of the last encode.
+// decode runs the decoder and head on the outputs of the last Encode
+// (dropout at the bottleneck leaves them unchanged, so the dropout samples
+// share one encoder pass).
 func (m *depthModel) decode(mode nn.Mode, drop bool) (*tensor.Dense, error) {
-	n := m.net
-	e4 := m.e4
+	var hook depthnet.Bottleneck
 	if drop {
-		var err error
-		if e4, err = m.drop.Forward(e4, nn.MonteCarlo); err != nil {
-			return nil, err
-		}
+		hook = func(e4 *tensor.Dense) (*tensor.Dense, error) { return m.drop.Forward(e4, nn.MonteCarlo) }
 	}
-	dec := func(seq *nn.Sequential, up *nn.Upsample, cat *nn.Concat, low, skip *tensor.Dense) (*tensor.Dense, error) {
-		u, err := up.Forward(low, mode)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cat.Forward([]*tensor.Dense{u, skip})
-		if err != nil {
-			return nil, err
-		}
-		return seq.Forward(c, mode)
-	}
-	d, err := dec(n.Dec3, &m.up4, &m.cat3, e4, m.e3)
-	if err != nil {
-		return nil, err
-	}
-	if d, err = dec(n.Dec2, &m.up3, &m.cat2, d, m.e2); err != nil {
-		return nil, err
-	}
-	if d, err = dec(n.Dec1, &m.up2, &m.cat1, d, m.e1); err != nil {
-		return nil, err
-	}
-	m.dec1 = d
-	z, err := n.Head.Forward(d, mode)
-	if err != nil {
-		return nil, err
-	}
-	return m.upOut.Forward(z, mode)
+	return m.net.Decode(mode, hook)
 }
 
 // decoderChannels is the width of the last decoder features.
@@ -206,7 +143,7 @@ func (m *depthModel) predictFeatures(dst, feats []float32) error {
 	}
 	m.net.Depth(nn.Data(z), dst)
 	if feats != nil {
-		copy(feats, nn.Data(m.dec1))
+		copy(feats, nn.Data(m.net.DecoderFeatures()))
 	}
 	return nil
 }
@@ -219,7 +156,7 @@ func (m *depthModel) injectVariance(samples int, p float64, rng *rand.Rand, dst 
 	hw := m.w * m.h
 	mean := make([]float64, hw)
 	sq := make([]float64, hw)
-	if err := m.encode(nn.Eval); err != nil {
+	if err := m.net.Encode(m.x, nn.Eval); err != nil {
 		return fmt.Errorf("inject dropout: %w", err)
 	}
 	for s := 0; s < samples; s++ {
@@ -268,11 +205,7 @@ func (m *depthModel) gradientScore(rgb []uint8, dst []float32) error {
 		g[i] = v - m.ref[i]
 	}
 	nn.ZeroGrad(m.net.Params())
-	gh, err := m.upOut.Backward(m.dz)
-	if err != nil {
-		return fmt.Errorf("gradient score: %w", err)
-	}
-	gd, err := m.net.Head.Backward(gh)
+	gd, err := m.net.HeadBackward(m.dz)
 	if err != nil {
 		return fmt.Errorf("gradient score: %w", err)
 	}

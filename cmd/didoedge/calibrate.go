@@ -17,12 +17,18 @@ import (
 // validation frames.
 func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "calibrate")
-	data := fs.String("data", "", "data set directory (calib/dataset layout, e.g. from didoedge sim render)")
+	data := fs.String("data", "", "data set directory: sim render layout, real KITTI (with --split FILE) or NYU")
+	layout := fs.String("layout", "auto", "layout of --data: auto, sim, kitti, nyu")
+	kittiDepth := fs.String("kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
+	depth := fs.String("depth", "", "depth model (without --config: overrides --models; any ONNX depth model with an IO spec)")
+	depthSpec := fs.String("depth-spec", "", "IO spec of --depth (default: its path with .yaml)")
+	aux := fs.String("auxue", "", "AuxUE model made by train auxue for --depth")
+	auxSpec := fs.String("auxue-spec", "", "IO spec of --auxue (default: its path with .yaml)")
 	far := fs.Float64("target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
 	out := fs.String("out", "", "calibration file to write (YAML)")
 	cfgPath := fs.String("config", "", "runtime config giving models and zones (default: the demo's, with --models)")
 	models := fs.String("models", "models", "reference models directory (without --config)")
-	split := fs.String("split", "val", "split of the data set")
+	split := fs.String("split", "val", "split of the data set: a name (train, val, test, all) or a split file")
 	coverage := fs.Float64("coverage", 0.9, "nominal coverage of the Laplace interval")
 	maxFrames := fs.Int("max-frames", 0, "use at most this many frames (0: all)")
 	if err := fs.Parse(args); err != nil {
@@ -36,11 +42,29 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var cfg *runtime.Config
 	var err error
-	if *cfgPath != "" {
+	switch {
+	case *cfgPath != "" && (*depth != "" || *aux != ""):
+		return errors.New("--config gives the models; leave --depth and --auxue out")
+	case (*depth == "") != (*aux == ""):
+		return errors.New("--depth and --auxue go together (a depth model and the AuxUE trained for it)")
+	case *cfgPath != "":
 		if cfg, err = runtime.Load(*cfgPath); err != nil {
 			return err
 		}
-	} else {
+	case *depth != "":
+		ref, err := demo.ReferenceFiles(*depth, *depthSpec, *aux, *auxSpec)
+		if err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp("", "didoedge-calibrate-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if cfg, err = demo.ConfigFor(demo.Options{WorkDir: tmp, HTTP: runtime.HTTPOff}, ref, "rtsp://127.0.0.1:1/unused"); err != nil {
+			return err
+		}
+	default:
 		tmp, err := os.MkdirTemp("", "didoedge-calibrate-")
 		if err != nil {
 			return err
@@ -51,7 +75,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Data: *data, Split: *split, TargetFAR: *far,
+	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Split: *split, TargetFAR: *far,
 		Coverage: *coverage, MaxFrames: *maxFrames, Log: env.log})
 	if err != nil {
 		return err
@@ -71,6 +95,9 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	w := env.stdout
 	fmt.Fprintf(w, "calibrated on %d %s frames of %s (%d valid pixels, %d with ground truth)\n",
 		res.Frames, *split, *data, res.Pixels, res.GTPixels)
+	if res.Relative {
+		fmt.Fprintf(w, "relative depth model: frames aligned to their ground truth; tau_a and the interval use the relative b (b/depth); no pessimistic_depth_m criterion\n")
+	}
 	fmt.Fprintf(w, "tau_e %.4g at target false-alarm rate %g; per zone:", c.TauE, *far)
 	names := make([]string, 0, len(c.TauEZones))
 	for n := range c.TauEZones {
@@ -86,7 +113,11 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(w, "\nscale_correction %.4g\n", c.ScaleCorrection)
 	fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", *coverage, res.CoverageBefore, res.CoverageAfter)
-	fmt.Fprintf(w, "UCE (m, 15 bins): before %.4f, after %.4f\n", res.UCEBefore, res.UCEAfter)
+	unit := "m"
+	if res.Relative {
+		unit = "relative error"
+	}
+	fmt.Fprintf(w, "UCE (%s, 15 bins): before %.4f, after %.4f\n", unit, res.UCEBefore, res.UCEAfter)
 	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
 		100*res.FrameAlarmRate, 100*res.AleatoricAlarmRate)
 	fmt.Fprintf(w, "wrote %s\n", *out)

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -16,6 +18,7 @@ const modelUsage = `usage:
   didoedge model inspect FILE
   didoedge model expose FILE --tensor NAME --out FILE2
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
+  didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --providers cpu --config FILE --library FILE]
   didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --depth-spec FILE --config FILE --library FILE]
   didoedge model compare DIR1 DIR2 [--tol 1e-3]`
 
@@ -134,10 +137,14 @@ func runModelExportTest(env *cliEnv, args []string) error {
 	return nil
 }
 
-// runModelRun runs the depth model then the AuxUE on synthetic frames and
-// writes the maps and summary.json.
+// runModelRun runs the depth model then the AuxUE on one's own images
+// (--images: 16-bit maps, colour panels, summary.json), or on synthetic
+// frames (the cross-build smoke test's raw maps and summary.json).
 func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "model run")
+	images := fs.String("images", "", "run on these images: a directory (its .png, .jpg, .jpeg) or a glob; maps at each image's size")
+	auxSpec := fs.String("auxue-spec", "", "with --images: IO spec of the AuxUE (default: its path with .yaml)")
+	providers := fs.String("providers", "cpu", "with --images: execution providers in order (tensorrt, cuda, cpu)")
 	depth := fs.String("depth", "", "depth model (input image NCHW, output depth)")
 	aux := fs.String("auxue", "", "AuxUE model (input features = image + depth, outputs scale, epistemic)")
 	out := fs.String("out", "", "output directory for the maps and "+smoke.SummaryFile)
@@ -165,6 +172,15 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	if *library != "" {
 		cfg.Library = *library
 	}
+	if *images != "" {
+		if *config == "" {
+			if cfg, err = providerConfig(*providers, cfg.Library); err != nil {
+				return fmt.Errorf("flag -providers: %w", err)
+			}
+		}
+		return runModelImages(ctx, env, offline.ImageRunConfig{Images: *images, Out: *out, Depth: *depth,
+			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Log: env.log})
+	}
 	var spec infer.IOSpec
 	if *depthSpec != "" {
 		data, err := os.ReadFile(*depthSpec)
@@ -176,8 +192,16 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		*height, *width = spec.Input.Height, spec.Input.Width
 	}
+	// The AuxUE's spec: --auxue-spec, or the file beside the model when
+	// it exists (the reference models' auxue.yaml).
+	var auxIO infer.IOSpec
+	if p := specBeside(*aux, *auxSpec); *auxSpec != "" || fileExists(p) {
+		if auxIO, err = offline.ReadSpec(p, infer.KindAuxUE); err != nil {
+			return err
+		}
+	}
 	sum, err := smoke.Run(ctx, smoke.RunConfig{
-		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width, DepthSpec: spec,
+		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width, DepthSpec: spec, AuxUESpec: auxIO,
 		Frames: *frames, Seed: *seed, OutDir: *out, Inference: cfg, Log: env.log,
 	})
 	if err != nil {
@@ -216,4 +240,29 @@ func runModelCompare(env *cliEnv, args []string) error {
 		return fmt.Errorf("compare %q and %q: maps differ by more than %g", pos[0], pos[1], *tol)
 	}
 	return nil
+}
+
+// runModelImages runs RunImages and prints one line per image.
+func runModelImages(ctx context.Context, env *cliEnv, cfg offline.ImageRunConfig) error {
+	sum, err := offline.RunImages(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	w := env.stdout
+	kind := "metric"
+	if sum.Relative {
+		kind = "relative (depth: relative inverse depth; scale: b/depth)"
+	}
+	fmt.Fprintf(w, "%d images through %s (input %s, %s, %s) and %s on %s\n", len(sum.Images), cfg.Depth, sum.Input, sum.Resize, kind, cfg.AuxUE, sum.Provider)
+	fmt.Fprintf(w, "%-28s %-11s %10s %10s %10s %10s\n", "image", "size", "depth p50", "b p50", "K/S mean", "K/S p95")
+	for _, is := range sum.Images {
+		fmt.Fprintf(w, "%-28s %-11s %10.4g %10.4g %10.4g %10.4g\n", filepath.Base(is.Image), is.Size, is.Depth.P50, is.Scale.P50, is.Epistemic.Mean, is.Epistemic.P95)
+	}
+	fmt.Fprintf(w, "wrote %s (maps: <image>_depth.png, _scale.png, _epistemic.png 16-bit; _panel.png; summary.json)\n", cfg.Out)
+	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }

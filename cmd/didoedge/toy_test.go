@@ -88,3 +88,24 @@ func TestToyCommandBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestToySeedsTable: --seeds prints one table row per seed and the counts.
+func TestToySeedsTable(t *testing.T) {
+	env, out := toyTestEnv()
+	code := run(context.Background(), env, []string{"toy", "--seeds", "2-3", "--epochs-scale", "0.01", "--n", "64"})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "| 2 |") || strings.HasPrefix(line, "| 3 |") {
+			if strings.Count(line, "|") != 9 {
+				t.Errorf("row %q has not 8 columns", line)
+			}
+			rows++
+		}
+	}
+	if rows != 2 || !strings.Contains(out.String(), "both sides >= 0.9 on") || !strings.Contains(out.String(), "of 2 seeds") {
+		t.Fatalf("table:\n%s", out)
+	}
+}

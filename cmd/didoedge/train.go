@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // runTrain dispatches `didoedge train depth|auxue`.
@@ -44,9 +46,6 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	frames := fs.Int("frames-per-drive", 200, "frame indices per drive")
 	lr := fs.Float64("lr", 1e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
 	width := fs.Int("width-mult", 1, "channel multiplier of the network")
-	auxDecoder := fs.Bool("aux-decoder", false, "append the decoder features to the aux_features output (the AuxUE's input)")
-	auxCoord := fs.Bool("aux-coord", true, "append the row coordinate to the aux_features output")
-	auxFactor := fs.Int("aux-factor", 4, "downsampling of the aux_features output, the AuxUE's resolution (2, 4 or 8)")
 	fromCkpt := fs.String("from-checkpoint", "", "skip training: load this checkpoint and only export")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -85,7 +84,7 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	model, spec, err := net.WriteArtifacts(*out, "depth", 640, depthnet.AuxOptions{Decoder: *auxDecoder, Coord: *auxCoord, Factor: *auxFactor})
+	model, spec, err := offline.WriteDepthArtifacts(net, *out, "depth", 640)
 	if err != nil {
 		return err
 	}
@@ -117,22 +116,39 @@ func writeJSONFile(path string, v any) error {
 }
 
 // runTrainAuxUE trains the generalized AuxUE on the errors of a frozen depth
-// model run through ONNX Runtime, and exports it.
+// model run through ONNX Runtime, on the simulated pool or a data set on
+// disk, and exports it with its input contract.
 func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "train auxue")
-	depthModel := fs.String("depth", "models/depth.onnx", "frozen depth model")
+	depthModel := fs.String("depth", "models/depth.onnx", "frozen depth model (any ONNX depth model with an IO spec)")
 	depthSpec := fs.String("depth-spec", "", "IO spec YAML of the depth model (default: the model path with .yaml)")
-	out := fs.String("out", "models", "directory for auxue.onnx and auxue.yaml")
-	ckpt := fs.String("checkpoint", "out/auxue.ckpt", "checkpoint file written at the end")
+	data := fs.String("data", "", "data set directory (sim render layout, real KITTI with split files, NYU); default: the simulated pool rendered on the fly")
+	layout := fs.String("layout", "auto", "layout of --data: auto, sim, kitti, nyu")
+	kittiDepth := fs.String("kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
+	split := fs.String("split", "train", "training split of --data: a name (train, val, test, all) or a split file")
+	valSplit := fs.String("val-split", "val", "validation split of --data (none: no validation)")
+	out := fs.String("out", "models", "directory for the AuxUE and its IO spec")
+	name := fs.String("name", "auxue", "file name (without extension) of the AuxUE and its spec")
+	ckpt := fs.String("checkpoint", "out/auxue.ckpt", "checkpoint written after every epoch (weights, optimizer, epoch)")
+	resume := fs.Bool("resume", false, "continue from --checkpoint when it exists (same data, seed and epochs)")
+	cacheDir := fs.String("cache-dir", "out/cache", "on-disk cache of the depth model's outputs and errors (\"\" = temporary)")
 	summary := fs.String("summary", "out/auxue-train.json", "JSON summary of the run")
 	library := fs.String("library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/)")
+	providers := fs.String("providers", "cpu", "execution providers of the depth model, in order: tensorrt, cuda, cpu")
+	progress := fs.Bool("progress", true, "draw a progress bar with ETA on stderr")
 	seed := fs.Int64("seed", 1, "seed of the frame pool (use the depth run's), the order and the weights")
-	drives := fs.Int("drives", 48, "training drives (as for train depth)")
-	framesPer := fs.Int("frames-per-drive", 200, "frame indices per drive (as for train depth)")
-	frames := fs.Int("frames", 300, "frames drawn from the pool and cached")
+	drives := fs.Int("drives", 48, "simulated pool: training drives (as for train depth)")
+	framesPer := fs.Int("frames-per-drive", 200, "simulated pool: frame indices per drive (as for train depth)")
+	width := fs.Int("width", 640, "simulated pool: rendered frame width")
+	height := fs.Int("height", 192, "simulated pool: rendered frame height")
+	frames := fs.Int("frames", 0, "frames drawn from the pool (default 300), or at most this many of --split (0: all)")
+	valFrames := fs.Int("val-frames", 0, "validation frames (pool default 16; --data: at most this many of --val-split, 0: all)")
 	epochs := fs.Int("epochs", 15, "epochs over the cached frames")
 	batch := fs.Int("batch", 2, "frames per step")
 	lr := fs.Float64("lr", 2e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
+	factor := fs.Int("factor", 4, "the AuxUE's block size in input pixels (its grid is 1/factor of the input)")
+	noRow := fs.Bool("no-row", false, "leave the row coordinate out of the AuxUE's input")
+	maxDepth := fs.Float64("max-depth", 80, "metric depth cap: the depth channel is min(d, cap)/cap")
 	encW := fs.Int("encoder-width", 8, "channels of each AuxUE encoder")
 	hidden := fs.Int("hidden", 8, "hidden channels of the DIDO head")
 	k := fs.Int("k", 32, "DIDO bins")
@@ -152,39 +168,73 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("flag -outlier-kinds: %w", err)
 	}
+	inf, err := providerConfig(*providers, *library)
+	if err != nil {
+		return fmt.Errorf("flag -providers: %w", err)
+	}
 	if *depthSpec == "" {
 		*depthSpec = strings.TrimSuffix(*depthModel, filepath.Ext(*depthModel)) + ".yaml"
 	}
-	cfg := offline.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Library: *library,
-		Seed: *seed, Drives: *drives, FramesPerDrive: *framesPer, Frames: *frames, Epochs: *epochs,
-		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL, GlobalContext: *globalCtx, GlobalContextBands: *gcBands,
-		Outliers: *outliers, OutlierKinds: kinds, Log: env.log}
+	cfg := offline.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Inference: inf,
+		Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Split: *split, ValSplit: *valSplit,
+		MaxDepth: *maxDepth, Seed: *seed, Drives: *drives, FramesPerDrive: *framesPer, Width: *width, Height: *height,
+		Frames: *frames, ValFrames: *valFrames, Factor: *factor, NoRow: *noRow, Epochs: *epochs,
+		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL,
+		GlobalContext: *globalCtx, GlobalContextBands: *gcBands, Outliers: *outliers, OutlierKinds: kinds,
+		CacheDir: *cacheDir, Checkpoint: *ckpt, Resume: *resume, Log: env.log}
+	if *progress {
+		cfg.Progress = env.stderr
+	}
+	if *ckpt != "" {
+		if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
+			return fmt.Errorf("create checkpoint directory: %w", err)
+		}
+	}
 	start := time.Now()
 	model, st, err := offline.AuxTrain(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	params := make([]*nn.Param, 0, len(model.Params()))
-	for _, p := range model.Params() {
-		q := *p.Param
-		q.Name = p.Name
-		params = append(params, &q)
-	}
-	if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
-		return fmt.Errorf("create checkpoint directory: %w", err)
-	}
-	if err := nn.SaveCheckpointFile(*ckpt, params, map[string]string{"seed": fmt.Sprint(*seed)}); err != nil {
-		return err
-	}
-	path, spec, err := depthnet.WriteAuxArtifacts(model, *out, "auxue", 192, 640, st.Factor, filepath.Base(*depthModel))
+	dspec, err := offline.ReadSpec(*depthSpec, infer.KindDepth)
 	if err != nil {
 		return err
 	}
+	texp := time.Now()
+	dataDesc := "simulated outdoor pool"
+	if *data != "" {
+		dataDesc = *data + " split " + *split
+	}
+	info := infer.AuxUEInfo{DepthModel: filepath.Base(*depthModel), DepthModelSHA256: st.DepthSHA256, Data: dataDesc, Frames: st.Frames}
+	path, spec, err := offline.WriteAuxArtifacts(model, st.Contract, dspec, info, *out, *name)
+	if err != nil {
+		return err
+	}
+	exportTime := time.Since(texp)
+	gh, gw := st.Contract.Grid()
+	epochsOut := make([]map[string]any, len(st.Epochs))
+	for i, e := range st.Epochs {
+		epochsOut[i] = map[string]any{"epoch": e.Epoch, "laplace": num(e.Laplace), "dido": num(e.DIDO),
+			"val_ause_rmse": num(e.AUSERMSE), "val_aurg_rmse": num(e.AURGRMSE), "val_sky_auc": num(e.SkyAUC),
+			"val_no_gt_auc": num(e.NoGTAUC), "seconds": num(e.Seconds)}
+	}
+	ph := st.Phases
 	res := map[string]any{
-		"model": path, "spec": spec, "checkpoint": *ckpt, "seed": *seed, "frames": st.Frames, "steps": st.Steps,
-		"first_loss": st.FirstLoss, "last_loss": st.LastLoss, "first_laplace": st.FirstAlea, "last_laplace": st.LastAlea,
-		"first_dido": st.FirstEpis, "last_dido": st.LastEpis, "depth_train_absrel": st.MeanTrainAbsRel,
-		"cache_s": st.CacheTime.Seconds(), "train_s": st.TrainTime.Seconds(), "wall_s": time.Since(start).Seconds(), "args": args,
+		"model": path, "spec": spec, "checkpoint": *ckpt, "seed": *seed, "frames": st.Frames, "val_frames": st.ValFrames,
+		"steps": st.Steps, "resumed_from_epoch": st.ResumedFrom,
+		"first_loss": num(st.FirstLoss), "last_loss": num(st.LastLoss), "first_laplace": num(st.FirstAlea), "last_laplace": num(st.LastAlea),
+		"first_dido": num(st.FirstEpis), "last_dido": num(st.LastEpis), "depth_train_absrel": num(st.MeanTrainAbsRel),
+		"depth_model": *depthModel, "depth_sha256": st.DepthSHA256, "provider": st.Provider, "relative": st.Relative,
+		"contract": map[string]any{"input": fmt.Sprintf("%dx%d", st.Contract.Width, st.Contract.Height), "factor": st.Contract.Factor,
+			"grid": fmt.Sprintf("%dx%d", gw, gh), "channels": st.Contract.Channels(), "row": st.Contract.Row},
+		"epochs": epochsOut,
+		"cache": map[string]any{"dir": st.Cache.Dir, "bytes": st.Cache.Bytes, "frames": st.Cache.Frames, "reused": st.Cache.Reused,
+			"val_frames": st.Cache.ValFrames, "val_reused": st.Cache.ValRe, "bytes_per_100_frames": st.Cache.BytesPer100},
+		"throughput_fps": map[string]any{"cache": num(st.CacheFPS), "train": num(st.TrainFPS)},
+		"phases_s": map[string]any{"open_depth_model": ph.Open.Seconds(), "load_frames": ph.Load.Seconds(), "depth_model": ph.Depth.Seconds(),
+			"prepare": ph.Prepare.Seconds(), "cache_write": ph.CacheWrite.Seconds(), "batch": ph.Batch.Seconds(),
+			"auxue_step": ph.Step.Seconds(), "optimizer": ph.Optimizer.Seconds(), "validate": ph.Validate.Seconds(),
+			"checkpoint": ph.Checkpoint.Seconds(), "export": exportTime.Seconds()},
+		"wall_s": time.Since(start).Seconds(), "args": args,
 	}
 	if err := writeJSONFile(*summary, res); err != nil {
 		return err
@@ -192,4 +242,24 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// num makes a float JSON-safe: NaN and Inf (figures that could not be
+// computed) become null.
+func num(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
+// providerConfig turns "tensorrt,cuda,cpu" into an inference config.
+func providerConfig(list, library string) (infer.Config, error) {
+	c := infer.Config{Library: library}
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.Providers = append(c.Providers, infer.ProviderConfig{Name: p})
+		}
+	}
+	return c, c.Validate()
 }

@@ -43,6 +43,12 @@ type RunConfig struct {
 	// normalization (p/255), metric output "depth", Height x Width. When set,
 	// its input size must equal Height x Width.
 	DepthSpec infer.IOSpec
+	// AuxUESpec is the AuxUE's IO spec (auxue.yaml of the reference
+	// models: it reads the depth model's image input and depth itself).
+	// Zero means the test network's: one (1,4,H,W) "features" input, the
+	// normalized image and the depth, or the depth model's first feature
+	// output when its spec names one.
+	AuxUESpec infer.IOSpec
 	Log       *slog.Logger
 }
 
@@ -89,25 +95,29 @@ func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
 		return nil, err
 	}
 	defer depthSess.Close()
-	// infer.Session is shaped for depth models: the AuxUE's scale output
-	// rides in the "depth" slot (read raw through Output, never DepthInto)
-	// and epistemic is its one extra output.
-	// A depth spec with a feature output (the reference models: aux_features)
-	// feeds that tensor to the AuxUE as is; otherwise the AuxUE takes the
-	// normalized image with the predicted depth as a fourth channel.
-	auxIn := infer.InputSpec{Name: AuxUEInput, Layout: "NCHW", Channels: 4, Height: cfg.Height, Width: cfg.Width}
-	fromFeatures := len(depthSpec.Features) > 0
-	if fromFeatures {
-		shape := depthSess.OutputShape(1)
-		if len(shape) != 4 || shape[0] != 1 {
-			return nil, fmt.Errorf("smoke run: depth feature output %q has shape %v, want (1,C,H,W)", depthSpec.Features[0].Name, shape)
+	// An AuxUE that owns its inputs (the reference models' auxue.yaml)
+	// reads the depth model's image input and depth. Otherwise a depth spec
+	// with a feature output feeds that tensor to the AuxUE as is, else the
+	// AuxUE takes the normalized image with the predicted depth as a
+	// fourth channel.
+	auxSpec := cfg.AuxUESpec
+	fromFeatures := false
+	if auxSpec.Input.Name == "" {
+		auxIn := infer.InputSpec{Name: AuxUEInput, Layout: "NCHW", Channels: 4, Height: cfg.Height, Width: cfg.Width}
+		if fromFeatures = len(depthSpec.Features) > 0; fromFeatures {
+			shape := depthSess.OutputShape(1)
+			if len(shape) != 4 || shape[0] != 1 {
+				return nil, fmt.Errorf("smoke run: depth feature output %q has shape %v, want (1,C,H,W)", depthSpec.Features[0].Name, shape)
+			}
+			auxIn.Channels, auxIn.Height, auxIn.Width = int(shape[1]), int(shape[2]), int(shape[3])
 		}
-		auxIn.Channels, auxIn.Height, auxIn.Width = int(shape[1]), int(shape[2]), int(shape[3])
+		auxSpec = infer.IOSpec{Kind: infer.KindAuxUE, Input: auxIn,
+			Scale: infer.TensorSpec{Name: onnx.OutputScale}, Epistemic: infer.TensorSpec{Name: onnx.OutputEpistemic}}
 	}
-	auxSpec := infer.IOSpec{
-		Input:    auxIn,
-		Depth:    infer.OutputSpec{Name: onnx.OutputScale, Meaning: infer.MeaningMetricDepth},
-		Features: []infer.FeatureSpec{{Name: onnx.OutputEpistemic}},
+	if auxSpec.OwnsInputs() {
+		if err := infer.CheckPair(depthSpec, auxSpec, nil); err != nil {
+			return nil, fmt.Errorf("smoke run: %w", err)
+		}
 	}
 	auxSess, err := infer.NewSession(ctx, cfg.AuxUEModel, auxSpec, cfg.Inference, log)
 	if err != nil {
@@ -118,8 +128,8 @@ func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
 	plane := cfg.Height * cfg.Width
 	for i, sess := range []*infer.Session{depthSess, auxSess} {
 		for o := range sess.OutputNames() {
-			if i == 0 && o > 0 {
-				break // the depth model's extra outputs are not used
+			if (i == 0 && o > 0) || o > 1 {
+				break // the depth model's extra outputs and alpha are not used
 			}
 			if n := len(sess.Output(o)); n != plane {
 				return nil, fmt.Errorf("smoke run: output %q has shape %v (%d values), want one %dx%d map",
@@ -161,9 +171,13 @@ func Run(ctx context.Context, cfg RunConfig) (*Summary, error) {
 			return nil, err
 		}
 		in := auxSess.Input()
-		if fromFeatures {
+		switch {
+		case auxSpec.OwnsInputs():
+			copy(in, depthSess.Input())
+			copy(auxSess.InputAt(1), depth)
+		case fromFeatures:
 			copy(in, depthSess.Output(1))
-		} else {
+		default:
 			copy(in[:3*plane], depthSess.Input())
 			copy(in[3*plane:], depth)
 		}

@@ -213,7 +213,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}{
 		{"size does not match the model", func(c *RunConfig) { c.Height = 20 }, "does not match its io spec"},
 		{"missing depth model", func(c *RunConfig) { c.DepthModel = filepath.Join(dir, "nope.onnx") }, "nope.onnx"},
-		{"models swapped", func(c *RunConfig) { c.DepthModel, c.AuxUEModel = c.AuxUEModel, c.DepthModel }, "input \"image\" not found"},
+		{"models swapped", func(c *RunConfig) { c.DepthModel, c.AuxUEModel = c.AuxUEModel, c.DepthModel }, "input: the model has no input \"image\""},
 		{"no frames", func(c *RunConfig) { c.Frames = 0 }, "frames 0"},
 		{"no output dir", func(c *RunConfig) { c.OutDir = "" }, "output directory"},
 		{"spec size differs", func(c *RunConfig) {

@@ -22,15 +22,28 @@ const (
 // File names of the reference model layout (runtime/demo's names, which
 // `didoedge demo` and `didoedge calibrate --models` read).
 const (
-	DepthFile       = "depth.onnx"
-	AuxUEFile       = "auxue.onnx"
-	DepthIOSpecFile = "depth.yaml"
-	ManifestFile    = "MANIFEST"
+	DepthFile        = "depth.onnx"
+	AuxUEFile        = "auxue.onnx"
+	DepthIOSpecFile  = "depth.yaml"
+	AuxUEIOSpecFile  = "auxue.yaml"
+	ManifestFile     = "MANIFEST"
+	auxFactor        = 4
+	auxGlobalContext = 2
 )
 
 // DepthIOSpec is the runtime/infer IO spec of the depth model, the content
 // of the reference layout's depth.yaml.
 const DepthIOSpec = "input: {name: image, height: 32, width: 64}\ndepth: {name: depth, meaning: metric_depth}\n"
+
+// AuxUEIOSpec is the AuxUE's spec, the content of auxue.yaml: it reads the
+// depth model's image input and its depth in metres (the input contract).
+const AuxUEIOSpec = `kind: auxue
+input: {name: image, height: 32, width: 64}
+depth_input: {name: depth, units: metres}
+scale: {name: scale, units: metres}
+epistemic: {name: epistemic}
+alpha: {name: alpha}
+`
 
 // RuntimeConfig is the part of a runtime configuration (runtime.Load) that
 // runs the models Write wrote into the config's directory, on ONNX
@@ -42,20 +55,22 @@ depth:
   io: {input: {name: image, height: 32, width: 64}, depth: {name: depth, meaning: metric_depth}}
 auxue:
   model: auxue.onnx
-  io: {input: {name: features, channels: 4, height: 32, width: 64}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
+  io: {kind: auxue, input: {name: image, height: 32, width: 64}, depth_input: {name: depth, units: metres}, scale: {name: scale, units: metres}, epistemic: {name: epistemic}}
 `
 
 // Files are the paths of the files Write or WriteReference wrote.
 type Files struct {
 	Depth, AuxUE string
-	// DepthIOSpec and Manifest are set by WriteReference only.
-	DepthIOSpec, Manifest string
+	// DepthIOSpec, AuxUEIOSpec and Manifest are set by WriteReference only.
+	DepthIOSpec, AuxUEIOSpec, Manifest string
 }
 
 // Write writes depth.onnx and auxue.onnx into dir (created if missing).
 // The weights are seeded, so every call writes the same bytes: a TinyUNet
 // with base 4 channels (PCG seed 7, 1) and a dense AuxUE with shared
-// encoder, width 4, hidden 4, K = 8, lambda 0.01, seed 3.
+// encoder, width 4, hidden 4, K = 8, lambda 0.01, seed 3, exported with its
+// input contract (the depth model's image input, its depth in metres up to
+// 80 m, blocks of 4 x 4 pixels, the row coordinate, 2 context bands).
 func Write(tb testing.TB, dir string) Files {
 	tb.Helper()
 	unet, err := onnx.NewTinyUNet(4, rand.New(rand.NewPCG(7, 1)))
@@ -66,12 +81,18 @@ func Write(tb testing.TB, dir string) Files {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 4, SharedEncoder: true,
-		Hidden: 4, K: 8, Lambda: 0.01, Seed: 3})
+	img, err := auxue.ImageFromPixels(false, 3, [3]int{0, 1, 2}, [3]float32{1. / 255, 1. / 255, 1. / 255}, [3]float32{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	aux, err := onnx.ExportAuxUE(am, []int64{1, 4, Height, Width})
+	contract := auxue.InputContract{Height: Height, Width: Width, Image: img, Factor: auxFactor,
+		Bands: auxGlobalContext, MaxDepth: 80, Row: true}
+	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: contract.Channels(), EncoderWidth: 4, SharedEncoder: true,
+		Hidden: 4, K: 8, Lambda: 0.01, GlobalContext: true, GlobalContextBands: auxGlobalContext, Seed: 3})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	aux, err := onnx.ExportAuxUEContract(am, contract)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -89,18 +110,22 @@ func Write(tb testing.TB, dir string) Files {
 }
 
 // WriteReference writes the models in the reference layout: Write's two
-// models plus depth.yaml (DepthIOSpec) and a MANIFEST with the sha256 of
-// each (the demo checks them).
+// models plus depth.yaml (DepthIOSpec), auxue.yaml (AuxUEIOSpec) and a
+// MANIFEST with the sha256 of each (the demo checks them).
 func WriteReference(tb testing.TB, dir string) Files {
 	tb.Helper()
 	f := Write(tb, dir)
 	f.DepthIOSpec, f.Manifest = filepath.Join(dir, DepthIOSpecFile), filepath.Join(dir, ManifestFile)
+	f.AuxUEIOSpec = filepath.Join(dir, AuxUEIOSpecFile)
 	if err := os.WriteFile(f.DepthIOSpec, []byte(DepthIOSpec), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(f.AuxUEIOSpec, []byte(AuxUEIOSpec), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	var m strings.Builder
 	m.WriteString("# test models with random weights (internal/testmodels)\n")
-	for _, p := range []string{f.Depth, f.DepthIOSpec, f.AuxUE} {
+	for _, p := range []string{f.Depth, f.DepthIOSpec, f.AuxUE, f.AuxUEIOSpec} {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			tb.Fatal(err)

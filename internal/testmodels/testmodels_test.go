@@ -28,7 +28,7 @@ type modelSection struct {
 // >= 1 lies in (0, 1], alpha >= 1, and the Laplace scale is > 0.
 func TestWriteReferenceRunsInONNXRuntime(t *testing.T) {
 	files := testmodels.WriteReference(t, filepath.Join(t.TempDir(), "models"))
-	for _, p := range []string{files.Depth, files.AuxUE, files.DepthIOSpec, files.Manifest} {
+	for _, p := range []string{files.Depth, files.AuxUE, files.DepthIOSpec, files.AuxUEIOSpec, files.Manifest} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatal(err)
 		}
@@ -51,9 +51,16 @@ func TestWriteReferenceRunsInONNXRuntime(t *testing.T) {
 	if !reflect.DeepEqual(depthSpec, cfg.Depth.IO) {
 		t.Fatalf("depth.yaml %+v differs from RuntimeConfig's depth.io %+v", depthSpec, cfg.Depth.IO)
 	}
-	auxSpec := cfg.AuxUE.IO
-	auxSpec.Features = append(auxSpec.Features, infer.FeatureSpec{Name: "alpha"}) // its shape tells K
-	if err := auxSpec.Validate(); err != nil {
+	auxSpec, err := infer.ParseIOSpec(readFile(t, files.AuxUEIOSpec), files.AuxUEIOSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutAlpha := auxSpec
+	withoutAlpha.Alpha = infer.TensorSpec{}
+	if !reflect.DeepEqual(withoutAlpha, cfg.AuxUE.IO) {
+		t.Fatalf("auxue.yaml %+v differs from RuntimeConfig's auxue.io %+v (alpha aside)", auxSpec, cfg.AuxUE.IO)
+	}
+	if err := infer.CheckPair(depthSpec, auxSpec, nil); err != nil {
 		t.Fatal(err)
 	}
 	plane := []int64{1, 1, testmodels.Height, testmodels.Width}
@@ -66,7 +73,7 @@ func TestWriteReferenceRunsInONNXRuntime(t *testing.T) {
 		bounds [][2]float32
 	}{
 		{"depth", files.Depth, depthSpec, [][]int64{plane}, nil},
-		{"auxue", files.AuxUE, auxSpec, [][]int64{plane, plane, {1, 8, testmodels.Height, testmodels.Width}},
+		{"auxue", files.AuxUE, auxSpec, [][]int64{plane, plane, {1, 8, testmodels.Height / 4, testmodels.Width / 4}},
 			// scale: softplus clipped at 1e-12; epistemic: K/S > 0; alpha: exp(z) + 1
 			[][2]float32{{1e-12, math.MaxFloat32}, {math.SmallestNonzeroFloat32, 1}, {1, math.MaxFloat32}}},
 	}
@@ -80,6 +87,11 @@ func TestWriteReferenceRunsInONNXRuntime(t *testing.T) {
 			in := sess.Input()
 			for i := range in {
 				in[i] = float32(i%17) / 17
+			}
+			if tc.spec.OwnsInputs() { // the depth in metres
+				for i := range sess.InputAt(1) {
+					sess.InputAt(1)[i] = 1 + float32(i%23)
+				}
 			}
 			fr, err := sess.Run(context.Background())
 			if err != nil {

@@ -18,9 +18,10 @@ import (
 
 // TestRealPipelineSnapshots serves the page from a running pipeline (seeded
 // test models, synthetic 20 fps camera): once a client asks, the pipeline
-// fills its snapshot and the images have the model's size; /metrics shows
-// the frames; /readyz turns ready; an event's snapshot (the random-weight
-// models alarm) is served at the path the event names.
+// fills its snapshot, the frame image has the model's size and the maps the
+// camera frame's; /metrics shows the frames; /readyz turns ready; an
+// event's snapshot (the random-weight models alarm) is served at the path
+// the event names.
 func TestRealPipelineSnapshots(t *testing.T) {
 	dir := t.TempDir()
 	testmodels.Write(t, dir)
@@ -86,8 +87,14 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: status %d, %v", name, resp.StatusCode, err)
 		}
-		if b := img.Bounds(); b.Dx() != 64 || b.Dy() != 32 {
-			t.Fatalf("%s: %v, want the model's 64x32", name, b)
+		// The frame is the model's input (64x32); the maps come back at
+		// the camera frame's size (128x64).
+		w, h := 128, 64
+		if name == "frame" {
+			w, h = 64, 32
+		}
+		if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+			t.Fatalf("%s: %v, want %dx%d", name, b, w, h)
 		}
 	}
 	_, metrics := get(t, base+"/metrics")

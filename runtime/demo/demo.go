@@ -8,7 +8,6 @@ package demo
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"gopkg.in/yaml.v3"
 )
 
 // Reference model files in the models directory.
@@ -202,20 +202,23 @@ func StartCamera(o Options, width, height int) (*Camera, error) {
 	return &Camera{Server: srv, Scenario: sc, URL: "rtsp://" + srv.Addr() + "/sim"}, nil
 }
 
-// Reference describes the reference models of a models directory.
+// Reference describes the models of a models directory: the files and
+// their IO specs.
 type Reference struct {
-	Dir   string
-	Depth infer.IOSpec // from depth.yaml
-	// AuxUE is the runtime/infer view of auxue.onnx and Inputs what feeds it.
-	AuxUE  infer.IOSpec
+	Dir                   string
+	DepthModel, DepthSpec string // files
+	AuxUEModel            string
+	// AuxUESpec is auxue.yaml, or "" when the directory has none (the
+	// AuxUE then reads one (1,4,H,W) "features" tensor, the normalized
+	// image and the depth in metres, and returns "scale" and "epistemic").
+	AuxUESpec string
+	Depth     infer.IOSpec // from depth.yaml
+	AuxUE     infer.IOSpec // from auxue.yaml, or the default above
+	// Inputs feed a features-input AuxUE (empty for one that owns its inputs).
 	Inputs []string
 }
 
-// ReadReference reads depth.yaml and, when present, auxue.yaml. Without
-// auxue.yaml the AuxUE is taken to read the normalized image and the depth
-// in metres as one (1,4,H,W) tensor "features" and to return "scale" (b)
-// and "epistemic" (K/S). With it, its input and outputs are used; when the
-// depth model exposes feature outputs, the first one feeds the AuxUE as is.
+// ReadReference reads depth.yaml and, when present, auxue.yaml.
 func ReadReference(dir string) (*Reference, error) {
 	if err := CheckModels(dir); err != nil {
 		return nil, err
@@ -224,36 +227,70 @@ func ReadReference(dir string) (*Reference, error) {
 	if err != nil {
 		return nil, err
 	}
-	specPath := filepath.Join(abs, DepthIOSpec)
-	raw, err := os.ReadFile(specPath)
-	if err != nil {
+	r := &Reference{Dir: abs, DepthModel: filepath.Join(abs, DepthModel), DepthSpec: filepath.Join(abs, DepthIOSpec),
+		AuxUEModel: filepath.Join(abs, AuxUEModel)}
+	if r.Depth, err = readSpec(r.DepthSpec, infer.KindDepth); err != nil {
 		return nil, err
 	}
-	depth, err := infer.ParseIOSpec(raw, specPath)
-	if err != nil {
-		return nil, err
-	}
-	r := &Reference{Dir: abs, Depth: depth, Inputs: []string{runtime.InputImage, runtime.InputDepth},
-		AuxUE: infer.IOSpec{
-			Input:    infer.InputSpec{Name: "features", Layout: "NCHW", Channels: 4, Height: depth.Input.Height, Width: depth.Input.Width},
-			Depth:    infer.OutputSpec{Name: "scale", Meaning: infer.MeaningMetricDepth},
-			Features: []infer.FeatureSpec{{Name: "epistemic"}},
-		}}
-	if len(depth.Features) > 0 {
-		r.Inputs = []string{depth.Features[0].Name}
-	}
-	descPath := filepath.Join(abs, AuxUEDescription)
-	raw, err = os.ReadFile(descPath)
-	if errors.Is(err, os.ErrNotExist) {
+	desc := filepath.Join(abs, AuxUEDescription)
+	if _, err := os.Stat(desc); errors.Is(err, os.ErrNotExist) {
+		r.AuxUE = infer.IOSpec{Kind: infer.KindAuxUE,
+			Input: infer.InputSpec{Name: "features", Layout: infer.LayoutNCHW, Channels: 4, Height: r.Depth.Input.Height, Width: r.Depth.Input.Width},
+			Scale: infer.TensorSpec{Name: "scale"}, Epistemic: infer.TensorSpec{Name: "epistemic"}}
+		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
+		if len(r.Depth.Features) > 0 {
+			r.Inputs = []string{r.Depth.Features[0].Name}
+		}
 		return r, nil
 	}
-	if err != nil {
+	r.AuxUESpec = desc
+	if r.AuxUE, err = readSpec(desc, infer.KindAuxUE); err != nil {
 		return nil, err
 	}
-	if r.AuxUE, err = runtime.ParseAuxUEDescription(raw, descPath); err != nil {
-		return nil, err
+	if !r.AuxUE.OwnsInputs() {
+		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
+		if len(r.Depth.Features) > 0 {
+			r.Inputs = []string{r.Depth.Features[0].Name}
+		}
 	}
 	return r, nil
+}
+
+// ReferenceFiles describes a depth model and an AuxUE given by their
+// files (any depth model and the AuxUE train auxue made for it); a spec
+// path "" is the model's path with .yaml.
+func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
+	beside := func(model, spec string) string {
+		if spec != "" {
+			return spec
+		}
+		return strings.TrimSuffix(model, filepath.Ext(model)) + ".yaml"
+	}
+	r := &Reference{Dir: filepath.Dir(depth), DepthModel: depth, DepthSpec: beside(depth, depthSpec), AuxUEModel: aux, AuxUESpec: beside(aux, auxSpec)}
+	for _, f := range []struct{ key, path string }{{"depth model", r.DepthModel}, {"depth spec", r.DepthSpec}, {"auxue model", r.AuxUEModel}, {"auxue spec", r.AuxUESpec}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	var err error
+	if r.Depth, err = readSpec(r.DepthSpec, infer.KindDepth); err != nil {
+		return nil, err
+	}
+	if r.AuxUE, err = readSpec(r.AuxUESpec, infer.KindAuxUE); err != nil {
+		return nil, err
+	}
+	if !r.AuxUE.OwnsInputs() {
+		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
+	}
+	return r, nil
+}
+
+func readSpec(path, kind string) (infer.IOSpec, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return infer.IOSpec{}, err
+	}
+	return infer.ParseIOSpecKind(raw, path, kind)
 }
 
 // Config builds the runtime configuration of the demo for a camera URL,
@@ -264,19 +301,29 @@ func Config(o Options, cameraURL string) (*runtime.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := ref.AuxUE
-	auxIO := fmt.Sprintf("{input: {name: %q, layout: NCHW, channels: %d, height: %d, width: %d}, depth: {name: %q, meaning: metric_depth}, features: [{name: %q}]}",
-		a.Input.Name, a.Input.Channels, a.Input.Height, a.Input.Width, a.Depth.Name, a.Features[0].Name)
-	inputs, err := json.Marshal(ref.Inputs)
-	if err != nil {
-		return nil, err
-	}
+	return ConfigFor(o, ref, cameraURL)
+}
+
+// ConfigFor is Config for the models ref describes (any depth model and
+// its AuxUE, e.g. for didoedge calibrate --depth ... --auxue ...).
+func ConfigFor(o Options, ref *Reference, cameraURL string) (*runtime.Config, error) {
+	o.defaults()
 	if o.WorkDir == "" {
 		return nil, errors.New("demo: work directory required")
 	}
-	models := ref.Dir
+	auxSpec := ref.AuxUESpec
+	if auxSpec == "" { // the default description, written for the parser to read
+		data, err := ref.AuxUE.Marshal("AuxUE IO assumed by the demo: no auxue.yaml beside " + ref.AuxUEModel)
+		if err != nil {
+			return nil, err
+		}
+		auxSpec = filepath.Join(o.WorkDir, "auxue-default.yaml")
+		if err := os.WriteFile(auxSpec, data, 0o644); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+	}
 	cal := o.Calibration
-	if p := filepath.Join(models, CalibrationFn); cal == "" && fileExists(p) {
+	if p := filepath.Join(ref.Dir, CalibrationFn); cal == "" && fileExists(p) {
 		cal = p
 	}
 	if cal == "" {
@@ -289,24 +336,14 @@ func Config(o Options, cameraURL string) (*runtime.Config, error) {
 	if o.MQTT != "" {
 		broker = o.MQTT
 	}
-	zones := `
-    - name: ego_lane_near
-      polygon: [[0.38, 0.55], [0.62, 0.55], [0.85, 1.0], [0.15, 1.0]]
-    - name: left_side
-      polygon: [[0.0, 0.5], [0.38, 0.55], [0.15, 1.0], [0.0, 1.0]]
-    - name: right_side
-      polygon: [[0.62, 0.55], [1.0, 0.5], [1.0, 1.0], [0.85, 1.0]]
-    - name: road_ahead
-      polygon: [[0.3, 0.42], [0.7, 0.42], [0.62, 0.55], [0.38, 0.55]]`
+	zones := []alerts.ZoneSpec{
+		{Name: "ego_lane_near", Polygon: [][2]float64{{0.38, 0.55}, {0.62, 0.55}, {0.85, 1.0}, {0.15, 1.0}}},
+		{Name: "left_side", Polygon: [][2]float64{{0.0, 0.5}, {0.38, 0.55}, {0.15, 1.0}, {0.0, 1.0}}},
+		{Name: "right_side", Polygon: [][2]float64{{0.62, 0.55}, {1.0, 0.5}, {1.0, 1.0}, {0.85, 1.0}}},
+		{Name: "road_ahead", Polygon: [][2]float64{{0.3, 0.42}, {0.7, 0.42}, {0.62, 0.55}, {0.38, 0.55}}},
+	}
 	if len(o.Zones) > 0 {
-		zones = ""
-		for _, z := range o.Zones {
-			poly, err := json.Marshal(z.Polygon)
-			if err != nil {
-				return nil, err
-			}
-			zones += fmt.Sprintf("\n    - {name: %q, polygon: %s}", z.Name, poly)
-		}
+		zones = o.Zones
 	}
 	tm := alerts.DefaultTiming()
 	if o.Timing != nil {
@@ -316,53 +353,41 @@ func Config(o Options, cameraURL string) (*runtime.Config, error) {
 	if o.Snapshots {
 		snapshots = filepath.Join(o.WorkDir, "snapshots")
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `camera:
-  url: %q
-  stall_timeout: 3s
-inference:
-  providers: [{name: cpu}]
-depth:
-  model: %q
-  io_spec: %q
-auxue:
-  model: %q
-  io: %s
-  inputs: %s
-alerts:
-  vehicle: demo
-  camera: front
-  calibration: %q
-  zones:%s
-  events:
-    fusion_time_constant: %s
-    enter_inertia: %s
-    critical_enter_inertia: %s
-    exit_inertia: %s
-    min_episode: %s
-    merge_window: %s
-    camera_stall: 3s
-    update_interval: %s
-  snapshots: {dir: %q, max_bytes: 16777216}
-  homeassistant: {discovery: %v}
-  mqtt:
-    broker: %q
-    client_id: didoedge-demo
-    stats_interval: 5s
-    close_timeout: 3s
-  outbox:
-    dir: %q
-  embedded:
-    listen: %q
-    allow_anonymous: true
-http:
-  listen: %q
-  max_fps: 4
-`, cameraURL, filepath.Join(models, DepthModel), filepath.Join(models, DepthIOSpec),
-		filepath.Join(models, AuxUEModel), auxIO, inputs, cal, zones,
-		tm.FusionTimeConstant, tm.EnterInertia, tm.CriticalEnterInertia, tm.ExitInertia, tm.MinEpisode, tm.MergeWindow, o.UpdateInterval, snapshots,
-		o.HomeAssistant, broker, filepath.Join(o.WorkDir, "outbox"), o.BrokerListen, o.HTTP)
-	return runtime.Parse("demo defaults", []byte(b.String()), models)
+	type m = map[string]any
+	auxue := m{"model": ref.AuxUEModel, "io_spec": auxSpec}
+	if len(ref.Inputs) > 0 {
+		auxue["inputs"] = ref.Inputs
+	}
+	doc := m{
+		"camera":    m{"url": cameraURL, "stall_timeout": "3s"},
+		"inference": m{"providers": []m{{"name": "cpu"}}},
+		"depth":     m{"model": ref.DepthModel, "io_spec": ref.DepthSpec},
+		"auxue":     auxue,
+		"alerts": m{
+			"vehicle": "demo", "camera": "front", "calibration": cal, "zones": zones,
+			"events": m{
+				"fusion_time_constant":   tm.FusionTimeConstant.String(),
+				"enter_inertia":          tm.EnterInertia.String(),
+				"critical_enter_inertia": tm.CriticalEnterInertia.String(),
+				"exit_inertia":           tm.ExitInertia.String(),
+				"min_episode":            tm.MinEpisode.String(),
+				"merge_window":           tm.MergeWindow.String(),
+				"camera_stall":           "3s",
+				"update_interval":        o.UpdateInterval.String(),
+			},
+			"snapshots":     m{"dir": snapshots, "max_bytes": 16 << 20},
+			"homeassistant": m{"discovery": o.HomeAssistant},
+			"mqtt":          m{"broker": broker, "client_id": "didoedge-demo", "stats_interval": "5s", "close_timeout": "3s"},
+			"outbox":        m{"dir": filepath.Join(o.WorkDir, "outbox")},
+			"embedded":      m{"listen": o.BrokerListen, "allow_anonymous": true},
+		},
+		"http": m{"listen": o.HTTP, "max_fps": 4},
+	}
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("demo config: %w", err)
+	}
+	return runtime.Parse("demo defaults", data, ref.Dir)
 }
 
 // writeDemoCalibration writes the built-in thresholds without the

@@ -1,9 +1,24 @@
 package infer
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
+
+// normalize maps empty and nil slices to nil (YAML writes neither).
+func normalize(s IOSpec) IOSpec {
+	if len(s.Input.Mean) == 0 {
+		s.Input.Mean = nil
+	}
+	if len(s.Input.Std) == 0 {
+		s.Input.Std = nil
+	}
+	if len(s.Features) == 0 {
+		s.Features = nil
+	}
+	return s
+}
 
 const goodSpec = `
 input: {name: image, layout: NCHW, channels: 3, height: 192, width: 640, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
@@ -25,12 +40,12 @@ func TestParseIOSpec(t *testing.T) {
 		{"unknown key", "input: {name: image, height: 2, width: 2, colour: rgb}\ndepth: {name: d, meaning: metric_depth}", "field colour not found"},
 		{"bad meaning", "input: {name: image, height: 2, width: 2}\ndepth: {name: d, meaning: depthish}", `depth.meaning: "depthish"`},
 		{"no input name", "input: {height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", "input.name: empty"},
-		{"layout", "input: {name: i, layout: NHWC, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", `input.layout: "NHWC"`},
+		{"layout", "input: {name: i, layout: NWCH, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}", `input.layout: "NWCH" is not one of NCHW, NHWC`},
 		{"mean count", "input: {name: i, height: 2, width: 2, mean: [0.5]}\ndepth: {name: d, meaning: metric_depth}", "input.mean: 1 values for 3 channels"},
 		{"zero std", "input: {name: i, height: 2, width: 2, std: [1, 0, 1]}\ndepth: {name: d, meaning: metric_depth}", "input.std[1]"},
 		{"negative scale", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth, scale: -1}", "depth.scale"},
-		{"duplicate feature", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}\nfeatures: [{name: d}]", `features[0].name: "d" is listed twice`},
-		{"no size", "input: {name: i}\ndepth: {name: d, meaning: metric_depth}", "must be positive"},
+		{"duplicate feature", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}\nfeatures: [{name: d}]", `features[0].name: "d" is also depth`},
+		{"no size", "input: {name: i}\ndepth: {name: d, meaning: metric_depth}", "must be in [1, 16384]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,6 +62,9 @@ func FuzzParseIOSpec(f *testing.F) {
 	f.Add([]byte("input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}"))
 	f.Add([]byte("input: [1, 2]"))
 	f.Add([]byte("{{{"))
+	f.Add([]byte(auxSpecYAML))
+	f.Add([]byte("kind: auxue\ninput: {name: f, channels: 5, height: 4, width: 4}\nscale: {name: s}\nepistemic: {name: e}\n"))
+	f.Add([]byte("input: {name: i, layout: NHWC, height: 518, width: 518, color: bgr, pixel_range: 255}\ndepth: {name: d, meaning: relative}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseIOSpec(data, "fuzz.yaml")
 		if err != nil {
@@ -57,6 +75,18 @@ func FuzzParseIOSpec(f *testing.F) {
 		}
 		if s.Input.Height <= 0 || s.Input.Width <= 0 || s.Input.Name == "" || s.scale() <= 0 {
 			t.Fatalf("accepted invalid spec %+v", s)
+		}
+		// What the parser accepts, the writer writes and the parser reads back.
+		out, err := s.Marshal("fuzz")
+		if err != nil {
+			t.Fatalf("accepted spec does not marshal: %v", err)
+		}
+		back, err := ParseIOSpec(out, "fuzz-out.yaml")
+		if err != nil {
+			t.Fatalf("marshalled spec does not parse: %v\n%s", err, out)
+		}
+		if !reflect.DeepEqual(normalize(back), normalize(s)) {
+			t.Fatalf("round trip changed %+v into %+v", s, back)
 		}
 	})
 }

@@ -8,41 +8,67 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
+// wantInputShapes are the concrete input shapes the spec feeds (batch 1),
+// in inputNames order.
+func (s IOSpec) wantInputShapes() []ort.Shape {
+	h, w, c := int64(s.Input.Height), int64(s.Input.Width), int64(s.channels())
+	first := ort.NewShape(1, c, h, w)
+	if s.Layout() == LayoutNHWC {
+		first = ort.NewShape(1, h, w, c)
+	}
+	shapes := []ort.Shape{first}
+	if s.OwnsInputs() {
+		shapes = append(shapes, ort.NewShape(1, 1, h, w))
+	}
+	return shapes
+}
+
 // matchSpec checks the spec against the model's declared inputs and outputs
-// and returns the concrete input shape (batch 1) and the output shapes as
-// declared (dynamic dims as -1, batch already set to 1). On mismatch the
-// error lists the spec and the model's real inputs and outputs.
-func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) (ort.Shape, []ort.Shape, error) {
+// and returns the concrete input shapes (batch 1, dynamic dims resolved at
+// the spec's size) and the output shapes as declared (dynamic dims as -1,
+// batch set to 1). On mismatch the error lists the spec and the model side
+// by side.
+func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) ([]ort.Shape, []ort.Shape, error) {
 	var problems []string
-	want := ort.NewShape(1, int64(spec.channels()), int64(spec.Input.Height), int64(spec.Input.Width))
-	in := findInfo(inputs, spec.Input.Name)
-	switch {
-	case in == nil:
-		problems = append(problems, fmt.Sprintf("input %q not found", spec.Input.Name))
-	case in.OrtValueType != ort.ONNXTypeTensor || in.DataType != ort.TensorElementDataTypeFloat:
-		problems = append(problems, fmt.Sprintf("input %q is %s, want a float tensor", in.Name, describe(*in)))
-	case len(in.Dimensions) != 4:
-		problems = append(problems, fmt.Sprintf("input %q has shape %v, want NCHW %v", in.Name, in.Dimensions, want))
-	default:
-		for i, d := range in.Dimensions {
-			if d >= 0 && d != want[i] {
-				problems = append(problems, fmt.Sprintf("input %q has shape %v, the spec gives %v", in.Name, in.Dimensions, want))
-				break
+	want := spec.wantInputShapes()
+	inNames := spec.inputNames()
+	for i, name := range inNames {
+		key := "input"
+		if i == 1 {
+			key = "depth_input"
+		}
+		in := findInfo(inputs, name)
+		switch {
+		case in == nil:
+			problems = append(problems, fmt.Sprintf("%s: the model has no input %q", key, name))
+		case in.OrtValueType != ort.ONNXTypeTensor || in.DataType != ort.TensorElementDataTypeFloat:
+			problems = append(problems, fmt.Sprintf("%s: input %q is %s, want a float32 tensor", key, in.Name, describe(*in)))
+		case len(in.Dimensions) != len(want[i]):
+			problems = append(problems, fmt.Sprintf("%s: input %q has shape %v, the spec gives %s %v", key, in.Name, in.Dimensions, layoutName(spec, i), want[i]))
+		default:
+			for d, v := range in.Dimensions {
+				if v >= 0 && v != want[i][d] {
+					problems = append(problems, fmt.Sprintf("%s: input %q has shape %v, the spec gives %s %v", key, in.Name, in.Dimensions, layoutName(spec, i), want[i]))
+					break
+				}
 			}
 		}
 	}
-	if len(inputs) > 1 {
-		problems = append(problems, fmt.Sprintf("the model has %d inputs; only single-input models are supported", len(inputs)))
+	for _, in := range inputs {
+		if !contains(inNames, in.Name) {
+			problems = append(problems, fmt.Sprintf("the model's input %q is not fed by the spec (inputs it feeds: %s)", in.Name, strings.Join(inNames, ", ")))
+		}
 	}
 	var shapes []ort.Shape
-	for _, name := range spec.outputNames() {
+	roles := spec.outputRoles()
+	for i, name := range spec.outputNames() {
 		out := findInfo(outputs, name)
 		switch {
 		case out == nil:
-			problems = append(problems, fmt.Sprintf("output %q not found", name))
+			problems = append(problems, fmt.Sprintf("%s: the model has no output %q", roles[i], name))
 			continue
 		case out.OrtValueType != ort.ONNXTypeTensor || out.DataType != ort.TensorElementDataTypeFloat:
-			problems = append(problems, fmt.Sprintf("output %q is %s, want a float tensor", name, describe(*out)))
+			problems = append(problems, fmt.Sprintf("%s: output %q is %s, want a float32 tensor", roles[i], name, describe(*out)))
 			continue
 		}
 		sh := out.Dimensions.Clone()
@@ -52,11 +78,73 @@ func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) (ort.Shape, [
 		shapes = append(shapes, sh)
 	}
 	if len(problems) > 0 {
-		return nil, nil, errors.New(strings.Join(problems, "; ") +
-			"\n  spec:  input " + spec.Input.Name + " " + want.String() + ", outputs " + strings.Join(spec.outputNames(), ", ") +
-			"\n  model: inputs " + describeAll(inputs) + "; outputs " + describeAll(outputs))
+		return nil, nil, mismatch(spec, inputs, outputs, problems)
 	}
 	return want, shapes, nil
+}
+
+// checkOutputShapes checks the concrete output shapes against the roles:
+// depth, scale and epistemic must each be one map (MapShape), alpha
+// (1,K,h,w).
+func checkOutputShapes(spec IOSpec, shapes []ort.Shape, inputs, outputs []ort.InputOutputInfo) error {
+	var problems []string
+	roles, names := spec.outputRoles(), spec.outputNames()
+	for i, sh := range shapes {
+		switch roles[i] {
+		case RoleDepth, RoleScale, RoleEpistemic:
+			if _, _, err := MapShape(sh); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: output %q: %v", roles[i], names[i], err))
+			}
+		case RoleAlpha:
+			if len(sh) != 4 || sh[0] != 1 || sh[1] < 2 {
+				problems = append(problems, fmt.Sprintf("alpha: output %q has shape %v, want (1,K,h,w)", names[i], sh))
+			} else if spec.AuxUE != nil && spec.AuxUE.K > 0 && sh[1] != int64(spec.AuxUE.K) {
+				// A spec written for another AuxUE (k: 8 against a 32-bin
+				// model) would read the wrong bins' evidence.
+				problems = append(problems, fmt.Sprintf("auxue.k: %d, but alpha output %q has %d bins (shape %v)", spec.AuxUE.K, names[i], sh[1], sh))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return mismatch(spec, inputs, outputs, problems)
+	}
+	return nil
+}
+
+// mismatch joins the problems and shows the spec and the model side by side.
+func mismatch(spec IOSpec, inputs, outputs []ort.InputOutputInfo, problems []string) error {
+	want := spec.wantInputShapes()
+	var in []string
+	for i, n := range spec.inputNames() {
+		in = append(in, fmt.Sprintf("%s %s %v", n, layoutName(spec, i), want[i]))
+	}
+	var out []string
+	roles := spec.outputRoles()
+	for i, n := range spec.outputNames() {
+		out = append(out, roles[i]+"="+n)
+	}
+	return errors.New(strings.Join(problems, "; ") +
+		"\n  spec:  inputs [" + strings.Join(in, ", ") + "]; outputs [" + strings.Join(out, ", ") + "]" +
+		"\n  model: inputs " + describeAll(inputs) + "; outputs " + describeAll(outputs))
+}
+
+func layoutName(spec IOSpec, i int) string {
+	switch {
+	case i == 1:
+		return "(1,1,H,W)"
+	case spec.IsAuxUE() && !spec.OwnsInputs():
+		return "NCHW"
+	}
+	return spec.Layout()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 func findInfo(infos []ort.InputOutputInfo, name string) *ort.InputOutputInfo {
@@ -104,18 +192,28 @@ func needsProbe(shapes []ort.Shape) bool {
 }
 
 // probeOutputShapes runs the model once on zeros (CPU) to learn the concrete
-// output shapes for the fixed input shape.
-func probeOutputShapes(data []byte, inputName string, inShape ort.Shape, outNames []string) ([]ort.Shape, error) {
-	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, []string{inputName}, outNames, nil)
+// output shapes for the fixed input shapes.
+func probeOutputShapes(data []byte, inNames []string, inShapes []ort.Shape, outNames []string) ([]ort.Shape, error) {
+	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, inNames, outNames, nil)
 	if err != nil {
 		return nil, fmt.Errorf("probe output shapes: %w", err)
 	}
 	defer sess.Destroy()
-	in, err := ort.NewEmptyTensor[float32](inShape)
-	if err != nil {
-		return nil, fmt.Errorf("probe output shapes: %w", err)
+	ins := make([]ort.Value, len(inShapes))
+	defer func() {
+		for _, v := range ins {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	for i, sh := range inShapes {
+		t, err := ort.NewEmptyTensor[float32](sh)
+		if err != nil {
+			return nil, fmt.Errorf("probe output shapes: %w", err)
+		}
+		ins[i] = t
 	}
-	defer in.Destroy()
 	outs := make([]ort.Value, len(outNames))
 	defer func() {
 		for _, v := range outs {
@@ -124,7 +222,7 @@ func probeOutputShapes(data []byte, inputName string, inShape ort.Shape, outName
 			}
 		}
 	}()
-	if err := sess.Run([]ort.Value{in}, outs); err != nil {
+	if err := sess.Run(ins, outs); err != nil {
 		return nil, fmt.Errorf("probe output shapes: %w", err)
 	}
 	shapes := make([]ort.Shape, len(outs))

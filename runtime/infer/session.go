@@ -28,20 +28,23 @@ type Session struct {
 	lib       Library
 	provider  string
 	sess      *ort.AdvancedSession
-	input     *ort.Tensor[float32]
-	inShape   ort.Shape
+	inputs    []*ort.Tensor[float32]
+	inShapes  []ort.Shape
 	outputs   []*ort.Tensor[float32]
 	outNames  []string
+	outMaps   [][2]int // (h, w) of the map outputs (depth, scale, epistemic); 0 otherwise
 	nonFinite []int
+	pixels    PixelTransform
 	release   func() error
+	sha       string
 
 	frames, flagged, nonFiniteValues atomic.Uint64
 }
 
 // Frame reports the health of one Run's outputs.
 type Frame struct {
-	// NonFinite counts NaN and ±Inf values per output, depth first then the
-	// features in spec order. The slice is reused by the next Run.
+	// NonFinite counts NaN and ±Inf values per output, in the order of
+	// Output. The slice is reused by the next Run.
 	NonFinite []int
 	// Valid is false when any output holds a non-finite value; such a frame
 	// must not be used as depth.
@@ -92,21 +95,33 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 	if err != nil {
 		return fmt.Errorf("load model %q: not a loadable ONNX model: %w", s.path, err)
 	}
-	inShape, outShapes, err := matchSpec(s.spec, inputs, outputs)
+	inShapes, outShapes, err := matchSpec(s.spec, inputs, outputs)
 	if err != nil {
 		return fmt.Errorf("model %q does not match its io spec: %w", s.path, err)
 	}
-	s.inShape = inShape
+	s.inShapes = inShapes
 	s.outNames = s.spec.outputNames()
+	s.pixels = s.spec.Pixels()
 	if needsProbe(outShapes) {
-		if outShapes, err = probeOutputShapes(data, s.spec.Input.Name, inShape, s.outNames); err != nil {
+		if outShapes, err = probeOutputShapes(data, s.spec.inputNames(), inShapes, s.outNames); err != nil {
 			return fmt.Errorf("model %q: %w", s.path, err)
 		}
 	}
-	if s.input, err = ort.NewEmptyTensor[float32](inShape); err != nil {
-		return fmt.Errorf("model %q: allocate input %v: %w", s.path, inShape, err)
+	if err := checkOutputShapes(s.spec, outShapes, inputs, outputs); err != nil {
+		return fmt.Errorf("model %q does not match its io spec: %w", s.path, err)
+	}
+	ins := make([]ort.Value, len(inShapes))
+	for i, sh := range inShapes {
+		t, err := ort.NewEmptyTensor[float32](sh)
+		if err != nil {
+			return fmt.Errorf("model %q: allocate input %v: %w", s.path, sh, err)
+		}
+		s.inputs = append(s.inputs, t)
+		ins[i] = t
 	}
 	values := make([]ort.Value, len(outShapes))
+	roles := s.spec.outputRoles()
+	s.outMaps = make([][2]int, len(outShapes))
 	for i, sh := range outShapes {
 		t, err := ort.NewEmptyTensor[float32](sh)
 		if err != nil {
@@ -114,18 +129,23 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 		}
 		s.outputs = append(s.outputs, t)
 		values[i] = t
+		if roles[i] == RoleDepth || roles[i] == RoleScale || roles[i] == RoleEpistemic {
+			h, w, _ := MapShape(sh)
+			s.outMaps[i] = [2]int{h, w}
+		}
 	}
 	s.nonFinite = make([]int, len(s.outputs))
 
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
+	s.sha = sha
 	providers := cfg.providers()
 	var reasons []string
 	for i, p := range providers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sess, err := s.create(data, cfg, p, sha, values)
+		sess, err := s.create(data, cfg, p, sha, ins, values)
 		if err == nil {
 			s.sess, s.provider = sess, p.Name
 			return nil
@@ -141,7 +161,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 
 // create builds the session for one provider. Provider initialization may
 // install native signal handlers over Go's; they are restored afterwards.
-func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, outputs []ort.Value) (*ort.AdvancedSession, error) {
+func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, inputs, outputs []ort.Value) (*ort.AdvancedSession, error) {
 	opts, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
@@ -154,11 +174,11 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 	}
 	var sess *ort.AdvancedSession
 	withSignalsPreserved(func() {
-		if err = appendProvider(opts, p, sha, s.inShape); err != nil {
+		if err = appendProvider(opts, p, sha, s.inShapes[0]); err != nil {
 			return
 		}
-		sess, err = ort.NewAdvancedSessionWithONNXData(data, []string{s.spec.Input.Name}, s.outNames,
-			[]ort.Value{s.input}, outputs, opts)
+		sess, err = ort.NewAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames,
+			inputs, outputs, opts)
 	})
 	return sess, err
 }
@@ -204,18 +224,37 @@ func countNonFinite(xs []float32) int {
 	return n
 }
 
-// Input returns the input tensor's NCHW backing slice; fill it before Run.
-func (s *Session) Input() []float32 { return s.input.GetData() }
+// Input returns the first input tensor's backing slice (the image, or an
+// AuxUE's features), in the spec's layout; fill it before Run.
+func (s *Session) Input() []float32 { return s.inputs[0].GetData() }
 
-// InputShape returns the input tensor's shape (1, C, H, W).
-func (s *Session) InputShape() []int64 { return s.inShape }
+// InputAt returns input i's backing slice: 0 the image (or features),
+// 1 an AuxUE's depth input.
+func (s *Session) InputAt(i int) []float32 { return s.inputs[i].GetData() }
 
-// Output returns output i (0 = depth, then features in spec order) as the
-// tensor's backing slice, valid until the next Run.
+// InputShape returns the first input's shape: (1,C,H,W) or (1,H,W,C).
+func (s *Session) InputShape() []int64 { return s.inShapes[0] }
+
+// Spec returns the IO spec the session was opened with.
+func (s *Session) Spec() IOSpec { return s.spec }
+
+// SHA256 is the model file's sha256 (hex).
+func (s *Session) SHA256() string { return s.sha }
+
+// Path is the model file.
+func (s *Session) Path() string { return s.path }
+
+// Output returns output i as the tensor's backing slice, valid until the
+// next Run. Depth models: 0 = depth, then the features in spec order;
+// AuxUEs: 0 = scale, 1 = epistemic, 2 = alpha when the spec names it.
 func (s *Session) Output(i int) []float32 { return s.outputs[i].GetData() }
 
 // OutputShape returns the shape of output i.
 func (s *Session) OutputShape(i int) []int64 { return s.outputs[i].GetShape() }
+
+// MapSize is the (width, height) of map output i (depth, scale,
+// epistemic), whatever its rank (MapShape); 0, 0 for other outputs.
+func (s *Session) MapSize(i int) (w, h int) { return s.outMaps[i][1], s.outMaps[i][0] }
 
 // OutputNames lists the outputs in the order Output indexes them.
 func (s *Session) OutputNames() []string { return s.outNames }
@@ -232,12 +271,13 @@ func (s *Session) Stats() Stats {
 }
 
 // SetImageRGB8 writes an interleaved RGB8 image (row stride in bytes) into
-// the input tensor as normalized NCHW planes: (p/255 - mean[c]) / std[c]. The
-// image must already have the spec's size.
+// the image input: x = p*range/255 - mean[c]) / std[c] in the spec's channel
+// order (rgb or bgr), planar (NCHW) or interleaved (NHWC). The image must
+// already have the spec's size.
 func (s *Session) SetImageRGB8(pix []byte, width, height, stride int) error {
 	in := s.spec.Input
-	if s.spec.channels() != 3 {
-		return fmt.Errorf("model %q: SetImageRGB8 needs a 3-channel input, spec has %d", s.path, s.spec.channels())
+	if s.spec.IsAuxUE() && !s.spec.OwnsInputs() {
+		return fmt.Errorf("model %q: input %q is an AuxUE features input, not an image", s.path, in.Name)
 	}
 	if width != in.Width || height != in.Height {
 		return fmt.Errorf("model %q: image is %dx%d, input %q wants %dx%d", s.path, width, height, in.Name, in.Width, in.Height)
@@ -245,53 +285,94 @@ func (s *Session) SetImageRGB8(pix []byte, width, height, stride int) error {
 	if stride < 3*width || len(pix) < (height-1)*stride+3*width {
 		return fmt.Errorf("model %q: image buffer of %d bytes (stride %d) is too small for %dx%d RGB", s.path, len(pix), stride, width, height)
 	}
-	var scale, shift [3]float32
-	for c := range 3 {
-		mean, std := float32(0), float32(1)
-		if len(in.Mean) == 3 {
-			mean = in.Mean[c]
-		}
-		if len(in.Std) == 3 {
-			std = in.Std[c]
-		}
-		scale[c] = 1 / (255 * std)
-		shift[c] = -mean / std
+	dst := s.inputs[0].GetData()
+	if s.spec.channels() == 1 {
+		greyInto(s.pixels, pix, width, height, stride, dst)
+		return nil
 	}
-	dst := s.input.GetData()
+	NormalizeRGB8(s.pixels, s.spec.Layout() == LayoutNHWC, pix, width, height, stride, dst)
+	return nil
+}
+
+// greyInto writes the luma 0.299 R + 0.587 G + 0.114 B (ITU-R BT.601) of
+// each pixel through channel 0 of t.
+func greyInto(t PixelTransform, pix []byte, width, height, stride int, dst []float32) {
+	for y := range height {
+		row := pix[y*stride : y*stride+3*width]
+		for x := range width {
+			p := row[3*x : 3*x+3 : 3*x+3]
+			l := 0.299*float32(p[0]) + 0.587*float32(p[1]) + 0.114*float32(p[2])
+			dst[y*width+x] = l*t.Gain[0] + t.Offset[0]
+		}
+	}
+}
+
+// NormalizeRGB8 writes an interleaved RGB8 image into dst (3*width*height
+// values) through the pixel transform t, planar or interleaved (nhwc).
+func NormalizeRGB8(t PixelTransform, nhwc bool, pix []byte, width, height, stride int, dst []float32) {
+	g0, g1, g2 := t.Gain[0], t.Gain[1], t.Gain[2]
+	o0, o1, o2 := t.Offset[0], t.Offset[1], t.Offset[2]
+	i0, i1, i2 := t.Order[0], t.Order[1], t.Order[2]
 	plane := width * height
-	r, g, b := dst[:plane], dst[plane:2*plane], dst[2*plane:3*plane]
 	for y := range height {
 		row := pix[y*stride : y*stride+3*width]
 		o := y * width
 		for x := range width {
 			p := row[3*x : 3*x+3 : 3*x+3]
-			r[o+x] = float32(p[0])*scale[0] + shift[0]
-			g[o+x] = float32(p[1])*scale[1] + shift[1]
-			b[o+x] = float32(p[2])*scale[2] + shift[2]
+			a := float32(p[i0])*g0 + o0
+			b := float32(p[i1])*g1 + o1
+			c := float32(p[i2])*g2 + o2
+			if nhwc {
+				d := dst[3*(o+x) : 3*(o+x)+3 : 3*(o+x)+3]
+				d[0], d[1], d[2] = a, b, c
+			} else {
+				dst[o+x], dst[plane+o+x], dst[2*plane+o+x] = a, b, c
+			}
 		}
 	}
-	return nil
 }
 
-// DepthInto converts the depth output of the last Run to metres in dst
-// (len(dst) = the depth output's element count). Values that are NaN, Inf,
-// or not positive after conversion are written as 0 (no depth) and counted.
+// DepthInto reads the depth output of the last Run into dst (len(dst) =
+// the depth map's size). Metric meanings give metres: values that are
+// NaN, Inf or not positive after conversion are written as 0 (no depth)
+// and counted. A relative model gives its relative inverse depth times
+// scale; only non-finite values count as invalid (written 0).
 func (s *Session) DepthInto(dst []float32) (invalid int, err error) {
+	if s.spec.IsAuxUE() {
+		return 0, fmt.Errorf("model %q: an AuxUE has no depth output", s.path)
+	}
 	src := s.outputs[0].GetData()
 	if len(dst) != len(src) {
 		return 0, fmt.Errorf("model %q: depth buffer has %d values, output %q has %d", s.path, len(dst), s.outNames[0], len(src))
 	}
 	k := s.spec.scale()
-	inverse := s.spec.Depth.Meaning != MeaningMetricDepth
-	for i, v := range src {
-		d := v * k
-		if inverse {
-			d = k / v
+	switch s.spec.Depth.Meaning {
+	case MeaningRelative:
+		for i, v := range src {
+			d := v * k
+			if d-d != 0 {
+				d = 0
+				invalid++
+			}
+			dst[i] = d
 		}
+		return invalid, nil
+	case MeaningMetricDepth:
+		for i, v := range src {
+			d := v * k
+			if d-d != 0 || d <= 0 {
+				d = 0
+				invalid++
+			}
+			dst[i] = d
+		}
+		return invalid, nil
+	}
+	for i, v := range src {
+		d := k / v
 		if d-d != 0 || d <= 0 {
-			dst[i] = 0
+			d = 0
 			invalid++
-			continue
 		}
 		dst[i] = d
 	}
@@ -312,10 +393,10 @@ func (s *Session) Close() error {
 		errs = append(errs, t.Destroy())
 	}
 	s.outputs = nil
-	if s.input != nil {
-		errs = append(errs, s.input.Destroy())
-		s.input = nil
+	for _, t := range s.inputs {
+		errs = append(errs, t.Destroy())
 	}
+	s.inputs = nil
 	if s.release != nil {
 		errs = append(errs, s.release())
 		s.release = nil

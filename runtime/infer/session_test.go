@@ -19,17 +19,20 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// affineModel is depth = x * a + c on a (1,C,H,W) input "image", with an
-// extra output "feat" = Relu(x) for feature plumbing.
+// affineModel is depth = x * a + c on channel 0 of a (1,C,H,W) input
+// "image" (a (1,1,H,W) map), with an extra output "feat" = Relu(x) of every
+// channel for feature plumbing.
 func affineModel(c, h, w int, a, b float32) *onnx.Model {
 	bl := onnx.NewBuilder("affine")
 	x := bl.Input("image", 1, int64(c), int64(h), int64(w))
-	y := bl.Op("Mul", []string{x, bl.Const("a", nil, []float32{a})})
+	x0 := bl.Op("Slice", []string{x, bl.ConstInt64("starts", []int64{1}, []int64{0}),
+		bl.ConstInt64("ends", []int64{1}, []int64{1}), bl.ConstInt64("axes", []int64{1}, []int64{1})})
+	y := bl.Op("Mul", []string{x0, bl.Const("a", nil, []float32{a})})
 	y = bl.Op("Add", []string{y, bl.Const("b", nil, []float32{b})})
 	f := bl.Op("Relu", []string{x})
 	bl.Rename(y, "depth")
 	bl.Rename(f, "feat")
-	bl.OutputShaped("depth", 1, int64(c), int64(h), int64(w))
+	bl.OutputShaped("depth", 1, 1, int64(h), int64(w))
 	bl.Output("feat", 4) // dims left unknown: the session learns them by a probe run
 	return bl.Model()
 }
@@ -78,8 +81,8 @@ func newSession(t testing.TB, path string, s IOSpec, cfg Config, log *slog.Logge
 }
 
 func TestRunMatchesClosedForm(t *testing.T) {
-	path := saveModel(t, affineModel(2, 3, 4, 2, 0.5))
-	sess := newSession(t, path, spec(2, 3, 4, MeaningMetricDepth, "feat"), Config{}, nil)
+	path := saveModel(t, affineModel(3, 3, 4, 2, 0.5))
+	sess := newSession(t, path, spec(3, 3, 4, MeaningMetricDepth, "feat"), Config{}, nil)
 	if sess.Provider() != ProviderCPU {
 		t.Fatalf("provider %q", sess.Provider())
 	}
@@ -94,13 +97,21 @@ func TestRunMatchesClosedForm(t *testing.T) {
 	if !fr.Valid || fr.NonFinite[0] != 0 || fr.NonFinite[1] != 0 {
 		t.Fatalf("frame %+v", fr)
 	}
-	if got := sess.OutputShape(1); len(got) != 4 || got[1] != 2 || got[3] != 4 {
+	if got := sess.OutputShape(1); len(got) != 4 || got[1] != 3 || got[3] != 4 {
 		t.Fatalf("probed feature shape %v", got)
 	}
 	for i, x := range in {
-		if d, f := sess.Output(0)[i], sess.Output(1)[i]; d != 2*x+0.5 || f != max(x, 0) {
-			t.Fatalf("element %d: depth %g feat %g for x %g", i, d, f, x)
+		if f := sess.Output(1)[i]; f != max(x, 0) {
+			t.Fatalf("element %d: feat %g for x %g", i, f, x)
 		}
+		if i < 12 { // channel 0 of the 3x4 input
+			if d := sess.Output(0)[i]; d != 2*x+0.5 {
+				t.Fatalf("element %d: depth %g for x %g", i, d, x)
+			}
+		}
+	}
+	if w, h := sess.MapSize(0); w != 4 || h != 3 {
+		t.Fatalf("depth map %dx%d, want 4x3", w, h)
 	}
 	if st := sess.Stats(); st.Frames != 1 || st.FlaggedFrames != 0 {
 		t.Fatalf("stats %+v", st)
@@ -111,12 +122,15 @@ func TestRunMatchesClosedForm(t *testing.T) {
 // shapes from one probe run at the spec's size.
 func TestDynamicShapesProbed(t *testing.T) {
 	bl := onnx.NewBuilder("dyn")
-	x := bl.Input("image", -1, 2, -1, -1)
-	bl.Rename(bl.Op("Neg", []string{x}), "depth")
-	bl.Output("depth", 4)
-	sess := newSession(t, saveModel(t, bl.Model()), spec(2, 5, 7, MeaningMetricDepth), Config{}, nil)
-	if got := sess.OutputShape(0); len(got) != 4 || got[0] != 1 || got[1] != 2 || got[2] != 5 || got[3] != 7 {
-		t.Fatalf("output shape %v, want [1 2 5 7]", got)
+	x := bl.Input("image", -1, 3, -1, -1)
+	bl.Rename(bl.Op("ReduceMean", []string{x}, onnx.IntsAttr("axes", 1), onnx.IntAttr("keepdims", 0)), "depth")
+	bl.Output("depth", 3)
+	sess := newSession(t, saveModel(t, bl.Model()), spec(3, 5, 7, MeaningMetricDepth), Config{}, nil)
+	if got := sess.OutputShape(0); len(got) != 3 || got[0] != 1 || got[1] != 5 || got[2] != 7 {
+		t.Fatalf("output shape %v, want [1 5 7]", got)
+	}
+	if w, h := sess.MapSize(0); w != 7 || h != 5 {
+		t.Fatalf("map %dx%d, want 7x5 from the rank-3 output", w, h)
 	}
 	for i := range sess.Input() {
 		sess.Input()[i] = float32(i)
@@ -124,8 +138,9 @@ func TestDynamicShapesProbed(t *testing.T) {
 	if _, err := sess.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if out := sess.Output(0); out[69] != -69 {
-		t.Fatalf("out[69] = %g", out[69])
+	// mean over the 3 channels of i, i+35, i+70 is i+35.
+	if out := sess.Output(0); out[34] != 69 {
+		t.Fatalf("out[34] = %g, want 69", out[34])
 	}
 }
 
@@ -247,7 +262,7 @@ func TestSetImageRGB8(t *testing.T) {
 // TestRunAllocatesNothing is the zero-allocation contract of the frame path.
 func TestRunAllocatesNothing(t *testing.T) {
 	sess := newSession(t, saveModel(t, affineModel(3, 8, 8, 2, 1)), spec(3, 8, 8, MeaningDisparity, "feat"), Config{}, nil)
-	depth := make([]float32, 3*8*8)
+	depth := make([]float32, 8*8)
 	pix := make([]byte, 8*8*3)
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(50, func() {
@@ -274,9 +289,15 @@ func TestSpecMismatchListsBoth(t *testing.T) {
 		want []string
 	}{
 		{"wrong input name", func() IOSpec { s := spec(3, 4, 4, MeaningMetricDepth); s.Input.Name = "rgb"; return s }(),
-			[]string{`input "rgb" not found`, "model: inputs [image float32 [1 3 4 4]]", "outputs [depth", "feat"}},
-		{"wrong size", spec(3, 8, 4, MeaningMetricDepth), []string{`input "image" has shape [1 3 4 4], the spec gives [1 3 8 4]`}},
-		{"missing feature", spec(3, 4, 4, MeaningMetricDepth, "enc4"), []string{`output "enc4" not found`, "spec:  input image [1 3 4 4], outputs depth, enc4"}},
+			[]string{`input: the model has no input "rgb"`, `the model's input "image" is not fed by the spec`,
+				"spec:  inputs [rgb NCHW [1 3 4 4]]", "model: inputs [image float32 [1 3 4 4]]", "outputs [depth", "feat"}},
+		{"wrong size", spec(3, 8, 4, MeaningMetricDepth), []string{`input: input "image" has shape [1 3 4 4], the spec gives NCHW [1 3 8 4]`}},
+		{"missing feature", spec(3, 4, 4, MeaningMetricDepth, "enc4"), []string{`features: the model has no output "enc4"`,
+			"spec:  inputs [image NCHW [1 3 4 4]]; outputs [depth=depth, features=enc4]"}},
+		{"nhwc spec, nchw model", func() IOSpec { s := spec(3, 4, 4, MeaningMetricDepth); s.Input.Layout = LayoutNHWC; return s }(),
+			[]string{`the spec gives NHWC [1 4 4 3]`}},
+		{"features as depth", func() IOSpec { s := spec(3, 4, 4, MeaningMetricDepth); s.Depth.Name = "feat"; return s }(),
+			[]string{`depth: output "feat": shape [1 3 4 4] is not one map`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,478 @@
+package infer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// AuxUE input sources of a features-input AuxUE (ModelsConfig.AuxInputs)
+// besides depth-model feature output names.
+const (
+	SourceImage = "image" // the depth model's input tensor (NCHW)
+	SourceDepth = "depth" // the depth read-out at the depth output's grid, times DepthScale
+)
+
+// ModelsConfig names the depth model, the AuxUE and their IO specs.
+type ModelsConfig struct {
+	Depth     string // depth model file
+	DepthSpec IOSpec
+	// AuxUE is the AuxUE model file; "" opens the depth model alone
+	// (RunDepth only).
+	AuxUE     string
+	AuxUESpec IOSpec
+	// AuxInputs lists, for an AuxUE without depth_input, what is
+	// concatenated channel after channel into its features input:
+	// SourceImage, SourceDepth or the name of a depth-model feature output.
+	AuxInputs []string
+	// DepthScale multiplies the SourceDepth channel (0 means 1).
+	DepthScale float32
+	Inference  Config
+	// DepthSpecFile and AuxUESpecFile name where the specs come from, for
+	// messages ("" = given inline).
+	DepthSpecFile, AuxUESpecFile string
+}
+
+func specSource(file string) string {
+	if file == "" {
+		return "io spec given inline"
+	}
+	return fmt.Sprintf("io spec %q", file)
+}
+
+// Maps are one frame's read-outs at the frame's size. They alias buffers
+// that the next call overwrites.
+type Maps struct {
+	Width, Height int
+	// Depth is in metres; for a relative model it is the relative inverse
+	// depth the model outputs (larger is nearer, no unit).
+	Depth []float32
+	// Scale is the Laplace b: metres, or for a relative model b/depth.
+	Scale []float32
+	// Epistemic is DIDO's K/S in (0, 1].
+	Epistemic []float32
+	Relative  bool
+}
+
+// DepthPass is the depth model's part of a frame, as an AuxUE trainer
+// needs it. The slices alias buffers that the next call overwrites.
+type DepthPass struct {
+	Geometry Geometry
+	// Image is the depth model's input tensor (its layout and scaling).
+	Image []float32
+	// Depth is the depth read-out (metres, or relative inverse depth) on
+	// the input grid (InW x InH): the AuxUE's depth input.
+	Depth []float32
+	// Frame is the same read-out at the frame's size.
+	Frame    []float32
+	Relative bool
+}
+
+// StageTimes are the durations of one Infer call.
+type StageTimes struct {
+	Preprocess, Depth, AuxUE, Readout time.Duration
+}
+
+// ErrInvalidOutput marks a frame whose model outputs held NaN or Inf.
+var ErrInvalidOutput = errors.New("model output holds NaN or Inf")
+
+// Models are the depth model and the AuxUE with every buffer between them
+// allocated once: an RGB8 frame of any size in, depth, Laplace scale and
+// K/S maps at the frame's size out. run, calibrate, eval-quick, train auxue
+// and model run all go through it. Not safe for concurrent use.
+type Models struct {
+	cfg        ModelsConfig
+	depth, aux *Session
+	relative   bool
+	inW, inH   int
+	outW, outH int // depth output map
+	depthOut   []float32
+	depthIn    []float32 // depth on the input grid (aliases depthOut when the sizes agree)
+	toInput    *Remap    // depth output -> input grid; nil when the sizes agree
+	auxCopies  []auxCopy // features-input AuxUE
+	auxW, auxH int       // AuxUE map size
+
+	// per frame size
+	geo                                  Geometry
+	haveGeo                              bool
+	resizer                              *Resizer
+	canvas                               []uint8
+	depthRemap, auxRemap                 *Remap
+	frameDepth, frameScale, frameEpistem []float32
+}
+
+// auxCopy is one block of a features input: src (times scale) into dst.
+type auxCopy struct {
+	dst, src []float32
+	scale    float32
+}
+
+// OpenModels loads the models of cfg and checks that they fit together.
+func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Models, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AuxUE != "" {
+		if err := CheckPair(cfg.DepthSpec, cfg.AuxUESpec, cfg.AuxInputs); err != nil {
+			return nil, fmt.Errorf("depth model %q (%s) and auxue model %q (%s) do not fit together: %w",
+				cfg.Depth, specSource(cfg.DepthSpecFile), cfg.AuxUE, specSource(cfg.AuxUESpecFile), err)
+		}
+	} else if cfg.DepthSpec.IsAuxUE() {
+		return nil, fmt.Errorf("depth model %q: its %s describes an AuxUE (kind: auxue)", cfg.Depth, specSource(cfg.DepthSpecFile))
+	}
+	// m is not the named result: "return nil, err" must not clear it before
+	// the deferred Close runs.
+	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative()}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	if m.depth, err = NewSession(ctx, cfg.Depth, cfg.DepthSpec, cfg.Inference, log); err != nil {
+		return nil, fmt.Errorf("depth model (%s): %w", specSource(cfg.DepthSpecFile), err)
+	}
+	if cfg.AuxUE != "" {
+		if m.aux, err = NewSession(ctx, cfg.AuxUE, cfg.AuxUESpec, cfg.Inference, log); err != nil {
+			return nil, fmt.Errorf("auxue model (%s): %w", specSource(cfg.AuxUESpecFile), err)
+		}
+	}
+	if err = m.wire(log); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// CheckPair checks a depth model's spec and an AuxUE's spec against each
+// other, without the models: an AuxUE that owns its inputs must read the
+// depth model's image input as the depth model receives it (every key of
+// input but name and resize equal) and its depth in the depth model's
+// units; a features-input AuxUE must name known sources.
+func CheckPair(depth, aux IOSpec, auxInputs []string) error {
+	if depth.IsAuxUE() {
+		return errors.New("the depth model's spec describes an AuxUE (kind: auxue)")
+	}
+	if !aux.IsAuxUE() {
+		return errors.New("the AuxUE's spec describes a depth model; an AuxUE's spec has kind: auxue, scale and epistemic")
+	}
+	if !aux.OwnsInputs() {
+		known := []string{SourceImage, SourceDepth}
+		for _, f := range depth.Features {
+			known = append(known, f.Name)
+		}
+		if len(auxInputs) == 0 {
+			return fmt.Errorf("auxue.inputs: empty; a features-input AuxUE (no depth_input) needs its sources, from %s", strings.Join(known, ", "))
+		}
+		for i, in := range auxInputs {
+			if !contains(known, in) {
+				return fmt.Errorf("auxue.inputs[%d]: %q is not one of %s", i, in, strings.Join(known, ", "))
+			}
+			if in == SourceImage && depth.Layout() != LayoutNCHW {
+				return fmt.Errorf("auxue.inputs[%d]: image: a features input takes NCHW planes, the depth model's input is %s", i, depth.Layout())
+			}
+		}
+		return nil
+	}
+	if len(auxInputs) > 0 {
+		return fmt.Errorf("auxue.inputs %v: the AuxUE computes its own features from the image and the depth (depth_input %q); leave inputs out", auxInputs, aux.DepthInput.Name)
+	}
+	d, a := depth.Input, aux.Input
+	var diff []string
+	cmp := func(key string, dv, av any) {
+		if fmt.Sprint(dv) != fmt.Sprint(av) {
+			diff = append(diff, fmt.Sprintf("input.%s: depth model %v, AuxUE %v", key, dv, av))
+		}
+	}
+	cmp("layout", depth.Layout(), aux.Layout())
+	cmp("channels", depth.channels(), aux.channels())
+	cmp("height", d.Height, a.Height)
+	cmp("width", d.Width, a.Width)
+	cmp("color", orDefault(d.Color, ColorRGB), orDefault(a.Color, ColorRGB))
+	cmp("pixel_range", depth.pixelRange(), aux.pixelRange())
+	cmp("mean", depth.means(), aux.means())
+	cmp("std", depth.stds(), aux.stds())
+	if len(diff) > 0 {
+		return fmt.Errorf("the AuxUE was built for another input than the depth model's (%s); retrain it with train auxue on this depth model",
+			strings.Join(diff, "; "))
+	}
+	want := UnitsMetres
+	if depth.Relative() {
+		want = UnitsRelative
+	}
+	if aux.DepthInput.Units != want {
+		return fmt.Errorf("auxue depth_input.units: %q, but the depth model's depth.meaning %q gives %s", aux.DepthInput.Units, depth.Depth.Meaning, want)
+	}
+	return nil
+}
+
+// DefaultAuxInputs are the sources of a features-input AuxUE that a config
+// leaves out: the depth model's first feature output (made for the AuxUE),
+// or else the image and the depth. An AuxUE that owns its inputs takes none.
+func DefaultAuxInputs(depth, aux IOSpec) []string {
+	if aux.OwnsInputs() {
+		return nil
+	}
+	if len(depth.Features) > 0 {
+		return []string{depth.Features[0].Name}
+	}
+	return []string{SourceImage, SourceDepth}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// wire checks the loaded models against each other and lays out the
+// buffers.
+func (m *Models) wire(log *slog.Logger) error {
+	m.inW, m.inH = m.cfg.DepthSpec.Input.Width, m.cfg.DepthSpec.Input.Height
+	m.outW, m.outH = m.depth.MapSize(0)
+	m.depthOut = make([]float32, m.outW*m.outH)
+	m.depthIn = m.depthOut
+	if m.outW != m.inW || m.outH != m.inH {
+		m.toInput = NewRemap(Fit(m.inW, m.inH, m.inW, m.inH, ResizeStretch), m.outW, m.outH)
+		m.depthIn = make([]float32, m.inW*m.inH)
+	}
+	if m.aux == nil {
+		return nil
+	}
+	if want := m.cfg.AuxUESpec.AuxUE; want != nil && want.DepthModelSHA256 != "" && want.DepthModelSHA256 != m.depth.SHA256() {
+		log.Warn("the AuxUE was trained on another depth model file", "auxue", m.cfg.AuxUE,
+			"trained_on_sha256", want.DepthModelSHA256, "depth", m.cfg.Depth, "depth_sha256", m.depth.SHA256())
+	}
+	m.auxW, m.auxH = m.aux.MapSize(0)
+	if w, h := m.aux.MapSize(1); w != m.auxW || h != m.auxH {
+		return fmt.Errorf("auxue model %q: scale map %dx%d and epistemic map %dx%d differ", m.cfg.AuxUE, m.auxW, m.auxH, w, h)
+	}
+	if m.cfg.AuxUESpec.OwnsInputs() {
+		return nil
+	}
+	ash := m.aux.InputShape()
+	aplane := int(ash[2] * ash[3])
+	dst := m.aux.Input()
+	off := 0
+	var layout []string
+	for _, name := range m.cfg.AuxInputs {
+		var src []float32
+		scale := float32(1)
+		switch name {
+		case SourceImage:
+			src = m.depth.Input()
+		case SourceDepth:
+			src, scale = m.depthOut, m.cfg.DepthScale
+			if scale == 0 {
+				scale = 1
+			}
+		default:
+			for i, n := range m.depth.OutputNames() {
+				if n == name {
+					src = m.depth.Output(i)
+				}
+			}
+		}
+		if len(src) == 0 || len(src)%aplane != 0 {
+			return fmt.Errorf("auxue.inputs: %q has %d values, not a whole number of %dx%d planes (the AuxUE input is %v)",
+				name, len(src), ash[3], ash[2], ash)
+		}
+		if off+len(src) > len(dst) {
+			return fmt.Errorf("auxue.inputs %v: more channels than the AuxUE input %v has", m.cfg.AuxInputs, ash)
+		}
+		m.auxCopies = append(m.auxCopies, auxCopy{dst: dst[off : off+len(src)], src: src, scale: scale})
+		layout = append(layout, fmt.Sprintf("%s:%d", name, len(src)/aplane))
+		off += len(src)
+	}
+	if off != len(dst) {
+		return fmt.Errorf("auxue.inputs %v give %d channels (%v), the AuxUE input %v wants %d",
+			m.cfg.AuxInputs, off/aplane, layout, ash, ash[1])
+	}
+	return nil
+}
+
+// InputSize is the depth model's input width and height.
+func (m *Models) InputSize() (w, h int) { return m.inW, m.inH }
+
+// Relative reports whether the depth model is relative (Maps.Depth is
+// relative inverse depth and Maps.Scale is b/depth).
+func (m *Models) Relative() bool { return m.relative }
+
+// DepthSession and AuxUESession expose the sessions (providers, stats).
+func (m *Models) DepthSession() *Session { return m.depth }
+
+// AuxUESession is nil when the models were opened without an AuxUE.
+func (m *Models) AuxUESession() *Session { return m.aux }
+
+// Geometry returns how a frame of w x h is fitted into the input.
+func (m *Models) Geometry(w, h int) Geometry {
+	return Fit(w, h, m.inW, m.inH, m.cfg.DepthSpec.ResizeMode())
+}
+
+// setFrame prepares the buffers for a frame size; it allocates only when
+// the size changes.
+func (m *Models) setFrame(w, h int) {
+	if m.haveGeo && m.geo.FrameW == w && m.geo.FrameH == h {
+		return
+	}
+	m.geo, m.haveGeo = m.Geometry(w, h), true
+	m.resizer = NewResizer(m.geo.CW, m.geo.CH)
+	m.canvas = nil
+	if m.geo.CW != m.inW || m.geo.CH != m.inH {
+		m.canvas = make([]uint8, 3*m.inW*m.inH) // black borders
+	}
+	m.depthRemap = NewRemap(m.geo, m.outW, m.outH)
+	m.frameDepth = make([]float32, w*h)
+	if m.aux != nil {
+		m.auxRemap = NewRemap(m.geo, m.auxW, m.auxH)
+		m.frameScale, m.frameEpistem = make([]float32, w*h), make([]float32, w*h)
+	}
+}
+
+// prepare fits the frame into the input and normalizes it into the depth
+// model's input tensor; it returns the input-size RGB8 image.
+func (m *Models) prepare(rgb []uint8, w, h int) ([]uint8, error) {
+	if w <= 0 || h <= 0 || len(rgb) < 3*w*h {
+		return nil, fmt.Errorf("preprocess: frame of %d bytes is not a %dx%d RGB image", len(rgb), w, h)
+	}
+	m.setFrame(w, h)
+	img, err := m.resizer.Resize(rgb, w, h)
+	if err != nil {
+		return nil, fmt.Errorf("preprocess: %w", err)
+	}
+	if m.canvas != nil {
+		g := m.geo
+		for y := 0; y < g.CH; y++ {
+			copy(m.canvas[3*((g.Y0+y)*m.inW+g.X0):], img[3*y*g.CW:3*(y+1)*g.CW])
+		}
+		img = m.canvas
+	}
+	if err := m.depth.SetImageRGB8(img, m.inW, m.inH, 3*m.inW); err != nil {
+		return nil, fmt.Errorf("preprocess: %w", err)
+	}
+	return img, nil
+}
+
+// runDepth runs the depth model on the prepared input and reads the depth
+// on its output grid and on the input grid.
+func (m *Models) runDepth(ctx context.Context) error {
+	fr, err := m.depth.Run(ctx)
+	if err != nil {
+		return err
+	}
+	if !fr.Valid {
+		return ErrInvalidOutput
+	}
+	if _, err := m.depth.DepthInto(m.depthOut); err != nil {
+		return err
+	}
+	if m.toInput != nil {
+		return m.toInput.Apply(m.depthOut, m.depthIn)
+	}
+	return nil
+}
+
+// RunDepth runs the depth model alone on an interleaved RGB8 frame.
+func (m *Models) RunDepth(ctx context.Context, rgb []uint8, w, h int) (DepthPass, error) {
+	if _, err := m.prepare(rgb, w, h); err != nil {
+		return DepthPass{}, err
+	}
+	if err := m.runDepth(ctx); err != nil {
+		return DepthPass{}, err
+	}
+	frame := m.depthOut
+	if !m.depthRemap.Identity() {
+		if err := m.depthRemap.Apply(m.depthOut, m.frameDepth); err != nil {
+			return DepthPass{}, err
+		}
+		frame = m.frameDepth
+	}
+	return DepthPass{Geometry: m.geo, Image: m.depth.Input(), Depth: m.depthIn, Frame: frame, Relative: m.relative}, nil
+}
+
+// Infer runs both models on an interleaved RGB8 frame of any size and
+// returns the maps at the frame's size. It allocates nothing once the
+// frame size is known.
+func (m *Models) Infer(ctx context.Context, rgb []uint8, w, h int) (Maps, error) {
+	var t StageTimes
+	maps, _, err := m.InferTimed(ctx, rgb, w, h, &t)
+	return maps, err
+}
+
+// InferTimed is Infer that also returns the input-size RGB8 image the
+// depth model saw and fills the stage times.
+func (m *Models) InferTimed(ctx context.Context, rgb []uint8, w, h int, t *StageTimes) (Maps, []uint8, error) {
+	if m.aux == nil {
+		return Maps{}, nil, errors.New("infer: the models were opened without an AuxUE")
+	}
+	t0 := time.Now()
+	img, err := m.prepare(rgb, w, h)
+	if err != nil {
+		return Maps{}, nil, err
+	}
+	t1 := time.Now()
+	t.Preprocess = t1.Sub(t0)
+	if err := m.runDepth(ctx); err != nil {
+		return Maps{}, nil, err
+	}
+	t2 := time.Now()
+	t.Depth = t2.Sub(t1)
+	if m.cfg.AuxUESpec.OwnsInputs() {
+		copy(m.aux.InputAt(0), m.depth.Input())
+		copy(m.aux.InputAt(1), m.depthIn)
+	} else {
+		for _, c := range m.auxCopies {
+			if c.scale == 1 {
+				copy(c.dst, c.src)
+				continue
+			}
+			for i, v := range c.src {
+				c.dst[i] = v * c.scale
+			}
+		}
+	}
+	t3 := time.Now()
+	fr, err := m.aux.Run(ctx)
+	if err != nil {
+		return Maps{}, nil, err
+	}
+	t4 := time.Now()
+	t.AuxUE = t4.Sub(t3)
+	if !fr.Valid {
+		return Maps{}, nil, ErrInvalidOutput
+	}
+	maps := Maps{Width: w, Height: h, Depth: m.depthOut, Scale: m.aux.Output(0), Epistemic: m.aux.Output(1), Relative: m.relative}
+	if !m.depthRemap.Identity() {
+		if err := m.depthRemap.Apply(m.depthOut, m.frameDepth); err != nil {
+			return Maps{}, nil, err
+		}
+		maps.Depth = m.frameDepth
+	}
+	if !m.auxRemap.Identity() {
+		if err := m.auxRemap.Apply(maps.Scale, m.frameScale); err != nil {
+			return Maps{}, nil, err
+		}
+		if err := m.auxRemap.Apply(maps.Epistemic, m.frameEpistem); err != nil {
+			return Maps{}, nil, err
+		}
+		maps.Scale, maps.Epistemic = m.frameScale, m.frameEpistem
+	}
+	t.Readout = t3.Sub(t2) + time.Since(t4)
+	return maps, img, nil
+}
+
+// Close releases both sessions.
+func (m *Models) Close() error {
+	var err error
+	if m.aux != nil {
+		err = m.aux.Close()
+		m.aux = nil
+	}
+	if m.depth != nil {
+		err = errors.Join(err, m.depth.Close())
+		m.depth = nil
+	}
+	return err
+}

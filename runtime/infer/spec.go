@@ -1,0 +1,592 @@
+package infer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Model kinds of an IOSpec.
+const (
+	KindDepth = "depth" // an image in, a depth map (and optional features) out
+	KindAuxUE = "auxue" // an AuxUE: scale and epistemic maps out
+)
+
+// Input layouts.
+const (
+	LayoutNCHW = "NCHW" // (1, C, H, W), planar
+	LayoutNHWC = "NHWC" // (1, H, W, C), interleaved
+)
+
+// Channel orders of an image input.
+const (
+	ColorRGB = "rgb"
+	ColorBGR = "bgr"
+)
+
+// How a camera frame of another size is fitted into the model input.
+const (
+	// ResizeStretch scales the frame to the input size (the aspect ratio
+	// may change).
+	ResizeStretch = "stretch"
+	// ResizeLetterbox scales it uniformly to fit and pads the rest with
+	// black, centred.
+	ResizeLetterbox = "letterbox"
+)
+
+// Depth output meanings.
+const (
+	MeaningMetricDepth  = "metric_depth"  // depth in metres = value * scale
+	MeaningDisparity    = "disparity"     // depth = scale / value (scale = focal * baseline)
+	MeaningInverseDepth = "inverse_depth" // depth = scale / value
+	// MeaningRelative is affine-invariant inverse depth (MiDaS, Depth
+	// Anything): value = s/depth + t with s > 0 and t unknown per frame.
+	// Metres come only from aligning a frame to ground truth (Align).
+	MeaningRelative = "relative"
+)
+
+// Units of an AuxUE's depth input and scale output.
+const (
+	// UnitsMetres: the depth input is the main model's depth in metres and
+	// the scale output is the Laplace b in metres.
+	UnitsMetres = "metres"
+	// UnitsRelative: the depth input is the main model's relative inverse
+	// depth and the scale output is b relative to the depth (b/d, no unit).
+	UnitsRelative = "relative"
+)
+
+// Output roles, the keys under which an IOSpec names its outputs.
+const (
+	RoleDepth     = "depth"     // depth models: the depth map
+	RoleFeatures  = "features"  // depth models: extra outputs an AuxUE may read
+	RoleScale     = "scale"     // AuxUE: Laplace scale b
+	RoleEpistemic = "epistemic" // AuxUE: DIDO K/S
+	RoleAlpha     = "alpha"     // AuxUE: Dirichlet alpha at the AuxUE's grid
+)
+
+// IOSpec is the description of one model's inputs and outputs: the one type
+// that `didoedge train depth|auxue` writes beside each model and that run,
+// calibrate, eval-quick, train auxue and `model run` read, so that a shape
+// one of them accepts, all accept. A depth model:
+//
+//	kind: depth                      # default
+//	input: {name: image, layout: NCHW, height: 192, width: 640, color: rgb,
+//	        pixel_range: 1, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], resize: stretch}
+//	depth: {name: depth, meaning: metric_depth, scale: 1}
+//	features: [{name: enc4}]         # optional extra outputs for an AuxUE
+//
+// An AuxUE that owns its input contract reads the depth model's image
+// input as the depth model receives it and its depth map, and computes its
+// features in its own graph:
+//
+//	kind: auxue
+//	input: {...the depth model's input section...}
+//	depth_input: {name: depth, units: metres}
+//	scale: {name: scale, units: metres}
+//	epistemic: {name: epistemic}
+//	alpha: {name: alpha}
+//	auxue: {depth_model_sha256: ..., factor: 4, k: 32, ...}
+//
+// An AuxUE without depth_input reads one "features" tensor (1,C,H,W) that
+// the runtime assembles from its auxue.inputs (the image, the depth, depth
+// model outputs exposed with `didoedge model expose`).
+type IOSpec struct {
+	Kind  string    `yaml:"kind,omitempty"`
+	Input InputSpec `yaml:"input"`
+	// DepthInput is the AuxUE's depth input (1,1,H,W) at the input size.
+	DepthInput TensorSpec `yaml:"depth_input,omitempty"`
+
+	Depth     OutputSpec    `yaml:"depth,omitempty"`
+	Features  []FeatureSpec `yaml:"features,omitempty"`
+	Scale     TensorSpec    `yaml:"scale,omitempty"`
+	Epistemic TensorSpec    `yaml:"epistemic,omitempty"`
+	Alpha     TensorSpec    `yaml:"alpha,omitempty"`
+
+	// AuxUE records how an AuxUE was built (written by train auxue).
+	AuxUE *AuxUEInfo `yaml:"auxue,omitempty"`
+}
+
+// InputSpec is the image input (or, for an AuxUE without depth_input, its
+// features input). A pixel p in [0,255] becomes
+// x = (p * pixel_range/255 - mean[c]) / std[c], in the channel order color.
+type InputSpec struct {
+	Name     string `yaml:"name"`
+	Layout   string `yaml:"layout,omitempty"`   // NCHW (default) or NHWC
+	Channels int    `yaml:"channels,omitempty"` // default 3
+	Height   int    `yaml:"height"`
+	Width    int    `yaml:"width"`
+	Color    string `yaml:"color,omitempty"` // rgb (default) or bgr
+	// PixelRange is the value of a full-scale pixel before mean/std: 1
+	// (pixels in [0,1], the default) or 255.
+	PixelRange float32   `yaml:"pixel_range,omitempty"`
+	Mean       []float32 `yaml:"mean,omitempty"`
+	Std        []float32 `yaml:"std,omitempty"`
+	// Resize fits a camera frame of another size: stretch (default) or
+	// letterbox. The maps come back at the frame's size either way.
+	Resize string `yaml:"resize,omitempty"`
+}
+
+// OutputSpec is the depth output and how to read it.
+type OutputSpec struct {
+	Name    string  `yaml:"name"`
+	Meaning string  `yaml:"meaning,omitempty"`
+	Scale   float32 `yaml:"scale,omitempty"` // 0 means 1
+}
+
+// TensorSpec names an AuxUE tensor; Units applies to depth_input and scale.
+type TensorSpec struct {
+	Name  string `yaml:"name"`
+	Units string `yaml:"units,omitempty"`
+}
+
+// FeatureSpec is an extra model output passed to the AuxUE as features.
+type FeatureSpec struct {
+	Name string `yaml:"name"`
+}
+
+// AuxUEInfo is what train auxue records about an AuxUE: the model it
+// belongs to, the recipe and the data. The runtime checks the depth
+// model's sha256 against it (a mismatch is logged).
+type AuxUEInfo struct {
+	DepthModel       string  `yaml:"depth_model,omitempty"`
+	DepthModelSHA256 string  `yaml:"depth_model_sha256,omitempty"`
+	Factor           int     `yaml:"factor,omitempty"`
+	GridHeight       int     `yaml:"grid_height,omitempty"`
+	GridWidth        int     `yaml:"grid_width,omitempty"`
+	MaxDepth         float64 `yaml:"max_depth,omitempty"`
+	RowCoordinate    bool    `yaml:"row_coordinate,omitempty"`
+	Encoders         string  `yaml:"encoders,omitempty"`
+	EncoderWidth     int     `yaml:"encoder_width,omitempty"`
+	Hidden           int     `yaml:"hidden,omitempty"`
+	Aleatoric        string  `yaml:"aleatoric,omitempty"`
+	K                int     `yaml:"k,omitempty"`
+	Lambda           float64 `yaml:"lambda,omitempty"`
+	UnlabeledKL      float64 `yaml:"unlabeled_kl,omitempty"`
+	GlobalContext    int     `yaml:"global_context_bands,omitempty"`
+	Data             string  `yaml:"data,omitempty"`
+	Frames           int     `yaml:"frames,omitempty"`
+}
+
+// ParseIOSpec decodes a YAML IO spec, rejecting unknown keys, and
+// validates it; source names the file in errors.
+func ParseIOSpec(data []byte, source string) (IOSpec, error) {
+	var s IOSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return IOSpec{}, fmt.Errorf("io spec %q: %w", source, err)
+	}
+	if err := s.Validate(); err != nil {
+		return IOSpec{}, fmt.Errorf("io spec %q: %w", source, err)
+	}
+	return s, nil
+}
+
+// ParseIOSpecKind is ParseIOSpec for a file that a context says is of
+// kind (a runtime config's auxue key): a spec without kind gets it.
+func ParseIOSpecKind(data []byte, source, kind string) (IOSpec, error) {
+	var s IOSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return IOSpec{}, fmt.Errorf("io spec %q: %w", source, err)
+	}
+	if s.Kind == "" {
+		s.Kind = kind
+	}
+	if s.Kind != kind {
+		return IOSpec{}, fmt.Errorf("io spec %q: kind: %q, want %q here", source, s.Kind, kind)
+	}
+	if err := s.Validate(); err != nil {
+		return IOSpec{}, fmt.Errorf("io spec %q: %w", source, err)
+	}
+	return s, nil
+}
+
+// Marshal writes the spec as YAML after a comment line naming what wrote
+// it; ParseIOSpec reads the result back to an equal spec.
+func (s IOSpec) Marshal(comment string) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("io spec: %w", err)
+	}
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(comment), "\n") {
+		if line != "" {
+			fmt.Fprintf(&b, "# %s\n", line)
+		}
+	}
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("io spec: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("io spec: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// IsAuxUE reports whether the spec describes an AuxUE.
+func (s IOSpec) IsAuxUE() bool { return s.Kind == KindAuxUE }
+
+// OwnsInputs reports whether an AuxUE computes its features from the
+// image and depth inputs itself (depth_input set).
+func (s IOSpec) OwnsInputs() bool { return s.IsAuxUE() && s.DepthInput.Name != "" }
+
+// Relative reports whether a depth model's output is relative (affine
+// invariant) inverse depth, or an AuxUE's depth input and scale are.
+func (s IOSpec) Relative() bool {
+	if s.IsAuxUE() {
+		return s.DepthInput.Units == UnitsRelative || s.Scale.Units == UnitsRelative
+	}
+	return s.Depth.Meaning == MeaningRelative
+}
+
+var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// maxSide bounds every size: a 16384-pixel side is far beyond any camera.
+const maxSide = 1 << 14
+
+// Validate checks the spec on its own (not against a model); each error
+// names its key.
+func (s IOSpec) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	switch s.Kind {
+	case "", KindDepth, KindAuxUE:
+	default:
+		add("kind: %q is not one of depth, auxue", s.Kind)
+	}
+	in := s.Input
+	features := s.IsAuxUE() && !s.OwnsInputs()
+	if in.Name == "" {
+		add("input.name: empty")
+	}
+	switch in.Layout {
+	case "", LayoutNCHW:
+	case LayoutNHWC:
+		if features {
+			add("input.layout: an AuxUE features input is NCHW, not %q", in.Layout)
+		}
+	default:
+		add("input.layout: %q is not one of NCHW, NHWC", in.Layout)
+	}
+	if in.Height <= 0 || in.Width <= 0 || in.Height > maxSide || in.Width > maxSide {
+		add("input: height %d and width %d must be in [1, %d]", in.Height, in.Width, maxSide)
+	}
+	if features {
+		if in.Channels < 1 || in.Channels > 4096 {
+			add("input.channels: %d, an AuxUE features input needs 1 to 4096", in.Channels)
+		}
+	} else if in.Channels != 0 && in.Channels != 3 && in.Channels != 1 {
+		add("input.channels: %d, an image input has 3 channels (RGB or BGR) or 1 (grey)", in.Channels)
+	}
+	switch in.Color {
+	case "", ColorRGB, ColorBGR:
+	default:
+		add("input.color: %q is not one of rgb, bgr", in.Color)
+	}
+	if pr := in.PixelRange; pr != 0 && pr != 1 && pr != 255 {
+		add("input.pixel_range: %g is not 1 (pixels in [0,1]) or 255", pr)
+	}
+	c := s.channels()
+	if len(in.Mean) != 0 && len(in.Mean) != c {
+		add("input.mean: %d values for %d channels", len(in.Mean), c)
+	}
+	if len(in.Std) != 0 && len(in.Std) != c {
+		add("input.std: %d values for %d channels", len(in.Std), c)
+	}
+	for i, v := range in.Mean {
+		if !finite32(v) {
+			add("input.mean[%d]: %g is not finite", i, v)
+		}
+	}
+	for i, v := range in.Std {
+		if !(v > 0) || !finite32(v) {
+			add("input.std[%d]: %g must be positive and finite", i, v)
+		}
+	}
+	switch in.Resize {
+	case "", ResizeStretch, ResizeLetterbox:
+	default:
+		add("input.resize: %q is not one of stretch, letterbox", in.Resize)
+	}
+	seen := map[string]string{}
+	if in.Name != "" {
+		seen[in.Name] = "input"
+	}
+	name := func(key, n string) {
+		if n == "" {
+			add("%s.name: empty", key)
+			return
+		}
+		if prev, ok := seen[n]; ok {
+			add("%s.name: %q is also %s", key, n, prev)
+		}
+		seen[n] = key
+	}
+	if s.IsAuxUE() {
+		s.validateAuxUE(name, add)
+	} else {
+		s.validateDepth(name, add)
+	}
+	return errors.Join(errs...)
+}
+
+func (s IOSpec) validateDepth(name func(key, n string), add func(string, ...any)) {
+	name("depth", s.Depth.Name)
+	switch s.Depth.Meaning {
+	case MeaningMetricDepth, MeaningDisparity, MeaningInverseDepth, MeaningRelative:
+	default:
+		add("depth.meaning: %q is not one of metric_depth, disparity, inverse_depth, relative", s.Depth.Meaning)
+	}
+	if !(s.Depth.Scale >= 0) || !finite32(s.Depth.Scale) {
+		add("depth.scale: %g must be positive and finite (0 means 1)", s.Depth.Scale)
+	}
+	for i, f := range s.Features {
+		name(fmt.Sprintf("features[%d]", i), f.Name)
+	}
+	for _, t := range []struct {
+		key string
+		v   TensorSpec
+	}{{"depth_input", s.DepthInput}, {"scale", s.Scale}, {"epistemic", s.Epistemic}, {"alpha", s.Alpha}} {
+		if t.v != (TensorSpec{}) {
+			add("%s: only an AuxUE (kind: auxue) has it; a depth model names depth and features", t.key)
+		}
+	}
+	if s.AuxUE != nil {
+		add("auxue: only an AuxUE (kind: auxue) has it")
+	}
+}
+
+func (s IOSpec) validateAuxUE(name func(key, n string), add func(string, ...any)) {
+	if s.Depth != (OutputSpec{}) {
+		add("depth: an AuxUE has no depth output; name its Laplace scale output under scale and its K/S output under epistemic")
+	}
+	if len(s.Features) > 0 {
+		add("features: an AuxUE has no feature outputs (scale, epistemic and alpha only)")
+	}
+	if s.OwnsInputs() {
+		name("depth_input", s.DepthInput.Name)
+		if u := s.DepthInput.Units; u != UnitsMetres && u != UnitsRelative {
+			add("depth_input.units: %q is not one of metres, relative", u)
+		}
+	} else if s.DepthInput.Units != "" {
+		add("depth_input.name: empty")
+	}
+	name("scale", s.Scale.Name)
+	name("epistemic", s.Epistemic.Name)
+	if s.Alpha.Name != "" {
+		name("alpha", s.Alpha.Name)
+	}
+	switch s.Scale.Units {
+	case "", UnitsMetres, UnitsRelative:
+	default:
+		add("scale.units: %q is not one of metres, relative", s.Scale.Units)
+	}
+	if s.OwnsInputs() && s.Scale.Units != "" && s.Scale.Units != s.DepthInput.Units {
+		add("scale.units: %q but depth_input.units %q: both are metres or both relative", s.Scale.Units, s.DepthInput.Units)
+	}
+	for _, t := range []struct {
+		key string
+		v   TensorSpec
+	}{{"epistemic", s.Epistemic}, {"alpha", s.Alpha}} {
+		if t.v.Units != "" {
+			add("%s.units: only depth_input and scale have units", t.key)
+		}
+	}
+	if a := s.AuxUE; a != nil {
+		if a.K == 1 {
+			add("auxue.k: 1, want 0 (unknown) or >= 2: DIDO discretizes the errors into K >= 2 bins")
+		}
+		if a.DepthModelSHA256 != "" && !sha256Pattern.MatchString(a.DepthModelSHA256) {
+			add("auxue.depth_model_sha256: %q is not 64 lower-case hex digits", a.DepthModelSHA256)
+		}
+		for _, v := range []struct {
+			key string
+			n   int
+		}{{"factor", a.Factor}, {"grid_height", a.GridHeight}, {"grid_width", a.GridWidth}, {"encoder_width", a.EncoderWidth},
+			{"hidden", a.Hidden}, {"k", a.K}, {"global_context_bands", a.GlobalContext}, {"frames", a.Frames}} {
+			if v.n < 0 || v.n > maxSide*maxSide {
+				add("auxue.%s: %d is out of range", v.key, v.n)
+			}
+		}
+		for _, v := range []struct {
+			key string
+			f   float64
+		}{{"max_depth", a.MaxDepth}, {"lambda", a.Lambda}, {"unlabeled_kl", a.UnlabeledKL}} {
+			if !(v.f >= 0) || math.IsInf(v.f, 0) {
+				add("auxue.%s: %g must be non-negative and finite", v.key, v.f)
+			}
+		}
+	}
+}
+
+func finite32(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+
+func (s IOSpec) channels() int {
+	if s.Input.Channels == 0 {
+		return 3
+	}
+	return s.Input.Channels
+}
+
+func (s IOSpec) scale() float32 {
+	if s.Depth.Scale == 0 {
+		return 1
+	}
+	return s.Depth.Scale
+}
+
+// Layout is the input layout, NCHW unless the spec says NHWC.
+func (s IOSpec) Layout() string {
+	if s.Input.Layout == LayoutNHWC {
+		return LayoutNHWC
+	}
+	return LayoutNCHW
+}
+
+// ResizeMode is the input's resize mode, stretch unless it says letterbox.
+func (s IOSpec) ResizeMode() string {
+	if s.Input.Resize == ResizeLetterbox {
+		return ResizeLetterbox
+	}
+	return ResizeStretch
+}
+
+// PixelTransform is the per-channel affine map from an 8-bit pixel value to
+// the input value, x = p*Gain[c] + Offset[c], in the order the input holds
+// the channels (Order[c] is the RGB index stored at input channel c).
+type PixelTransform struct {
+	Gain, Offset [3]float32
+	Order        [3]int
+}
+
+// Pixels returns the spec's pixel transform: gain = range/(255 std),
+// offset = -mean/std, channel order by color.
+func (s IOSpec) Pixels() PixelTransform {
+	in := s.Input
+	pr := in.PixelRange
+	if pr == 0 {
+		pr = 1
+	}
+	t := PixelTransform{Order: [3]int{0, 1, 2}}
+	if in.Color == ColorBGR {
+		t.Order = [3]int{2, 1, 0}
+	}
+	for c := range 3 {
+		mean, std := float32(0), float32(1)
+		if len(in.Mean) > 0 {
+			mean = in.Mean[min(c, len(in.Mean)-1)]
+		}
+		if len(in.Std) > 0 {
+			std = in.Std[min(c, len(in.Std)-1)]
+		}
+		t.Gain[c] = pr / (255 * std)
+		t.Offset[c] = -mean / std
+	}
+	return t
+}
+
+func (s IOSpec) pixelRange() float32 {
+	if s.Input.PixelRange == 0 {
+		return 1
+	}
+	return s.Input.PixelRange
+}
+
+// means and stds are the input's mean and std with their defaults (0, 1).
+func (s IOSpec) means() []float32 { return withDefault(s.Input.Mean, s.channels(), 0) }
+func (s IOSpec) stds() []float32  { return withDefault(s.Input.Std, s.channels(), 1) }
+
+func withDefault(v []float32, n int, d float32) []float32 {
+	if len(v) > 0 {
+		return v
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
+// inputs lists the graph inputs the spec feeds: the image (or features)
+// input, then an AuxUE's depth input.
+func (s IOSpec) inputNames() []string {
+	if s.OwnsInputs() {
+		return []string{s.Input.Name, s.DepthInput.Name}
+	}
+	return []string{s.Input.Name}
+}
+
+// outputNames lists the outputs in the order a Session indexes them: the
+// depth then the features for a depth model; scale, epistemic, then alpha
+// (when named) for an AuxUE.
+func (s IOSpec) outputNames() []string {
+	if s.IsAuxUE() {
+		names := []string{s.Scale.Name, s.Epistemic.Name}
+		if s.Alpha.Name != "" {
+			names = append(names, s.Alpha.Name)
+		}
+		return names
+	}
+	names := []string{s.Depth.Name}
+	for _, f := range s.Features {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// outputRoles names the role of each output in outputNames order.
+func (s IOSpec) outputRoles() []string {
+	if s.IsAuxUE() {
+		roles := []string{RoleScale, RoleEpistemic}
+		if s.Alpha.Name != "" {
+			roles = append(roles, RoleAlpha)
+		}
+		return roles
+	}
+	roles := []string{RoleDepth}
+	for range s.Features {
+		roles = append(roles, RoleFeatures)
+	}
+	return roles
+}
+
+// MapShape reads a map output's shape: (H,W), (1,H,W), (1,1,H,W) or
+// (1,H,W,1). Exports write depth as rank 3 (MiDaS, Depth Anything) or
+// rank 4 (NCHW or NHWC); all are one H x W map.
+func MapShape(shape []int64) (h, w int, err error) {
+	bad := fmt.Errorf("shape %v is not one map: want (H,W), (1,H,W), (1,1,H,W) or (1,H,W,1)", shape)
+	switch len(shape) {
+	case 2:
+		h, w = int(shape[0]), int(shape[1])
+	case 3:
+		if shape[0] != 1 {
+			return 0, 0, bad
+		}
+		h, w = int(shape[1]), int(shape[2])
+	case 4:
+		switch {
+		case shape[0] != 1:
+			return 0, 0, bad
+		case shape[1] == 1:
+			h, w = int(shape[2]), int(shape[3])
+		case shape[3] == 1:
+			h, w = int(shape[1]), int(shape[2])
+		default:
+			return 0, 0, bad
+		}
+	default:
+		return 0, 0, bad
+	}
+	if h < 1 || w < 1 {
+		return 0, 0, bad
+	}
+	return h, w, nil
+}
