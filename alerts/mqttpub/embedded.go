@@ -54,8 +54,20 @@ func startEmbedded(ctx context.Context, cfg alerts.Config, po Options, log *slog
 		return nil, po, fmt.Errorf("embedded broker: %w", err)
 	}
 	pass := hex.EncodeToString(secret[:])
-	bo.Users = append(bo.Users, broker.User{Username: alerts.RuntimeUser, Password: pass,
-		Write: []string{cfg.TopicPrefix + "/#"}, Unlimited: true})
+	runtimeUser := broker.User{Username: alerts.RuntimeUser, Password: pass,
+		Write: []string{cfg.TopicPrefix + "/#"}, Unlimited: true}
+	if ha := cfg.HomeAssistant; ha.Discovery {
+		// The runtime publishes the discovery configs and listens for
+		// Home Assistant's birth message; readers of the alerts may read
+		// the configs too (Home Assistant itself needs a user that may
+		// publish its status topic: embedded.users).
+		runtimeUser.Write = append(runtimeUser.Write, ha.Prefix+"/#")
+		runtimeUser.Read = append(runtimeUser.Read, ha.StatusTopic)
+		if bo.AllowAnonymous {
+			bo.AnonymousRead = append(bo.AnonymousRead, ha.Prefix+"/#")
+		}
+	}
+	bo.Users = append(bo.Users, runtimeUser)
 	b, err := broker.Start(ctx, bo)
 	if err != nil {
 		return nil, po, fmt.Errorf("embedded.listen %s: embedded broker: %w", cfg.Embedded.Listen, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -76,14 +78,24 @@ func TestDiscoveryPayloadsValidate(t *testing.T) {
 // the broker, published again when Home Assistant's status topic says
 // online, and those of a zone removed by a reload are cleared.
 func TestDiscoveryOverMQTT(t *testing.T) {
+	// Home Assistant publishes its birth message as a user of its own;
+	// anonymous clients may only read (the alerts and the configs).
+	dir := t.TempDir()
+	passFile := filepath.Join(dir, "ha.pass")
+	if err := os.WriteFile(passFile, []byte("ha-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	yaml := fmt.Sprintf(`vehicle: van-1
 camera: front
 grid: {rows: 1, cols: 2}
 homeassistant: {discovery: true}
 mqtt: {broker: embedded, client_id: ha-test, stats_interval: 1h, close_timeout: 2s}
 outbox: {dir: %q}
-embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-`, t.TempDir())
+embedded:
+  listen: "127.0.0.1:0"
+  allow_anonymous: true
+  users: [{username: homeassistant, password_file: %q, read: ["homeassistant/#", "didoedge/#"], write: [homeassistant/status]}]
+`, filepath.Join(dir, "outbox"), passFile)
 	cfg, err := alerts.ParseConfig("ha test", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +130,7 @@ embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // the subscription of the status topic is on its way
-	if out, err := exec.Command(needTool(t, "mosquitto_pub"), "-h", host, "-p", port, "-t", "homeassistant/status", "-m", "online").CombinedOutput(); err != nil {
+	if out, err := exec.Command(needTool(t, "mosquitto_pub"), "-h", host, "-p", port, "-u", "homeassistant", "-P", "ha-secret", "-t", "homeassistant/status", "-m", "online").CombinedOutput(); err != nil {
 		t.Fatalf("mosquitto_pub: %v %s", err, out)
 	}
 	sub.waitFor(t, 10*time.Second, "the configs again after the birth message", func() bool { return len(sub.msgs) >= 12 })
