@@ -95,6 +95,7 @@ type Recorder struct {
 
 	submitted, dropped, written, msgDropped, writeErrs atomic.Uint64
 	filesClosed, filesDeleted, bytesWritten, clips     atomic.Uint64
+	current                                            atomic.Int64 // bytes of the open file
 
 	// worker state
 	w worker
@@ -286,7 +287,7 @@ func (r *Recorder) Stats() Stats {
 	return Stats{
 		FramesSubmitted: r.submitted.Load(), FramesDropped: r.dropped.Load(), FramesWritten: r.written.Load(),
 		MessagesDropped: r.msgDropped.Load(), WriteErrors: r.writeErrs.Load(), FilesClosed: r.filesClosed.Load(),
-		FilesDeleted: r.filesDeleted.Load(), BytesWritten: r.bytesWritten.Load(), Clips: r.clips.Load(),
+		FilesDeleted: r.filesDeleted.Load(), BytesWritten: r.bytesWritten.Load() + uint64(r.current.Load()), Clips: r.clips.Load(),
 		QueueLength: len(r.frames),
 	}
 }
@@ -454,6 +455,7 @@ func (w *worker) fail(err error) {
 	if w.file != nil {
 		w.file.abort()
 		w.r.bytesWritten.Add(uint64(w.file.size()))
+		w.r.current.Store(0)
 		w.file = nil
 	}
 	w.retryAt = time.Now().Add(time.Second)
@@ -550,6 +552,7 @@ func (w *worker) write(spec int, seq uint32, t uint64, data []byte) {
 		w.fail(err)
 		return
 	}
+	w.r.current.Store(w.file.size())
 	if cam != nil {
 		w.r.written.Add(1)
 		w.file.frames++
@@ -725,6 +728,7 @@ func (w *worker) closeFile() {
 	}
 	err := f.close(extra)
 	w.r.bytesWritten.Add(uint64(f.size()))
+	w.r.current.Store(0)
 	if err != nil {
 		w.r.writeErrs.Add(1)
 		w.r.log.Error("recording", "err", err)
