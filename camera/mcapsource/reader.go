@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/foxglove/mcap/go/mcap"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/didoedge/didoedge/internal/mcaprec"
 )
@@ -30,6 +31,7 @@ type Reader struct {
 	cr       *countingReader
 	size     int64
 	lex      *mcap.Lexer
+	zstd     *zstd.Decoder
 	schemas  map[uint16]*mcap.Schema
 	channels map[uint16]*mcap.Channel
 	buf      []byte
@@ -53,10 +55,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // maxRecord bounds what a damaged length field can make the reader
-// allocate: 64 MiB, or four times the file for larger files (a record can
-// exceed the file only inside a compressed chunk), at most 2 GiB.
+// allocate: 32 MiB (twice the largest chunk the recorder writes,
+// record.chunk_bytes <= 16 MiB), or four times the file for larger files
+// (a record can exceed the file only inside a compressed chunk), at most
+// 2 GiB.
 func maxRecord(size int64) int {
-	return int(min(max(64<<20, 4*size), 2<<30-1))
+	return int(min(max(32<<20, 4*size), 2<<30-1))
 }
 
 // OpenReader opens a recording and reads its header.
@@ -73,12 +77,23 @@ func OpenReader(path string) (*Reader, error) {
 	r := &Reader{path: path, f: f, size: st.Size(), cr: &countingReader{r: f},
 		schemas: map[uint16]*mcap.Schema{}, channels: map[uint16]*mcap.Channel{}}
 	lim := maxRecord(r.size)
+	// A zstd decoder of our own: one goroutine, and memory bounded like
+	// the records (the library's default decoder trusts the window size a
+	// damaged frame header claims).
+	r.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(lim)),
+		zstd.WithDecoderMaxWindow(uint64(min(lim, 1<<27))))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("recording %s: %w", path, err)
+	}
 	err = guard(func() error {
 		var err error
-		r.lex, err = mcap.NewLexer(r.cr, &mcap.LexerOptions{ValidateChunkCRCs: true, MaxRecordSize: lim, MaxDecompressedChunkSize: lim})
+		r.lex, err = mcap.NewLexer(r.cr, &mcap.LexerOptions{ValidateChunkCRCs: true, MaxRecordSize: lim, MaxDecompressedChunkSize: lim,
+			Decompressors: map[mcap.CompressionFormat]mcap.ResettableReader{mcap.CompressionZSTD: r.zstd}})
 		return err
 	})
 	if err != nil {
+		r.zstd.Close()
 		f.Close()
 		return nil, fmt.Errorf("recording %s: not an MCAP file: %w", path, err)
 	}
@@ -115,6 +130,7 @@ func (r *Reader) Close() error {
 	if r.lex != nil {
 		r.lex.Close()
 	}
+	r.zstd.Close()
 	return r.f.Close()
 }
 

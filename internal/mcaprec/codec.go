@@ -60,8 +60,11 @@ func AppendCompressedImage(dst []byte, t time.Time, frameID, format string, data
 
 // AppendRawImage32F appends a foxglove.RawImage of encoding 32FC1 holding
 // the row-major width x height map px (little-endian float32, step 4w).
-// It allocates nothing when dst has room.
-func AppendRawImage32F(dst []byte, t time.Time, frameID string, width, height int, px []float32) []byte {
+// mantissaBits (1..23) is the precision kept: each finite value is rounded
+// to that many mantissa bits (relative error at most 2^-(mantissaBits+1)),
+// so that the zeroed low bits compress; 23 keeps the values exact. It
+// allocates nothing when dst has room.
+func AppendRawImage32F(dst []byte, t time.Time, frameID string, width, height int, px []float32, mantissaBits int) []byte {
 	dst = appendTimestamp(dst, 1, t)
 	dst = appendString(dst, 7, frameID)
 	dst = appendFixed32(dst, 2, uint32(width))
@@ -73,8 +76,20 @@ func AppendRawImage32F(dst []byte, t time.Time, frameID string, width, height in
 	n := len(dst)
 	dst = growLen(dst, 4*len(px))
 	out := dst[n:]
+	drop := uint(23 - min(23, max(1, mantissaBits)))
+	if drop == 0 {
+		for i, v := range px {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+		}
+		return dst
+	}
+	half, mask := uint32(1)<<(drop-1), uint32(1)<<drop-1
 	for i, v := range px {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+		b := math.Float32bits(v)
+		if b&0x7f800000 != 0x7f800000 { // finite: round half up on the magnitude
+			b = (b + half) &^ mask
+		}
+		binary.LittleEndian.PutUint32(out[4*i:], b)
 	}
 	return dst
 }

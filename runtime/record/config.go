@@ -37,6 +37,7 @@ const (
 //	  frame_format: jpeg       # jpeg or png (lossless, for exact replays)
 //	  jpeg_quality: 90
 //	  maps: [depth, laplace_scale, epistemic]
+//	  map_mantissa_bits: 10    # map precision: relative error <= 2^-11; 23 = exact
 //	  queue: 4                 # frames waiting for the recorder; more are dropped
 //	  compression: zstd        # MCAP chunk compression: zstd, lz4 or none
 //	  chunk_bytes: 4194304     # uncompressed bytes per chunk (4 MiB): what a kill can lose
@@ -53,10 +54,14 @@ type Config struct {
 	JPEGQuality int           `yaml:"jpeg_quality"`
 	// Maps lists the maps recorded beside each frame; nil records all
 	// three, an empty list none.
-	Maps        []string `yaml:"maps"`
-	Queue       int      `yaml:"queue"`
-	Compression string   `yaml:"compression"`
-	ChunkBytes  int64    `yaml:"chunk_bytes"`
+	Maps []string `yaml:"maps"`
+	// MapMantissaBits is the precision of the recorded maps: values are
+	// rounded to this many of float32's 23 mantissa bits (relative error
+	// at most 2^-(bits+1)); 23 records them exactly.
+	MapMantissaBits int    `yaml:"map_mantissa_bits"`
+	Queue           int    `yaml:"queue"`
+	Compression     string `yaml:"compression"`
+	ChunkBytes      int64  `yaml:"chunk_bytes"`
 }
 
 // Defaults of the keys left out.
@@ -70,6 +75,10 @@ const (
 	DefaultJPEGQuality = 90
 	DefaultQueue       = 4
 	DefaultChunkBytes  = 4 << 20
+	// DefaultMapMantissaBits keeps a relative precision of 2^-11 (0.05 %:
+	// 5 mm at 10 m), far below the maps' own uncertainty; the zeroed low
+	// bits let zstd shrink the maps.
+	DefaultMapMantissaBits = 10
 )
 
 // Enabled reports whether the recorder should run.
@@ -107,6 +116,9 @@ func (c Config) WithDefaults() Config {
 	if c.Maps == nil {
 		c.Maps = []string{MapDepth, MapScale, MapEpistemic}
 	}
+	if c.MapMantissaBits == 0 {
+		c.MapMantissaBits = DefaultMapMantissaBits
+	}
 	if c.Queue == 0 {
 		c.Queue = DefaultQueue
 	}
@@ -142,8 +154,8 @@ func (c Config) Validate(prefix string) error {
 	if c.Dir == "" {
 		return bad("dir", "required when recording")
 	}
-	if c.ChunkBytes < 64<<10 || c.ChunkBytes > 256<<20 {
-		return bad("chunk_bytes", "%d outside [65536, 268435456]", c.ChunkBytes)
+	if c.ChunkBytes < 64<<10 || c.ChunkBytes > 16<<20 {
+		return bad("chunk_bytes", "%d outside [65536, 16777216]", c.ChunkBytes)
 	}
 	if c.RotateBytes < 2*c.ChunkBytes {
 		return bad("rotate_bytes", "%d is below two chunks (2 x chunk_bytes = %d)", c.RotateBytes, 2*c.ChunkBytes)
@@ -182,6 +194,9 @@ func (c Config) Validate(prefix string) error {
 			return bad(fmt.Sprintf("maps[%d]", i), "%q listed twice", m)
 		}
 		seen[m] = true
+	}
+	if c.MapMantissaBits < 1 || c.MapMantissaBits > 23 {
+		return bad("map_mantissa_bits", "%d outside [1, 23]", c.MapMantissaBits)
 	}
 	if c.Queue < 1 || c.Queue > 256 {
 		return bad("queue", "%d outside [1, 256]", c.Queue)

@@ -34,7 +34,7 @@ func TestContinuousRoundTrip(t *testing.T) {
 	for _, format := range []string{"jpeg", "png"} {
 		t.Run(format, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := Config{Mode: ModeContinuous, Dir: dir, FrameFormat: format, Queue: 64, Compression: "zstd"}
+			cfg := Config{Mode: ModeContinuous, Dir: dir, FrameFormat: format, Queue: 64, Compression: "zstd", MapMantissaBits: 23}
 			models := map[string]map[string]string{mcaprec.ModelsMetadata: {"depth_sha256": "abc", "auxue_sha256": "def"}}
 			rec, err := New(cfg, Options{Streams: testStreams(t), Metadata: models})
 			if err != nil {

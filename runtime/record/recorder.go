@@ -497,7 +497,7 @@ func (w *worker) frame(s *slot) {
 				fmt.Sprintf("%d values for %dx%d", len(m.px), s.mapW, s.mapH))
 			continue
 		}
-		w.msg = mcaprec.AppendRawImage32F(w.msg[:0], s.capture, s.camera, s.mapW, s.mapH, m.px)
+		w.msg = mcaprec.AppendRawImage32F(w.msg[:0], s.capture, s.camera, s.mapW, s.mapH, m.px, w.cfg.MapMantissaBits)
 		w.emit(m.spec, seq, t, w.msg)
 	}
 }
@@ -695,7 +695,7 @@ func (w *worker) metadata(now time.Time, t uint64) []mcap.Metadata {
 	c := w.cfg
 	rec := map[string]string{
 		"mode": c.Mode, "frame_format": c.FrameFormat, "jpeg_quality": strconv.Itoa(c.JPEGQuality),
-		"maps": strings.Join(c.Maps, ","), "compression": c.Compression, "chunk_bytes": strconv.FormatInt(c.ChunkBytes, 10),
+		"maps": strings.Join(c.Maps, ","), "map_mantissa_bits": strconv.Itoa(c.MapMantissaBits), "compression": c.Compression, "chunk_bytes": strconv.FormatInt(c.ChunkBytes, 10),
 		"created": now.UTC().Format(time.RFC3339Nano), "first_log_time_ns": strconv.FormatUint(t, 10),
 		"seq": "MCAP message sequence = frame sequence number mod 2^32",
 	}
