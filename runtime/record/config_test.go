@@ -1,6 +1,7 @@
 package record
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +129,21 @@ func TestDropsWhenFull(t *testing.T) {
 	st := rec.Stats()
 	if took != 3 || st.FramesDropped != 7 || st.FramesSubmitted != 10 || st.QueueLength != 3 {
 		t.Fatalf("took %d, stats %+v", took, st)
+	}
+}
+
+func TestModelIdentity(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "m.onnx")
+	if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ModelIdentity(map[string]string{"depth": p, "auxue": ""})
+	// sha256("abc"), FIPS 180-2 test vector.
+	if err != nil || id["depth_sha256"] != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || id["depth_path"] != p || len(id) != 2 {
+		t.Fatalf("%v %v", id, err)
+	}
+	if _, err := ModelIdentity(map[string]string{"depth": filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "depth") {
+		t.Fatalf("missing file: %v", err)
 	}
 }
