@@ -54,7 +54,7 @@ func BenchmarkRecordFrame(b *testing.B) {
 	}{
 		{"defaults", Config{}},
 		{"lz4", Config{Compression: "lz4"}},
-		{"exact-maps", Config{MapMantissaBits: 23}},
+		{"maps-10-bits", Config{MapMantissaBits: 10}},
 		{"no-maps", Config{Maps: []string{}}},
 	} {
 		b.Run(v.name, func(b *testing.B) { benchmarkRecordFrame(b, v.cfg) })

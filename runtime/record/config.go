@@ -37,7 +37,7 @@ const (
 //	  frame_format: jpeg       # jpeg or png (lossless, for exact replays)
 //	  jpeg_quality: 90
 //	  maps: [depth, laplace_scale, epistemic]
-//	  map_mantissa_bits: 10    # map precision: relative error <= 2^-11; 23 = exact
+//	  map_mantissa_bits: 23    # map precision; 10: relative error <= 2^-11, half the bytes
 //	  queue: 4                 # frames waiting for the recorder; more are dropped
 //	  compression: zstd        # MCAP chunk compression: zstd, lz4 or none
 //	  chunk_bytes: 4194304     # uncompressed bytes per chunk (4 MiB): what a kill can lose
@@ -75,10 +75,11 @@ const (
 	DefaultJPEGQuality = 90
 	DefaultQueue       = 4
 	DefaultChunkBytes  = 4 << 20
-	// DefaultMapMantissaBits keeps a relative precision of 2^-11 (0.05 %:
-	// 5 mm at 10 m), far below the maps' own uncertainty; the zeroed low
-	// bits let zstd shrink the maps.
-	DefaultMapMantissaBits = 10
+	// DefaultMapMantissaBits records the maps exactly. Fewer bits (10:
+	// relative error 2^-11, 5 mm at 10 m) halve the bytes of the maps but
+	// cost zstd about 2.5 times the CPU (BenchmarkRecordFrame), and the
+	// recorder's CPU is what competes with inference.
+	DefaultMapMantissaBits = 23
 )
 
 // Enabled reports whether the recorder should run.
