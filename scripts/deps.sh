@@ -61,4 +61,14 @@ if ! check "$dest/linux-x64/libonnxruntime.so.1" "$ORT_X64_SHA256" || ! check "$
   check "$dest/linux-x64/libonnxruntime.so.1" "$ORT_X64_SHA256" || { echo "deps: x64 library sha256 mismatch" >&2; exit 1; }
   check "$dest/linux-arm64/libonnxruntime.so.1" "$ORT_ARM64_SHA256" || { echo "deps: arm64 library sha256 mismatch" >&2; exit 1; }
 fi
+# Foxglove's MCAP reader (@mcap/core 2.2.2, @mcap/support, @foxglove/schemas), the independent
+# reader of the recording tests (internal/mcapcheck): exactly the lock file's versions.
+if [ "$mode" = test ]; then
+  mc=internal/mcapcheck/testdata/node
+  if ! cmp -s "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"; then
+    echo "deps: installing the MCAP test reader (npm ci in $mc)"
+    (cd "$mc" && npm ci --ignore-scripts --no-audit --no-fund --silent)
+    cp "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"
+  fi
+fi
 echo "deps: ok (ONNX Runtime $ORT_VERSION in $dest)"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -293,5 +294,52 @@ func TestZoneThresholdBoundsPixels(t *testing.T) {
 		if got := zoneThreshold(zv, tc.c, tc.q); got != tc.want {
 			t.Errorf("criterion %+v q %g: %g, want %g", tc.c, tc.q, got, tc.want)
 		}
+	}
+}
+
+// TestRunWithoutGroundTruth calibrates on the same frames without their
+// ground truth (a data set exported from a recording): tau_e, per zone
+// too, is unchanged (K/S needs no ground truth); the scale correction is
+// kept from the configured calibration (1, the default), so tau_a, the
+// quantile of s b / depth, is the ground-truth run's divided by its s.
+func TestRunWithoutGroundTruth(t *testing.T) {
+	data, cfg := testRig(t)
+	const far = 0.05
+	withGT, err := Run(context.Background(), Options{Config: cfg, Data: data, TargetFAR: far})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.OpenSim(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := ds.Meta
+	meta.Sparse, meta.Semantic = dataset.NoGroundTruth, dataset.NoGroundTruth
+	frames := filepath.Join(t.TempDir(), "frames")
+	if err := dataset.Generate(context.Background(), dataset.GenerateOptions{Dir: frames, Meta: meta, Workers: 1}, simDrives{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(frames, meta.Drives[0].Name, "proj_depth")); !os.IsNotExist(err) {
+		t.Fatalf("a data set without ground truth has proj_depth: %v", err)
+	}
+	res, err := Run(context.Background(), Options{Config: cfg, Data: frames, TargetFAR: far})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, g := res.Calibration, withGT.Calibration
+	if !res.NoGroundTruth || res.GTPixels != 0 || !math.IsNaN(res.CoverageAfter) || !math.IsNaN(res.UCEAfter) {
+		t.Fatalf("result %+v", res)
+	}
+	if c.ScaleCorrection != 1 || c.TauE != g.TauE || fmt.Sprint(c.TauEZones) != fmt.Sprint(g.TauEZones) {
+		t.Fatalf("scale correction %g (want 1), tau_e %g vs %g, zones %v vs %v", c.ScaleCorrection, c.TauE, g.TauE, c.TauEZones, g.TauEZones)
+	}
+	if rel := math.Abs(c.TauA*g.ScaleCorrection-g.TauA) / g.TauA; rel > 1e-6 {
+		t.Fatalf("tau_a %g x s %g = %g, ground-truth run %g", c.TauA, g.ScaleCorrection, c.TauA*g.ScaleCorrection, g.TauA)
+	}
+	if !strings.Contains(c.Meta["scale_correction"], "needs depth ground truth") {
+		t.Fatalf("meta does not say why the scale correction was kept: %v", c.Meta)
+	}
+	if _, ok := c.Meta["coverage_after"]; ok {
+		t.Fatal("coverage reported without ground truth")
 	}
 }

@@ -46,10 +46,15 @@ type Options struct {
 type Result struct {
 	Calibration                   alerts.Calibration
 	Frames                        int
-	Pixels                        int // valid pixels (finite depth > 0)
-	GTPixels                      int // pixels with ground truth, for coverage and UCE
-	CoverageBefore, CoverageAfter float64
-	UCEBefore, UCEAfter           float64
+	Pixels                        int     // valid pixels (finite depth > 0)
+	GTPixels                      int     // pixels with ground truth, for coverage and UCE
+	CoverageBefore, CoverageAfter float64 // NaN without ground truth
+	UCEBefore, UCEAfter           float64 // NaN without ground truth
+	// NoGroundTruth: the frames had no depth ground truth (a data set
+	// exported from a recording). tau_e and tau_a are set; the Laplace
+	// scale correction needs the depth errors, so the config's
+	// calibration's scale_correction is kept and coverage and UCE are NaN.
+	NoGroundTruth bool
 	// FrameAlarmRate is the fraction of validation frames in which some
 	// zone's ood_fraction reaches the warn level with the new tau_e.
 	FrameAlarmRate float64
@@ -219,10 +224,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.Frames == 0 || res.Pixels == 0 {
 		return nil, fmt.Errorf("calibrate: no valid pixel in %d %s frames", len(items), o.Split)
 	}
-	if len(absErr) == 0 {
+	res.GTPixels = len(absErr)
+	res.NoGroundTruth = len(absErr) == 0
+	if res.NoGroundTruth && ds.HasGroundTruth() {
 		return nil, fmt.Errorf("calibrate: no ground-truth pixel in the %s split of %q", o.Split, o.Data)
 	}
-	res.GTPixels = len(absErr)
 	q := 1 - o.TargetFAR
 	cal := base
 	cal.Coverage = o.Coverage
@@ -238,7 +244,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			cal.TauEZones[zones[z].Name] = clampTau(zoneThreshold(zv, cal.Levels.OODFraction, q))
 		}
 	}
-	corr := ScaleCorrection(absErr, scale, o.Coverage)
+	corr := base.ScaleCorrection
+	if res.NoGroundTruth {
+		o.Log.Warn("no depth ground truth: tau_e and tau_a are set, the Laplace coverage correction needs ground truth; keeping the configured scale_correction",
+			"data", o.Data, "scale_correction", corr)
+	} else {
+		corr = ScaleCorrection(absErr, scale, o.Coverage)
+	}
 	if !(corr > 0) || math.IsInf(corr, 0) {
 		return nil, fmt.Errorf("calibrate: scale correction %g is not a positive number (all predicted b zero?)", corr)
 	}
@@ -257,11 +269,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.CoverageBefore = Coverage(absErr, scale, 1, o.Coverage)
 	res.CoverageAfter = Coverage(absErr, scale, corr, o.Coverage)
-	if res.UCEBefore, err = UCE(absErr, scale, 1); err != nil {
-		return nil, err
-	}
-	if res.UCEAfter, err = UCE(absErr, scale, corr); err != nil {
-		return nil, err
+	res.UCEBefore, res.UCEAfter = math.NaN(), math.NaN()
+	if !res.NoGroundTruth {
+		if res.UCEBefore, err = UCE(absErr, scale, 1); err != nil {
+			return nil, err
+		}
+		if res.UCEAfter, err = UCE(absErr, scale, corr); err != nil {
+			return nil, err
+		}
 	}
 	res.FrameAlarmRate = frameAlarmRate(per, zones, cal.Levels.OODFraction, cal.TauEFor, 1, res.Frames)
 	res.AleatoricAlarmRate = frameAlarmRate(perA, zones, cal.Levels.AleatoricFraction, cal.TauAFor, corr, res.Frames)
@@ -285,6 +300,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		"auxue_model":          cfg.AuxUE.Model,
 		"relative":             strconv.FormatBool(relative),
 		"time":                 time.Now().UTC().Format(time.RFC3339),
+	}
+	if res.NoGroundTruth {
+		for _, k := range []string{"coverage_before", "coverage_after", "uce_before_m", "uce_after_m"} {
+			delete(cal.Meta, k)
+		}
+		cal.Meta["scale_correction"] = "kept from the configured calibration: the Laplace coverage correction needs depth ground truth, which " + o.Data + " has none of"
 	}
 	if err := cal.Validate(); err != nil {
 		return nil, fmt.Errorf("calibrate: result: %w", err)

@@ -66,7 +66,11 @@ func Generate(ctx context.Context, opts GenerateOptions, src FrameSource) error 
 	}
 	for _, d := range m.Drives {
 		p := SimFramePaths(d.Name, 0)
-		for _, f := range []string{p.RGB, p.Sparse, p.Dense, p.Semantic} {
+		dirs := []string{p.RGB, p.Sparse, p.Dense, p.Semantic}
+		if !m.HasGroundTruth() {
+			dirs = dirs[:1]
+		}
+		for _, f := range dirs {
 			if err := os.MkdirAll(filepath.Join(opts.Dir, filepath.Dir(f)), 0o755); err != nil {
 				return fmt.Errorf("generate: %w", err)
 			}
@@ -203,9 +207,17 @@ func startProgress(opts GenerateOptions, done *atomic.Int64, total int) (stop fu
 	return func() { close(quit); <-finished }
 }
 
-// writeSample writes the four PNGs of one frame.
+// writeSample writes the four PNGs of one frame (the RGB one alone
+// without ground truth).
 func writeSample(dir, tmpDir, drive string, index int, s *Sample, m Meta) error {
 	n := m.Width * m.Height
+	if !m.HasGroundTruth() {
+		if s.Width != m.Width || s.Height != m.Height || len(s.RGB) != 3*n {
+			return fmt.Errorf("drive %q frame %d: sample is not a %dx%d frame", drive, index, m.Width, m.Height)
+		}
+		path := filepath.Join(dir, SimFramePaths(drive, index).RGB)
+		return writeFileAtomic(tmpDir, path, func(o io.Writer) error { return EncodeRGBPNG(o, m.Width, m.Height, s.RGB) })
+	}
 	if s.Width != m.Width || s.Height != m.Height || len(s.RGB) != 3*n || len(s.Sparse) != n || len(s.Dense) != n || len(s.Semantic) != n {
 		return fmt.Errorf("drive %q frame %d: sample is not a complete %dx%d frame", drive, index, m.Width, m.Height)
 	}

@@ -25,6 +25,10 @@ const (
 	MetaFormat = "didoedge-sim/1"
 	// partialDir holds files being written; Generate removes it.
 	partialDir = ".partial"
+	// NoGroundTruth as Meta.Sparse (and Meta.Semantic) marks a data set of
+	// frames alone, e.g. exported from a recording: only image_02 exists,
+	// and Load returns samples with nil Sparse, Dense and Semantic.
+	NoGroundTruth = "none"
 )
 
 // SplitNames returns the split names in their usual order.
@@ -69,7 +73,8 @@ type Meta struct {
 	DepthScale float64    `json:"depth_scale"`
 	// Semantic names the id set: "cityscapes" or "nyu40".
 	Semantic string `json:"semantic"`
-	// Sparse names the ground-truth sensor: "lidar-hdl64" or "structured-light".
+	// Sparse names the ground-truth sensor: "lidar-hdl64" or
+	// "structured-light", or NoGroundTruth.
 	Sparse string         `json:"sparse"`
 	Drives []Drive        `json:"drives"`
 	Counts map[string]int `json:"counts"`
@@ -282,3 +287,7 @@ func DriveSeed(seed int64, d int) int64 {
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
 	return int64((z ^ (z >> 31)) >> 1)
 }
+
+// HasGroundTruth reports whether the data set has depth and semantic maps
+// beside its frames.
+func (m Meta) HasGroundTruth() bool { return m.Sparse != NoGroundTruth }

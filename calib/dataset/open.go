@@ -28,6 +28,9 @@ type Set interface {
 	Load(it Item) (*Sample, error)
 	// Layout names the layout (LayoutSim, LayoutKITTI, LayoutNYU).
 	Layout() string
+	// HasGroundTruth is false for a set declared without depth ground
+	// truth (frames exported from a recording).
+	HasGroundTruth() bool
 }
 
 // Source names a data set on disk.
@@ -92,6 +95,8 @@ type simSet struct{ *Sim }
 
 func (s simSet) Layout() string { return LayoutSim }
 
+func (s simSet) HasGroundTruth() bool { return s.Meta.HasGroundTruth() }
+
 func (s simSet) Items(split string) ([]Item, error) {
 	if split != SplitAll {
 		items, err := s.Split(split)
@@ -112,6 +117,9 @@ func (s simSet) Items(split string) ([]Item, error) {
 type kittiSet struct{ k *KITTI }
 
 func (s *kittiSet) Layout() string { return LayoutKITTI }
+
+// HasGroundTruth: KITTI sets come with annotated depth.
+func (s *kittiSet) HasGroundTruth() bool { return true }
 
 func (s *kittiSet) Load(it Item) (*Sample, error) { return s.k.Load(it) }
 
@@ -134,6 +142,9 @@ func (s *kittiSet) Items(split string) ([]Item, error) {
 type nyuSet struct{ *NYU }
 
 func (s nyuSet) Layout() string { return LayoutNYU }
+
+// HasGroundTruth: NYU sets come with dense depth.
+func (s nyuSet) HasGroundTruth() bool { return true }
 
 func (s nyuSet) Items(split string) ([]Item, error) {
 	if split == SplitAll {

@@ -63,7 +63,9 @@ func (d *Sim) Split(name string) ([]Item, error) {
 	return items, nil
 }
 
-// Load reads the four maps of one frame and checks them against meta.json.
+// Load reads the four maps of one frame and checks them against meta.json;
+// a data set without ground truth (Meta.Sparse == NoGroundTruth) has the
+// RGB frame alone.
 func (d *Sim) Load(it Item) (*Sample, error) {
 	if !d.drives[it.Drive] {
 		return nil, fmt.Errorf("load: drive %q is not in %s", it.Drive, MetaFile)
@@ -85,6 +87,9 @@ func (d *Sim) Load(it Item) (*Sample, error) {
 	}
 	if err := check(path, w, h); err != nil {
 		return nil, err
+	}
+	if !d.Meta.HasGroundTruth() {
+		return s, nil
 	}
 	path = filepath.Join(d.Dir, p.Sparse)
 	if w, h, s.Sparse, err = readDepth(path, d.Meta.DepthScale); err != nil {

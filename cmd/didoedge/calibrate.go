@@ -112,12 +112,16 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(w, " %s %.4g", n, c.TauAZones[n])
 	}
 	fmt.Fprintf(w, "\nscale_correction %.4g\n", c.ScaleCorrection)
-	fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", *coverage, res.CoverageBefore, res.CoverageAfter)
-	unit := "m"
-	if res.Relative {
-		unit = "relative error"
+	if res.NoGroundTruth {
+		fmt.Fprintf(w, "no depth ground truth in %s: tau_e and tau_a are set; the Laplace coverage correction needs ground truth, scale_correction %.4g was kept from the configured calibration\n", *data, c.ScaleCorrection)
+	} else {
+		fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", *coverage, res.CoverageBefore, res.CoverageAfter)
+		unit := "m"
+		if res.Relative {
+			unit = "relative error"
+		}
+		fmt.Fprintf(w, "UCE (%s, 15 bins): before %.4f, after %.4f\n", unit, res.UCEBefore, res.UCEAfter)
 	}
-	fmt.Fprintf(w, "UCE (%s, 15 bins): before %.4f, after %.4f\n", unit, res.UCEBefore, res.UCEAfter)
 	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
 		100*res.FrameAlarmRate, 100*res.AleatoricAlarmRate)
 	fmt.Fprintf(w, "wrote %s\n", *out)

@@ -1,0 +1,240 @@
+package record
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/didoedge/didoedge/internal/yamlstrict"
+)
+
+// Modes of the recorder.
+const (
+	ModeOff        = "off"
+	ModeContinuous = "continuous"
+	ModeEvent      = "event"
+)
+
+// Maps that can be recorded beside the frame.
+const (
+	MapDepth     = "depth"
+	MapScale     = "laplace_scale"
+	MapEpistemic = "epistemic"
+)
+
+// Config is the `record:` section of the runtime configuration.
+//
+//	record:
+//	  mode: event              # off (default), continuous, event
+//	  dir: /var/lib/didoedge/recordings
+//	  budget_bytes: 8589934592 # all recordings in dir together (8 GiB)
+//	  rotate_bytes: 268435456  # a new file past this size (256 MiB) ...
+//	  rotate_time: 5m          # ... or this much recorded time
+//	  pre_roll: 5s             # event mode: kept in memory before an episode opens
+//	  post_roll: 5s            # event mode: recorded after the last episode ended
+//	  ring_bytes: 134217728    # event mode: memory bound of the pre-roll ring (128 MiB)
+//	  frame_format: jpeg       # jpeg or png (lossless, for exact replays)
+//	  jpeg_quality: 90
+//	  maps: [depth, laplace_scale, epistemic]
+//	  map_mantissa_bits: 23    # map precision; 10: relative error <= 2^-11, half the bytes
+//	  queue: 4                 # frames waiting for the recorder; more are dropped
+//	  compression: zstd        # MCAP chunk compression: zstd, lz4 or none
+//	  chunk_bytes: 4194304     # uncompressed bytes per chunk (4 MiB): what a kill can lose
+type Config struct {
+	Mode        string        `yaml:"mode"`
+	Dir         string        `yaml:"dir"`
+	BudgetBytes int64         `yaml:"budget_bytes"`
+	RotateBytes int64         `yaml:"rotate_bytes"`
+	RotateTime  time.Duration `yaml:"rotate_time"`
+	PreRoll     time.Duration `yaml:"pre_roll"`
+	PostRoll    time.Duration `yaml:"post_roll"`
+	RingBytes   int64         `yaml:"ring_bytes"`
+	FrameFormat string        `yaml:"frame_format"`
+	JPEGQuality int           `yaml:"jpeg_quality"`
+	// Maps lists the maps recorded beside each frame; nil records all
+	// three, an empty list none.
+	Maps []string `yaml:"maps"`
+	// MapMantissaBits is the precision of the recorded maps: values are
+	// rounded to this many of float32's 23 mantissa bits (relative error
+	// at most 2^-(bits+1)); 23 records them exactly.
+	MapMantissaBits int    `yaml:"map_mantissa_bits"`
+	Queue           int    `yaml:"queue"`
+	Compression     string `yaml:"compression"`
+	ChunkBytes      int64  `yaml:"chunk_bytes"`
+}
+
+// Defaults of the keys left out.
+const (
+	DefaultBudgetBytes = 8 << 30
+	DefaultRotateBytes = 256 << 20
+	DefaultRotateTime  = 5 * time.Minute
+	DefaultPreRoll     = 5 * time.Second
+	DefaultPostRoll    = 5 * time.Second
+	DefaultRingBytes   = 128 << 20
+	DefaultJPEGQuality = 90
+	DefaultQueue       = 4
+	DefaultChunkBytes  = 4 << 20
+	// DefaultMapMantissaBits records the maps exactly. Fewer bits (10:
+	// relative error 2^-11, 5 mm at 10 m) halve the bytes of the maps but
+	// cost zstd about 2.5 times the CPU (BenchmarkRecordFrame), and the
+	// recorder's CPU is what competes with inference.
+	DefaultMapMantissaBits = 23
+)
+
+// Enabled reports whether the recorder should run.
+func (c Config) Enabled() bool { return c.Mode != "" && c.Mode != ModeOff }
+
+// WithDefaults fills the keys left out.
+func (c Config) WithDefaults() Config {
+	if c.Mode == "" {
+		c.Mode = ModeOff
+	}
+	if c.BudgetBytes == 0 {
+		c.BudgetBytes = DefaultBudgetBytes
+	}
+	if c.RotateBytes == 0 {
+		c.RotateBytes = min(DefaultRotateBytes, c.BudgetBytes/2)
+	}
+	if c.RotateTime == 0 {
+		c.RotateTime = DefaultRotateTime
+	}
+	if c.PreRoll == 0 {
+		c.PreRoll = DefaultPreRoll
+	}
+	if c.PostRoll == 0 {
+		c.PostRoll = DefaultPostRoll
+	}
+	if c.RingBytes == 0 {
+		c.RingBytes = DefaultRingBytes
+	}
+	if c.FrameFormat == "" {
+		c.FrameFormat = "jpeg"
+	}
+	if c.JPEGQuality == 0 {
+		c.JPEGQuality = DefaultJPEGQuality
+	}
+	if c.Maps == nil {
+		c.Maps = []string{MapDepth, MapScale, MapEpistemic}
+	}
+	if c.MapMantissaBits == 0 {
+		c.MapMantissaBits = DefaultMapMantissaBits
+	}
+	if c.Queue == 0 {
+		c.Queue = DefaultQueue
+	}
+	if c.Compression == "" {
+		c.Compression = "zstd"
+	}
+	if c.ChunkBytes == 0 {
+		c.ChunkBytes = DefaultChunkBytes
+	}
+	return c
+}
+
+// Validate checks a config after WithDefaults; errors name the key under
+// prefix (for example "record").
+func (c Config) Validate(prefix string) error {
+	key := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	bad := func(k string, format string, args ...any) error {
+		return fmt.Errorf("%s: %s", key(k), fmt.Sprintf(format, args...))
+	}
+	switch c.Mode {
+	case ModeOff, ModeContinuous, ModeEvent:
+	default:
+		return bad("mode", "%q is not off, continuous or event", c.Mode)
+	}
+	if c.Mode == ModeOff {
+		return nil
+	}
+	if c.Dir == "" {
+		return bad("dir", "required when recording")
+	}
+	if c.ChunkBytes < 64<<10 || c.ChunkBytes > 16<<20 {
+		return bad("chunk_bytes", "%d outside [65536, 16777216]", c.ChunkBytes)
+	}
+	if c.RotateBytes < 2*c.ChunkBytes {
+		return bad("rotate_bytes", "%d is below two chunks (2 x chunk_bytes = %d)", c.RotateBytes, 2*c.ChunkBytes)
+	}
+	if c.BudgetBytes < 2*c.RotateBytes {
+		return bad("budget_bytes", "%d is below two files (2 x rotate_bytes = %d)", c.BudgetBytes, 2*c.RotateBytes)
+	}
+	if c.RotateTime < time.Second {
+		return bad("rotate_time", "%v is below 1s", c.RotateTime)
+	}
+	if c.PreRoll < 0 || c.PreRoll > 10*time.Minute {
+		return bad("pre_roll", "%v outside [0, 10m]", c.PreRoll)
+	}
+	if c.PostRoll < 0 || c.PostRoll > 10*time.Minute {
+		return bad("post_roll", "%v outside [0, 10m]", c.PostRoll)
+	}
+	if c.RingBytes < 1<<20 {
+		return bad("ring_bytes", "%d is below 1 MiB", c.RingBytes)
+	}
+	switch c.FrameFormat {
+	case "jpeg", "png":
+	default:
+		return bad("frame_format", "%q is not jpeg or png", c.FrameFormat)
+	}
+	if c.JPEGQuality < 1 || c.JPEGQuality > 100 {
+		return bad("jpeg_quality", "%d outside [1, 100]", c.JPEGQuality)
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Maps {
+		switch m {
+		case MapDepth, MapScale, MapEpistemic:
+		default:
+			return bad(fmt.Sprintf("maps[%d]", i), "%q is not depth, laplace_scale or epistemic", m)
+		}
+		if seen[m] {
+			return bad(fmt.Sprintf("maps[%d]", i), "%q listed twice", m)
+		}
+		seen[m] = true
+	}
+	if c.MapMantissaBits < 1 || c.MapMantissaBits > 23 {
+		return bad("map_mantissa_bits", "%d outside [1, 23]", c.MapMantissaBits)
+	}
+	if c.Queue < 1 || c.Queue > 256 {
+		return bad("queue", "%d outside [1, 256]", c.Queue)
+	}
+	switch c.Compression {
+	case "zstd", "lz4", "none":
+	default:
+		return bad("compression", "%q is not zstd, lz4 or none", c.Compression)
+	}
+	return nil
+}
+
+// ResolvePaths makes a relative dir relative to base (the config file's
+// directory).
+func (c *Config) ResolvePaths(base string) {
+	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
+		c.Dir = filepath.Join(base, c.Dir)
+	}
+}
+
+// records reports whether map m is recorded.
+func (c Config) records(m string) bool { return slices.Contains(c.Maps, m) }
+
+// ParseConfig decodes a YAML document whose top-level key is `record:`
+// (unknown keys rejected), applies the defaults, resolves dir against the
+// file's directory and validates. name labels errors.
+func ParseConfig(name string, data []byte) (Config, error) {
+	var doc struct {
+		Record Config `yaml:"record"`
+	}
+	if err := yamlstrict.Decode(data, &doc); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	c := doc.Record.WithDefaults()
+	c.ResolvePaths(filepath.Dir(name))
+	if err := c.Validate("record"); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}

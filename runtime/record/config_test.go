@@ -1,0 +1,149 @@
+package record
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig("/etc/didoedge/run.yaml", []byte(`
+record:
+  mode: event
+  dir: recordings
+  pre_roll: 3s
+  maps: [epistemic]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dir != filepath.Join("/etc/didoedge", "recordings") || c.PreRoll != 3*time.Second || c.PostRoll != DefaultPostRoll ||
+		len(c.Maps) != 1 || c.JPEGQuality != DefaultJPEGQuality || c.BudgetBytes != DefaultBudgetBytes || c.Compression != "zstd" {
+		t.Fatalf("config %+v", c)
+	}
+	if c, err := ParseConfig("x.yaml", []byte("record: {mode: off}\n")); err != nil || c.Enabled() {
+		t.Fatalf("off: %+v %v", c, err)
+	}
+	if c, err := ParseConfig("x.yaml", []byte("record: {mode: continuous, dir: /r, maps: []}\n")); err != nil || len(c.Maps) != 0 {
+		t.Fatalf("no maps: %+v %v", c, err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"record: {mode: always}", "x.yaml: record.mode: \"always\""},
+		{"record: {mode: event}", "record.dir: required"},
+		{"record: {mode: event, dir: d, jpeg_quality: 101}", "record.jpeg_quality: 101"},
+		{"record: {mode: event, dir: d, maps: [depth, sky]}", "record.maps[1]: \"sky\""},
+		{"record: {mode: event, dir: d, maps: [depth, depth]}", "record.maps[1]: \"depth\" listed twice"},
+		{"record: {mode: event, dir: d, budget_bytes: 1000000, rotate_bytes: 600000, chunk_bytes: 65536}", "record.budget_bytes"},
+		{"record: {mode: event, dir: d, rotate_bytes: 100000}", "record.rotate_bytes"},
+		{"record: {mode: event, dir: d, chunk_bytes: 100}", "record.chunk_bytes"},
+		{"record: {mode: event, dir: d, queue: 0}", ""}, // 0 is the default
+		{"record: {mode: event, dir: d, queue: 1000}", "record.queue"},
+		{"record: {mode: event, dir: d, compression: gzip}", "record.compression"},
+		{"record: {mode: event, dir: d, frame_format: webp}", "record.frame_format"},
+		{"record: {mode: event, dir: d, pre_roll: -1s}", "record.pre_roll"},
+		{"record: {mode: event, dir: d, map_mantissa_bits: 30}", "record.map_mantissa_bits"},
+		{"record: {mode: event, dir: d, rotate_time: 10ms}", "record.rotate_time"},
+		{"record: {mode: event, dir: d, ring_bytes: 10}", "record.ring_bytes"},
+		{"record: {mode: event, dir: d, pre_rol: 1s}", "record.pre_rol: unknown key (line 1)"},
+		{"record: {mode: event, dir: d, queue: many}", "record.queue"},
+	} {
+		_, err := ParseConfig("x.yaml", []byte(tc.yaml))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.yaml, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseConfig: any document gives a config or an error, never a panic;
+// an accepted config validates.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("record: {mode: event, dir: d, maps: [depth]}"))
+	f.Add([]byte("record:\n  mode: continuous\n  dir: /x\n  budget_bytes: 99999999999\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig("f.yaml", b)
+		if err == nil {
+			if err := c.Validate("record"); err != nil {
+				t.Fatalf("accepted config does not validate: %v", err)
+			}
+		}
+	})
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Mode: ModeContinuous, Dir: dir}
+	for _, o := range []Options{
+		{Streams: []JSONStream{{Name: "image", SchemaName: "x", Schema: []byte("{}")}}},
+		{Streams: []JSONStream{{Name: "events", SchemaName: "x", Schema: []byte("{}")}, {Name: "events", SchemaName: "x", Schema: []byte("{}")}}},
+		{Streams: []JSONStream{{Name: "events"}}},
+	} {
+		if _, err := New(cfg, o); err == nil {
+			t.Errorf("options %+v accepted", o)
+		}
+	}
+	if _, err := New(Config{Mode: ModeOff}, Options{}); err == nil {
+		t.Error("mode off accepted by New")
+	}
+	rec, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRec(t, rec)
+	if rec.JSON("front", "events", time.Now(), []byte("{}")) || rec.Stats().MessagesDropped != 1 {
+		t.Error("JSON on an undeclared stream accepted")
+	}
+	if err := rec.SetCamera("bad id", Intrinsics{Width: 1, Height: 1, Fx: 1, Fy: 1}); err == nil {
+		t.Error("bad camera id accepted")
+	}
+	if err := rec.SetCamera("front", Intrinsics{Width: 1, Height: 1}); err == nil {
+		t.Error("zero focal length accepted")
+	}
+}
+
+// TestDropsWhenFull: with the worker stopped, Frame never blocks: the
+// queue's slots fill, then frames are dropped and counted.
+func TestDropsWhenFull(t *testing.T) {
+	rec, err := New(Config{Mode: ModeContinuous, Dir: t.TempDir(), Queue: 3}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.closed.Store(true)
+	close(rec.stop)
+	<-rec.done
+	rec.closed.Store(false)
+	s := newSynth("front", 8, 8, 4, 4)
+	took := 0
+	for k := 1; k <= 10; k++ {
+		if rec.Frame(s.fill(k, time.Unix(1, 0), 15)) {
+			took++
+		}
+	}
+	st := rec.Stats()
+	if took != 3 || st.FramesDropped != 7 || st.FramesSubmitted != 10 || st.QueueLength != 3 {
+		t.Fatalf("took %d, stats %+v", took, st)
+	}
+}
+
+func TestModelIdentity(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "m.onnx")
+	if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ModelIdentity(map[string]string{"depth": p, "auxue": ""})
+	// sha256("abc"), FIPS 180-2 test vector.
+	if err != nil || id["depth_sha256"] != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || id["depth_path"] != p || len(id) != 2 {
+		t.Fatalf("%v %v", id, err)
+	}
+	if _, err := ModelIdentity(map[string]string{"depth": filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "depth") {
+		t.Fatalf("missing file: %v", err)
+	}
+}

@@ -1,0 +1,21 @@
+// Package record writes what a vehicle saw to MCAP files that Foxglove
+// opens: per camera the frame (foxglove.CompressedImage, JPEG or PNG), the
+// depth, Laplace scale and epistemic maps (foxglove.RawImage 32FC1), the
+// camera intrinsics (foxglove.CameraCalibration), zone states and alert
+// events (JSON with their JSON Schemas), and the identity of the models as
+// metadata. The layout is internal/mcaprec's; camera/mcapsource reads it
+// back.
+//
+// Two modes: continuous (files rotated by size or recorded time, the
+// directory kept within a byte budget by deleting the oldest files first)
+// and event (one clip per episode, with a pre-roll taken from a bounded
+// in-memory ring and a post-roll after the last episode ended).
+//
+// The recorder never slows its caller: Frame copies the frame into one of
+// a fixed number of slots and returns; JPEG encoding, compression and disk
+// writes run on the recorder's goroutine. When every slot is taken the
+// frame is dropped and counted (Stats). Files are chunked and written
+// straight through, so a killed process leaves every complete chunk
+// readable; only the chunk being filled (chunk_bytes before compression)
+// and the summary are lost.
+package record

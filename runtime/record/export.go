@@ -1,0 +1,259 @@
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // recorded frames
+	_ "image/png"  // recorded frames
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/internal/mcaprec"
+)
+
+// ExportOptions configure ExportKITTI.
+type ExportOptions struct {
+	// Dir is the data set to write (created; it must not hold a data set).
+	Dir string
+	// Camera selects the camera; "" takes the only one in the file.
+	Camera string
+	// Drive names the drive (default: the file's name without .mcap).
+	Drive string
+	// Split is the split the frames go to (default "val", the one
+	// `didoedge calibrate` reads).
+	Split string
+	// Every keeps one frame in Every (default 1: all).
+	Every int
+	// Intrinsics are used when the recording has no camera calibration.
+	Intrinsics *Intrinsics
+}
+
+// ExportResult describes an export.
+type ExportResult struct {
+	Drive         string
+	Frames        int
+	Width, Height int
+	Intrinsics    Intrinsics
+	// Truncated: the recording ended inside a chunk (a killed writer);
+	// every complete chunk was exported.
+	Truncated bool
+}
+
+// FramesFile lists, per exported frame, "<index> <recorded seq>
+// <capture unix ns>", in DIR/<drive>/.
+const FramesFile = "frames.txt"
+
+// ExportKITTI writes the frames of one camera of a recording as a data set
+// in calib/dataset's KITTI layout: DIR/<drive>/image_02/data/%010d.png,
+// splits/{train,val,test}.txt and meta.json, and DIR/<drive>/frames.txt
+// with each frame's recorded sequence number and capture time. A
+// recording has no depth ground truth: meta.json says so (sparse "none"),
+// and calibrate sets tau_e and tau_a from it but keeps the Laplace scale
+// correction, which needs ground truth.
+func ExportKITTI(ctx context.Context, path string, o ExportOptions) (ExportResult, error) {
+	if o.Split == "" {
+		o.Split = "val"
+	}
+	if o.Every <= 0 {
+		o.Every = 1
+	}
+	if o.Drive == "" {
+		o.Drive = sanitizeDrive(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	}
+	if o.Dir == "" {
+		return ExportResult{}, errors.New("export: no output directory")
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, dataset.MetaFile)); err == nil {
+		return ExportResult{}, fmt.Errorf("export: %s already holds a data set", o.Dir)
+	}
+	res, err := scanRecording(path, o)
+	if err != nil {
+		return res, err
+	}
+	if res.Frames == 0 {
+		return res, fmt.Errorf("export %s: no frames of camera %q", path, o.Camera)
+	}
+	meta := dataset.Meta{
+		World: "recording", Width: res.Width, Height: res.Height, DepthScale: dataset.KITTIDepthScale,
+		Intrinsics: dataset.Intrinsics{Fx: res.Intrinsics.Fx, Fy: res.Intrinsics.Fy, Cx: res.Intrinsics.Cx, Cy: res.Intrinsics.Cy},
+		Semantic:   dataset.NoGroundTruth, Sparse: dataset.NoGroundTruth,
+		Drives: []dataset.Drive{{Name: res.Drive, Split: o.Split, First: 0, Count: res.Frames, Stride: 1}},
+	}
+	src := &exportSource{path: path, o: o, w: res.Width, h: res.Height}
+	if err := dataset.Generate(ctx, dataset.GenerateOptions{Dir: o.Dir, Meta: meta, Workers: 1}, src); err != nil {
+		return res, fmt.Errorf("export %s: %w", path, err)
+	}
+	if err := src.writeIndex(filepath.Join(o.Dir, res.Drive, FramesFile)); err != nil {
+		return res, fmt.Errorf("export %s: %w", path, err)
+	}
+	res.Truncated = src.truncated
+	return res, nil
+}
+
+// sanitizeDrive keeps a drive name the data-set reader accepts.
+func sanitizeDrive(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || string(b) == "." || string(b) == ".." {
+		return "recording"
+	}
+	return string(b)
+}
+
+// scanRecording counts the frames to export and reads the frame size and
+// the intrinsics, without decoding pictures.
+func scanRecording(path string, o ExportOptions) (ExportResult, error) {
+	res := ExportResult{Drive: o.Drive}
+	rd, err := mcapsource.OpenReader(path)
+	if err != nil {
+		return res, err
+	}
+	defer rd.Close()
+	cam := o.Camera
+	var m mcapsource.Message
+	cals := map[string]*mcaprec.CameraCalibration{} // the first of each camera
+	n := 0
+	for {
+		if err := rd.Next(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return res, err
+		}
+		if m.Stream == mcaprec.CalibrationStream && cals[m.Camera] == nil {
+			c, err := mcaprec.ParseCameraCalibration(m.Data)
+			if err != nil {
+				return res, fmt.Errorf("export %s: channel %s: %w", path, m.Topic, err)
+			}
+			cals[m.Camera] = &c
+		}
+		if m.Stream != mcaprec.ImageStream {
+			continue
+		}
+		if cam == "" {
+			cam = m.Camera
+		}
+		if m.Camera != cam {
+			if o.Camera == "" {
+				return res, fmt.Errorf("export %s: channel %s: the file has frames of cameras %s and %s: name one", path, m.Topic, cam, m.Camera)
+			}
+			continue
+		}
+		if n%o.Every == 0 {
+			img, err := mcaprec.ParseCompressedImage(m.Data)
+			if err != nil {
+				return res, fmt.Errorf("export %s: channel %s: %w", path, m.Topic, err)
+			}
+			c, _, err := image.DecodeConfig(bytes.NewReader(img.Data))
+			if err != nil {
+				return res, fmt.Errorf("export %s: channel %s: frame %d: %w", path, m.Topic, m.Sequence, err)
+			}
+			if res.Frames == 0 {
+				res.Width, res.Height = c.Width, c.Height
+			} else if c.Width != res.Width || c.Height != res.Height {
+				return res, fmt.Errorf("export %s: channel %s: frame %d is %dx%d, the first was %dx%d",
+					path, m.Topic, m.Sequence, c.Width, c.Height, res.Width, res.Height)
+			}
+			res.Frames++
+		}
+		n++
+	}
+	res.Truncated = rd.Truncated()
+	cal := cals[cam]
+	switch {
+	case cal != nil:
+		in, err := cal.Intrinsics()
+		if err != nil {
+			return res, fmt.Errorf("export %s: camera %s: %w", path, cam, err)
+		}
+		if in.Width != res.Width || in.Height != res.Height {
+			// Intrinsics scale with the picture (pixel centres at integers).
+			sx, sy := float64(res.Width)/float64(in.Width), float64(res.Height)/float64(in.Height)
+			in = Intrinsics{Width: res.Width, Height: res.Height, Fx: in.Fx * sx, Fy: in.Fy * sy,
+				Cx: (in.Cx+0.5)*sx - 0.5, Cy: (in.Cy+0.5)*sy - 0.5}
+		}
+		res.Intrinsics = in
+	case o.Intrinsics != nil:
+		res.Intrinsics = *o.Intrinsics
+	default:
+		return res, fmt.Errorf("export %s: camera %s has no %s channel: give the intrinsics", path, cam, mcaprec.CalibrationStream)
+	}
+	if !(res.Intrinsics.Fx > 0 && res.Intrinsics.Fy > 0) {
+		return res, fmt.Errorf("export %s: camera %s: intrinsics %+v need fx, fy > 0", path, cam, res.Intrinsics)
+	}
+	return res, nil
+}
+
+// exportSource feeds dataset.Generate (one worker, frames in order) from
+// the replay source.
+type exportSource struct {
+	path      string
+	o         ExportOptions
+	w, h      int
+	src       *mcapsource.Source
+	frame     camera.Frame
+	taken     int
+	index     []string
+	truncated bool
+}
+
+func (e *exportSource) OpenDrive(dataset.Drive) (dataset.FrameRenderer, error) {
+	if e.src != nil {
+		return nil, errors.New("one drive per recording")
+	}
+	s, err := mcapsource.Open(mcapsource.Config{Path: e.path, Camera: e.o.Camera})
+	if err != nil {
+		return nil, err
+	}
+	e.src = s
+	return e, nil
+}
+
+// RenderFrame returns the next kept frame; Generate asks for them in order.
+func (e *exportSource) RenderFrame(index int, s *dataset.Sample) error {
+	for {
+		if err := e.src.Next(context.Background(), &e.frame); err != nil {
+			e.src.Close()
+			return fmt.Errorf("frame %d: %w", index, err)
+		}
+		k := e.taken
+		e.taken++
+		if k%e.o.Every == 0 {
+			break
+		}
+	}
+	e.truncated = e.src.Truncated()
+	e.index = append(e.index, fmt.Sprintf("%d %d %d", index, e.frame.Seq, e.frame.Capture.UnixNano()))
+	s.Width, s.Height, s.RGB = e.frame.Width, e.frame.Height, e.frame.RGB
+	return nil
+}
+
+func (e *exportSource) writeIndex(path string) error {
+	if e.src != nil {
+		e.truncated = e.truncated || e.src.Truncated()
+		e.src.Close()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "# index recorded_seq capture_unix_ns")
+	for _, l := range e.index {
+		fmt.Fprintln(w, l)
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
