@@ -161,7 +161,7 @@ alerts:
   camera: front
   calibration: %q
   grid: {rows: 2, cols: 2}
-  events: {inertia_frames: 1, min_hold: 0s, camera_stall: 0s}
+  events: {enter_inertia: 0s, min_episode: 0s, camera_stall: 0s}
   mqtt: {broker: embedded, client_id: byo, close_timeout: 3s}
   outbox: {dir: %q}
   embedded: {listen: %q, allow_anonymous: true}

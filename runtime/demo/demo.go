@@ -6,11 +6,8 @@
 package demo
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,7 +16,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/rtspserver"
-	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"gopkg.in/yaml.v3"
@@ -122,11 +119,11 @@ func CheckModels(dir string) error {
 		return err
 	}
 	defer f.Close()
-	entries, err := offline.ParseManifest(f, mpath)
+	entries, err := manifest.Parse(f, mpath)
 	if err != nil {
 		return err
 	}
-	listed := map[string]offline.ManifestEntry{}
+	listed := map[string]manifest.Entry{}
 	for _, e := range entries {
 		listed[e.File] = e
 	}
@@ -139,7 +136,7 @@ func CheckModels(dir string) error {
 		if !ok {
 			return fmt.Errorf("%s is not listed in %s: the demo only runs models whose sha256 the manifest records", p, mpath)
 		}
-		sum, err := fileSHA256(p)
+		sum, err := manifest.FileSHA256(p)
 		if err != nil {
 			return err
 		}
@@ -149,19 +146,6 @@ func CheckModels(dir string) error {
 		}
 	}
 	return nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // CheckLibrary finds the ONNX Runtime library or says how to get it.

@@ -1,4 +1,4 @@
-package offline
+package manifest
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // TestModelsManifest checks every sha256 in models/MANIFEST against the
 // committed files: a changed, missing or unlisted file fails.
 func TestModelsManifest(t *testing.T) {
-	entries, err := VerifyManifest(filepath.Join("..", "models"))
+	entries, err := Verify(filepath.Join("..", "..", "models"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestModelsManifest(t *testing.T) {
 	}
 }
 
-func TestVerifyManifestDetectsChanges(t *testing.T) {
+func TestVerifyDetectsChanges(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -39,21 +39,21 @@ func TestVerifyManifestDetectsChanges(t *testing.T) {
 	// sha256("hello")
 	const sum = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
 	write("MANIFEST", "# c\nfile: a.bin\nsha256: "+sum+"\ncommand: didoedge x\nseed: 1\n")
-	if _, err := VerifyManifest(dir); err != nil {
+	if _, err := Verify(dir); err != nil {
 		t.Fatal(err)
 	}
 	write("a.bin", "hellO")
-	if _, err := VerifyManifest(dir); err == nil || !strings.Contains(err.Error(), "a.bin") {
+	if _, err := Verify(dir); err == nil || !strings.Contains(err.Error(), "a.bin") {
 		t.Fatalf("changed file: %v", err)
 	}
 	write("a.bin", "hello")
 	write("b.bin", "x")
-	if _, err := VerifyManifest(dir); err == nil || !strings.Contains(err.Error(), "b.bin") {
+	if _, err := Verify(dir); err == nil || !strings.Contains(err.Error(), "b.bin") {
 		t.Fatalf("unlisted file: %v", err)
 	}
 }
 
-func TestParseManifestErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	good := "file: a\nsha256: " + strings.Repeat("ab", 32) + "\ncommand: didoedge x\n"
 	for _, tc := range []struct{ name, text string }{
 		{"no colon", "file a\n"},
@@ -64,22 +64,22 @@ func TestParseManifestErrors(t *testing.T) {
 		{"twice", good + "\n" + good},
 		{"two files", good + "file: b\n"},
 	} {
-		if _, err := ParseManifest(strings.NewReader(tc.text), "M"); err == nil {
+		if _, err := Parse(strings.NewReader(tc.text), "M"); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}
-	es, err := ParseManifest(strings.NewReader("# x\n\n"+good+"\n\n"), "M")
+	es, err := Parse(strings.NewReader("# x\n\n"+good+"\n\n"), "M")
 	if err != nil || len(es) != 1 || es[0].File != "a" || len(es[0].Fields) != 3 {
 		t.Fatalf("good manifest: %+v %v", es, err)
 	}
 }
 
-func FuzzParseManifest(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add("file: a\nsha256: " + strings.Repeat("0", 64) + "\ncommand: didoedge train\n\nfile: b\nsha256: " + strings.Repeat("f", 64) + "\ncommand: c\n")
 	f.Add("# only a comment\n")
 	f.Add("file: \x00\n:\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		es, err := ParseManifest(strings.NewReader(text), "fuzz")
+		es, err := Parse(strings.NewReader(text), "fuzz")
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package offline
+package manifest
 
 import (
 	"bufio"
@@ -11,19 +11,19 @@ import (
 	"strings"
 )
 
-// ManifestEntry is one block of models/MANIFEST: a file and what made it.
+// Entry is one block of models/MANIFEST: a file and what made it.
 // Blocks are "key: value" lines separated by blank lines; '#' starts a
 // comment line. Every block needs file and sha256 (64 hex digits) and
 // command; other keys (seed, data, wall, figures, ...) are kept in order.
-type ManifestEntry struct {
+type Entry struct {
 	File, SHA256, Command string
 	Fields                [][2]string // every key/value of the block, in file order
 }
 
-// ParseManifest reads a manifest; name labels errors.
-func ParseManifest(r io.Reader, name string) ([]ManifestEntry, error) {
-	var out []ManifestEntry
-	var cur *ManifestEntry
+// Parse reads a manifest; name labels errors.
+func Parse(r io.Reader, name string) ([]Entry, error) {
+	var out []Entry
+	var cur *Entry
 	seen := map[string]bool{}
 	finish := func(line int) error {
 		if cur == nil {
@@ -65,7 +65,7 @@ func ParseManifest(r io.Reader, name string) ([]ManifestEntry, error) {
 			return nil, fmt.Errorf("manifest %q line %d: want \"key: value\", got %q", name, n, line)
 		}
 		if cur == nil {
-			cur = &ManifestEntry{}
+			cur = &Entry{}
 		}
 		switch key {
 		case "file":
@@ -92,23 +92,23 @@ func ParseManifest(r io.Reader, name string) ([]ManifestEntry, error) {
 	return out, nil
 }
 
-// VerifyManifest checks DIR/MANIFEST against the files in DIR: every listed
+// Verify checks DIR/MANIFEST against the files in DIR: every listed
 // file exists with its sha256, and every other regular file in DIR is listed.
-func VerifyManifest(dir string) ([]ManifestEntry, error) {
+func Verify(dir string) ([]Entry, error) {
 	path := filepath.Join(dir, "MANIFEST")
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	entries, err := ParseManifest(f, path)
+	entries, err := Parse(f, path)
 	if err != nil {
 		return nil, err
 	}
 	listed := map[string]bool{"MANIFEST": true}
 	for _, e := range entries {
 		listed[e.File] = true
-		sum, err := fileSHA256(filepath.Join(dir, e.File))
+		sum, err := FileSHA256(filepath.Join(dir, e.File))
 		if err != nil {
 			return nil, fmt.Errorf("manifest %q: %w", path, err)
 		}
@@ -128,7 +128,8 @@ func VerifyManifest(dir string) ([]ManifestEntry, error) {
 	return entries, nil
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is the hex sha256 of a file's contents.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
