@@ -3,7 +3,6 @@ package record_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,15 +125,9 @@ func TestCalibrateOnExport(t *testing.T) {
 	}
 	dir := t.TempDir()
 	testmodels.Write(t, dir)
-	text := fmt.Sprintf(`camera: {url: "rtsp://127.0.0.1:1/unused"}
-inference: {providers: [{name: cpu}], intra_op_threads: 1}
-depth:
-  model: depth.onnx
-  io: {input: {name: image, height: %[1]d, width: %[2]d}, depth: {name: depth, meaning: metric_depth}}
-auxue:
-  model: auxue.onnx
-  io: {input: {name: features, channels: 4, height: %[1]d, width: %[2]d}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
-alerts:
+	// The frames (expW x expH) are resized into the test models' input.
+	text := `camera: {url: "rtsp://127.0.0.1:1/unused"}
+` + testmodels.RuntimeConfig + `alerts:
   vehicle: v
   camera: front
   grid: {rows: 2, cols: 2}
@@ -142,7 +135,7 @@ alerts:
   outbox: {dir: outbox}
   embedded: {allow_anonymous: true}
 http: {listen: "off"}
-`, expH, expW)
+`
 	cfg, err := runtime.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir)
 	if err != nil {
 		t.Fatal(err)
