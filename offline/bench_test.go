@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -158,14 +157,14 @@ func benchRun(b *testing.B, ss ...*infer.Session) {
 // compares; the first is ONNX Runtime's own default (the runtime's before
 // thread_pool and thread_spinning existed).
 var threadModes = []struct {
-	tag, name string
-	cfg       infer.Config
+	tag string
+	cfg infer.Config
 }{
-	{"own-spin", "session pools, spinning", infer.Config{ThreadPool: infer.ThreadPoolSession, ThreadSpinning: true}},
-	{"own-nospin", "session pools, no spinning", infer.Config{ThreadPool: infer.ThreadPoolSession}},
-	{"global-nospin", "global pool, no spinning (default)", infer.Config{}},
-	{"global-spin", "global pool, spinning", infer.Config{ThreadPool: infer.ThreadPoolGlobal, ThreadSpinning: true}},
-	{"1thread", "one thread (intra_op_threads 1), no pool", infer.Config{IntraOpThreads: 1}},
+	{"own-spin", infer.Config{ThreadPool: infer.ThreadPoolSession, ThreadSpinning: true}},
+	{"own-nospin", infer.Config{ThreadPool: infer.ThreadPoolSession}},
+	{"global-nospin", infer.Config{}},
+	{"global-spin", infer.Config{ThreadPool: infer.ThreadPoolGlobal, ThreadSpinning: true}},
+	{"1thread", infer.Config{IntraOpThreads: 1}},
 }
 
 // BenchmarkThreadModes times, per threading mode, one iteration of the
@@ -176,8 +175,8 @@ var threadModes = []struct {
 // configuration: open its sessions (one process holds one threading set-up
 // at a time), run 1 warm-up and threadIters timed iterations, close. Rounds
 // interleave the modes so that a shared machine's load drifts over all of
-// them alike. Metrics: ms per iteration of depth, AuxUE and ensemble; the
-// table at the end gives them by mode.
+// them alike. Metrics: ms per iteration, named <sessions>-<mode>-depth-ms,
+// -auxue-ms and -ens3-ms (modes: threadModes' tags).
 func BenchmarkThreadModes(b *testing.B) {
 	const threadIters = 5
 	sizes := []int{1, 3}
@@ -227,19 +226,9 @@ func BenchmarkThreadModes(b *testing.B) {
 	}
 	n := float64(b.N * threadIters)
 	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
-	var tab strings.Builder
-	fmt.Fprintf(&tab, "\n%d rounds x %d iterations, ms per iteration\n", b.N, threadIters)
-	tab.WriteString("| sessions in the process | threading | depth | AuxUE | ensemble of 3 depth sessions | depth vs. ORT default |\n|---|---|---|---|---|---|\n")
 	for _, size := range sizes {
-		base := sum[key{size, 0}]
 		for m, mode := range threadModes {
 			t := sum[key{size, m}]
-			ens := "-"
-			if size == 3 {
-				ens = fmt.Sprintf("%.1f", ms(t.ens))
-			}
-			fmt.Fprintf(&tab, "| %d | %s | %.1f | %.1f | %s | %.2fx |\n", size+1, mode.name, ms(t.depth), ms(t.aux), ens,
-				t.depth.Seconds()/base.depth.Seconds())
 			tag := fmt.Sprintf("%d-%s-", size+1, mode.tag)
 			b.ReportMetric(ms(t.depth), tag+"depth-ms")
 			b.ReportMetric(ms(t.aux), tag+"auxue-ms")
@@ -248,5 +237,4 @@ func BenchmarkThreadModes(b *testing.B) {
 			}
 		}
 	}
-	b.Log(tab.String())
 }
