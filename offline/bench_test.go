@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,13 +176,16 @@ var threadModes = []struct {
 // configuration: open its sessions (one process holds one threading set-up
 // at a time), run 1 warm-up and threadIters timed iterations, close. Rounds
 // interleave the modes so that a shared machine's load drifts over all of
-// them alike. Metrics: ms per iteration, named <sessions>-<mode>-depth-ms,
-// -auxue-ms and -ens3-ms (modes: threadModes' tags).
+// them alike. Then threadIters more iterations run every session of the
+// configuration at once, one goroutine each (cameras served in parallel, an
+// ensemble run in parallel), timed until the last finishes. Metrics: ms per
+// iteration, named <sessions>-<mode>-depth-ms, -auxue-ms, -ens3-ms and
+// -concurrent-ms (modes: threadModes' tags).
 func BenchmarkThreadModes(b *testing.B) {
 	const threadIters = 5
 	sizes := []int{1, 3}
 	type key struct{ size, mode int }
-	type times struct{ depth, aux, ens time.Duration }
+	type times struct{ depth, aux, ens, par time.Duration }
 	sum := map[key]*times{}
 	ctx := context.Background()
 	run := func(s *infer.Session) {
@@ -218,6 +222,16 @@ func BenchmarkThreadModes(b *testing.B) {
 					t.aux += t2.Sub(t1)
 					t.ens += t3.Sub(t2)
 				}
+				all := append(append([]*infer.Session(nil), depth...), aux)
+				for range threadIters {
+					t0 := time.Now()
+					var wg sync.WaitGroup
+					for _, s := range all {
+						wg.Go(func() { run(s) })
+					}
+					wg.Wait()
+					t.par += time.Since(t0)
+				}
 				b.StopTimer()
 				closeAll()
 				b.StartTimer()
@@ -232,6 +246,7 @@ func BenchmarkThreadModes(b *testing.B) {
 			tag := fmt.Sprintf("%d-%s-", size+1, mode.tag)
 			b.ReportMetric(ms(t.depth), tag+"depth-ms")
 			b.ReportMetric(ms(t.aux), tag+"auxue-ms")
+			b.ReportMetric(ms(t.par), tag+"concurrent-ms")
 			if size == 3 {
 				b.ReportMetric(ms(t.ens), tag+"ens3-ms")
 			}
