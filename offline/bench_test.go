@@ -2,7 +2,9 @@ package offline
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,9 +12,18 @@ import (
 )
 
 // benchSessions opens the committed reference models as runtime/infer
-// sessions on the CPU provider with their IO specs, runs the depth model
-// on a simulated frame and feeds the AuxUE its image input and depth.
+// sessions on the CPU provider with their IO specs and the default
+// threading, runs the depth model on a simulated frame and feeds the AuxUE
+// its image input and depth. The sessions close when b ends.
 func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *infer.Session) {
+	depth, aux, closeAll := openBenchSessions(b, ensemble, infer.Config{})
+	b.Cleanup(closeAll)
+	return depth, aux
+}
+
+// openBenchSessions is benchSessions with the inference config cfg; the
+// caller closes the sessions with closeAll.
+func openBenchSessions(b *testing.B, ensemble int, cfg infer.Config) (depth []*infer.Session, aux *infer.Session, closeAll func()) {
 	dir := filepath.Join("..", "models")
 	spec, err := ReadSpec(filepath.Join(dir, "depth.yaml"), infer.KindDepth)
 	if err != nil {
@@ -23,41 +34,56 @@ func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *inf
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	var all []*infer.Session
+	closeAll = func() {
+		for _, s := range all {
+			if err := s.Close(); err != nil {
+				b.Error(err)
+			}
+		}
+	}
 	for i := 0; i < ensemble; i++ {
-		s, err := infer.NewSession(ctx, filepath.Join(dir, "depth.onnx"), spec, infer.Config{}, nil)
+		s, err := infer.NewSession(ctx, filepath.Join(dir, "depth.onnx"), spec, cfg, nil)
 		if err != nil {
+			closeAll()
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { s.Close() })
+		all = append(all, s)
 		depth = append(depth, s)
 	}
-	aux, err = infer.NewSession(ctx, filepath.Join(dir, "auxue.onnx"), auxSpec, infer.Config{}, nil)
+	aux, err = infer.NewSession(ctx, filepath.Join(dir, "auxue.onnx"), auxSpec, cfg, nil)
 	if err != nil {
+		closeAll()
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { aux.Close() })
+	all = append(all, aux)
 	// Realistic inputs: a simulated frame and its predicted depth.
 	src, err := NewSimSource(424242, 1, 10, spec.Input.Width, spec.Input.Height)
 	if err != nil {
+		closeAll()
 		b.Fatal(err)
 	}
 	f, err := src.Render(0, 3)
 	if err != nil {
+		closeAll()
 		b.Fatal(err)
 	}
 	for _, s := range depth {
 		if err := s.SetImageRGB8(f.RGB, f.Width, f.Height, f.Width*3); err != nil {
+			closeAll()
 			b.Fatal(err)
 		}
 	}
 	if _, err := depth[0].Run(ctx); err != nil {
+		closeAll()
 		b.Fatal(err)
 	}
 	copy(aux.InputAt(0), depth[0].Input())
 	if _, err := depth[0].DepthInto(aux.InputAt(1)); err != nil {
+		closeAll()
 		b.Fatal(err)
 	}
-	return depth, aux
+	return depth, aux, closeAll
 }
 
 // BenchmarkReferenceModels times, in one interleaved run at 192x640 on the
@@ -123,6 +149,106 @@ func benchRun(b *testing.B, ss ...*infer.Session) {
 		for _, s := range ss {
 			if _, err := s.Run(ctx); err != nil {
 				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// threadModes are the ONNX Runtime threading set-ups BenchmarkThreadModes
+// compares; the first is ONNX Runtime's own default (the runtime's before
+// thread_pool and thread_spinning existed).
+var threadModes = []struct {
+	tag string
+	cfg infer.Config
+}{
+	{"own-spin", infer.Config{ThreadPool: infer.ThreadPoolSession, ThreadSpinning: true}},
+	{"own-nospin", infer.Config{ThreadPool: infer.ThreadPoolSession}},
+	{"global-nospin", infer.Config{}},
+	{"global-spin", infer.Config{ThreadPool: infer.ThreadPoolGlobal, ThreadSpinning: true}},
+	{"1thread", infer.Config{IntraOpThreads: 1}},
+}
+
+// BenchmarkThreadModes times, per threading mode, one iteration of the
+// reference models in one process (as BenchmarkReferenceModels: the depth
+// model, the AuxUE, then every depth session of the ensemble) with 1 depth
+// session + the AuxUE (the pipeline: 2 sessions) and with a 3-member
+// ensemble + the AuxUE (4 sessions). One op is a round through every
+// configuration: open its sessions (one process holds one threading set-up
+// at a time), run 1 warm-up and threadIters timed iterations, close. Rounds
+// interleave the modes so that a shared machine's load drifts over all of
+// them alike. Then threadIters more iterations run every session of the
+// configuration at once, one goroutine each (cameras served in parallel, an
+// ensemble run in parallel), timed until the last finishes. Metrics: ms per
+// iteration, named <sessions>-<mode>-depth-ms, -auxue-ms, -ens3-ms and
+// -concurrent-ms (modes: threadModes' tags).
+func BenchmarkThreadModes(b *testing.B) {
+	const threadIters = 5
+	sizes := []int{1, 3}
+	type key struct{ size, mode int }
+	type times struct{ depth, aux, ens, par time.Duration }
+	sum := map[key]*times{}
+	ctx := context.Background()
+	run := func(s *infer.Session) {
+		if _, err := s.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		for _, size := range sizes {
+			for m, mode := range threadModes {
+				b.StopTimer()
+				depth, aux, closeAll := openBenchSessions(b, size, mode.cfg)
+				for _, s := range depth {
+					run(s)
+				}
+				run(aux)
+				b.StartTimer()
+				t := sum[key{size, m}]
+				if t == nil {
+					t = &times{}
+					sum[key{size, m}] = t
+				}
+				for range threadIters {
+					t0 := time.Now()
+					run(depth[0])
+					t1 := time.Now()
+					run(aux)
+					t2 := time.Now()
+					for _, s := range depth {
+						run(s)
+					}
+					t3 := time.Now()
+					t.depth += t1.Sub(t0)
+					t.aux += t2.Sub(t1)
+					t.ens += t3.Sub(t2)
+				}
+				all := append(append([]*infer.Session(nil), depth...), aux)
+				for range threadIters {
+					t0 := time.Now()
+					var wg sync.WaitGroup
+					for _, s := range all {
+						wg.Go(func() { run(s) })
+					}
+					wg.Wait()
+					t.par += time.Since(t0)
+				}
+				b.StopTimer()
+				closeAll()
+				b.StartTimer()
+			}
+		}
+	}
+	n := float64(b.N * threadIters)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
+	for _, size := range sizes {
+		for m, mode := range threadModes {
+			t := sum[key{size, m}]
+			tag := fmt.Sprintf("%d-%s-", size+1, mode.tag)
+			b.ReportMetric(ms(t.depth), tag+"depth-ms")
+			b.ReportMetric(ms(t.aux), tag+"auxue-ms")
+			b.ReportMetric(ms(t.par), tag+"concurrent-ms")
+			if size == 3 {
+				b.ReportMetric(ms(t.ens), tag+"ens3-ms")
 			}
 		}
 	}

@@ -90,6 +90,15 @@ func TestParseConfig(t *testing.T) {
 		{"type error names the key", func(s string) string {
 			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: many", 1)
 		}, []string{"inference.intra_op_threads", "many"}},
+		{"threading keys", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  thread_pool: session\n  thread_spinning: true", 1)
+		}, nil},
+		{"bad thread_pool", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  thread_pool: shared", 1)
+		}, []string{"cfg.yaml", `inference.thread_pool: "shared" is not one of global, session`}},
+		{"bad thread_spinning", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  thread_spinning: sometimes", 1)
+		}, []string{"cfg.yaml", "inference.thread_spinning", "sometimes"}},
 		{"missing model file", func(s string) string {
 			return strings.Replace(s, "model: depth.onnx", "model: nope.onnx", 1)
 		}, []string{"depth.model", "nope.onnx"}},

@@ -8,13 +8,28 @@ import (
 //
 //	library: /opt/ort/libonnxruntime.so.1   # optional, see ResolveLibrary
 //	intra_op_threads: 2                     # 0 = ONNX Runtime's default
+//	thread_pool: global                     # or session; default global
+//	thread_spinning: false                  # default false
 //	providers:
 //	  - {name: tensorrt, device_id: 0, fp16: true, engine_cache_dir: /var/cache/didoedge/trt, workspace_bytes: 1073741824}
 //	  - {name: cuda, device_id: 0}
 //	  - {name: cpu}
 type Config struct {
-	Library        string           `yaml:"library"`
-	IntraOpThreads int              `yaml:"intra_op_threads"`
+	Library string `yaml:"library"`
+	// IntraOpThreads sizes the intra-op pool (the global one, or each
+	// session's); 0 = ONNX Runtime's default, one thread per physical core.
+	IntraOpThreads int `yaml:"intra_op_threads"`
+	// ThreadPool is ThreadPoolGlobal (the default when empty): every session
+	// of the process runs its parallel operators on one pool owned by the
+	// ONNX Runtime environment; or ThreadPoolSession: each session creates
+	// its own. With several sessions (depth and AuxUE, an ensemble, several
+	// models) per-session pools multiply the threads competing for the cores.
+	ThreadPool string `yaml:"thread_pool"`
+	// ThreadSpinning lets idle pool threads busy-wait for the next parallel
+	// section instead of sleeping. Off by default: spinning threads of
+	// sessions that are not running take the cores from the one that is
+	// (docs/runtime.md, Threads).
+	ThreadSpinning bool             `yaml:"thread_spinning"`
 	Providers      []ProviderConfig `yaml:"providers"`
 }
 
@@ -44,6 +59,11 @@ func (c Config) Validate() error {
 	if c.IntraOpThreads < 0 {
 		return fmt.Errorf("intra_op_threads: %d is negative", c.IntraOpThreads)
 	}
+	switch c.ThreadPool {
+	case "", ThreadPoolGlobal, ThreadPoolSession:
+	default:
+		return fmt.Errorf("thread_pool: %q is not one of %s, %s", c.ThreadPool, ThreadPoolGlobal, ThreadPoolSession)
+	}
 	seen := map[string]bool{}
 	for i, p := range c.Providers {
 		switch p.Name {
@@ -66,6 +86,15 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// globalPool returns the settings of the process-wide pool the sessions
+// share, or nil when each session has its own.
+func (c Config) globalPool() *poolSettings {
+	if c.ThreadPool == ThreadPoolSession {
+		return nil
+	}
+	return &poolSettings{intraOp: c.IntraOpThreads, spinning: c.ThreadSpinning}
 }
 
 func (c Config) providers() []ProviderConfig {

@@ -103,6 +103,10 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Providers: []ProviderConfig{{Name: "cuda", FP16: true}}}, "apply to tensorrt only"},
 		{Config{Providers: []ProviderConfig{{Name: "cuda", DeviceID: -1}}}, "device_id"},
 		{Config{IntraOpThreads: -2}, "intra_op_threads"},
+		{Config{ThreadPool: ThreadPoolGlobal, ThreadSpinning: true}, ""},
+		{Config{ThreadPool: ThreadPoolSession, IntraOpThreads: 4}, ""},
+		{Config{ThreadPool: "shared"}, `thread_pool: "shared" is not one of global, session`},
+		{Config{ThreadPool: "Global"}, `thread_pool: "Global"`},
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Validate()

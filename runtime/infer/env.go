@@ -15,6 +15,9 @@ type environment struct {
 	mu   sync.Mutex
 	refs int
 	lib  Library
+	// pools holds the global thread pools when the first session asked for
+	// them (thread_pool: global); nil otherwise.
+	pools *globalPools
 }
 
 var ortEnv environment
@@ -22,28 +25,52 @@ var ortEnv environment
 // acquireEnvironment initializes the environment on first use with the
 // library found by ResolveLibrary(configured) and takes a reference. A later
 // caller asking for a different library gets an error: one process, one
-// library.
-func acquireEnvironment(configured string) (Library, error) {
+// library. With pool set the environment gets ONNX Runtime's global
+// intra-op pool; it is created by the first caller, so a later caller asking
+// for a global pool the environment lacks, or one with other settings, gets
+// an error. Callers with pool nil (sessions with their own pools, tools)
+// share any environment.
+func acquireEnvironment(configured string, pool *poolSettings) (Library, *globalPools, error) {
 	ortEnv.mu.Lock()
 	defer ortEnv.mu.Unlock()
 	if ortEnv.refs > 0 {
 		if configured != "" && configured != ortEnv.lib.Path {
-			return Library{}, fmt.Errorf("ONNX Runtime is already loaded from %q; cannot also load %q in the same process", ortEnv.lib.Path, configured)
+			return Library{}, nil, fmt.Errorf("ONNX Runtime is already loaded from %q; cannot also load %q in the same process", ortEnv.lib.Path, configured)
+		}
+		if pool != nil {
+			if ortEnv.pools == nil {
+				return Library{}, nil, fmt.Errorf("inference config: thread_pool %q, but this process's ONNX Runtime environment was created without a global thread pool (by a session with thread_pool %q or a tool); one process has one environment", ThreadPoolGlobal, ThreadPoolSession)
+			}
+			if have := ortEnv.pools.settings; have != *pool {
+				return Library{}, nil, fmt.Errorf("inference config: intra_op_threads %d, thread_spinning %t: this process's global thread pool was created with intra_op_threads %d, thread_spinning %t; every session of a process shares it", pool.intraOp, pool.spinning, have.intraOp, have.spinning)
+			}
 		}
 		ortEnv.refs++
-		return ortEnv.lib, nil
+		return ortEnv.lib, ortEnv.pools, nil
 	}
 	lib, err := ResolveLibrary(configured)
 	if err != nil {
-		return Library{}, err
+		return Library{}, nil, err
+	}
+	var pools *globalPools
+	if pool != nil {
+		// Created first: the binding's CreateEnv below then returns this
+		// environment (OrtEnv is a reference-counted singleton).
+		if pools, err = createGlobalPools(lib.Path, *pool); err != nil {
+			return Library{}, nil, err
+		}
 	}
 	ort.SetSharedLibraryPath(lib.Path)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
-		return Library{}, fmt.Errorf("initialize ONNX Runtime from %q: %w", lib.Path, err)
+		if pools != nil {
+			pools.release()
+		}
+		return Library{}, nil, fmt.Errorf("initialize ONNX Runtime from %q: %w", lib.Path, err)
 	}
 	ortEnv.lib = lib
+	ortEnv.pools = pools
 	ortEnv.refs = 1
-	return lib, nil
+	return lib, pools, nil
 }
 
 // releaseEnvironment drops a reference; the last one destroys the environment.
@@ -57,10 +84,17 @@ func releaseEnvironment() error {
 	if ortEnv.refs > 0 {
 		return nil
 	}
-	if err := ort.DestroyEnvironment(); err != nil {
-		return fmt.Errorf("destroy ONNX Runtime environment: %w", err)
+	err := ort.DestroyEnvironment()
+	// The pools' reference is the last one: releasing it destroys the
+	// environment and joins the pool's threads.
+	if ortEnv.pools != nil {
+		ortEnv.pools.release()
+		ortEnv.pools = nil
 	}
 	ortEnv.lib = Library{}
+	if err != nil {
+		return fmt.Errorf("destroy ONNX Runtime environment: %w", err)
+	}
 	return nil
 }
 
@@ -68,12 +102,19 @@ func releaseEnvironment() error {
 // callers that use the binding directly (tools, tests). Call the returned
 // release exactly once.
 func Acquire(configuredLibrary string) (Library, func() error, error) {
-	lib, err := acquireEnvironment(configuredLibrary)
+	lib, _, release, err := acquire(configuredLibrary, nil)
+	return lib, release, err
+}
+
+// acquire takes a reference as Acquire does, asking for the global thread
+// pool when pool is set.
+func acquire(configuredLibrary string, pool *poolSettings) (Library, *globalPools, func() error, error) {
+	lib, pools, err := acquireEnvironment(configuredLibrary, pool)
 	if err != nil {
-		return Library{}, nil, err
+		return Library{}, nil, nil, err
 	}
 	var once sync.Once
-	return lib, func() error {
+	return lib, pools, func() error {
 		var err error
 		once.Do(func() { err = releaseEnvironment() })
 		return err

@@ -37,6 +37,9 @@ type Session struct {
 	pixels    PixelTransform
 	release   func() error
 	sha       string
+	// pools is the environment's global thread pool the session runs on;
+	// nil when it has its own (thread_pool: session).
+	pools *globalPools
 
 	frames, flagged, nonFiniteValues atomic.Uint64
 }
@@ -78,11 +81,11 @@ func NewSession(ctx context.Context, path string, spec IOSpec, cfg Config, log *
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	lib, release, err := Acquire(cfg.Library)
+	lib, pools, release, err := acquire(cfg.Library, cfg.globalPool())
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{path: path, spec: spec, lib: lib, release: release}
+	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release}
 	if err := s.init(ctx, data, cfg, log); err != nil {
 		s.Close()
 		return nil, err
@@ -167,10 +170,8 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 		return nil, fmt.Errorf("session options: %w", err)
 	}
 	defer opts.Destroy()
-	if cfg.IntraOpThreads > 0 {
-		if err := opts.SetIntraOpNumThreads(cfg.IntraOpThreads); err != nil {
-			return nil, fmt.Errorf("intra_op_threads: %w", err)
-		}
+	if err := s.setThreading(opts, cfg); err != nil {
+		return nil, err
 	}
 	var sess *ort.AdvancedSession
 	withSignalsPreserved(func() {
@@ -181,6 +182,39 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 			inputs, outputs, opts)
 	})
 	return sess, err
+}
+
+// setThreading puts the session on the global pool, or sizes its own pool;
+// either way spinning follows thread_spinning (the session entries matter
+// only for a session's own pools, the global pool got it at creation).
+func (s *Session) setThreading(opts *ort.SessionOptions, cfg Config) error {
+	spin := boolFlag(cfg.ThreadSpinning)
+	for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
+		if err := opts.AddSessionConfigEntry(key, spin); err != nil {
+			return fmt.Errorf("thread_spinning: %s: %w", key, err)
+		}
+	}
+	if s.pools != nil {
+		if err := s.pools.useGlobalPools(opts); err != nil {
+			return fmt.Errorf("thread_pool: %w", err)
+		}
+		return nil
+	}
+	if cfg.IntraOpThreads > 0 {
+		if err := opts.SetIntraOpNumThreads(cfg.IntraOpThreads); err != nil {
+			return fmt.Errorf("intra_op_threads: %w", err)
+		}
+	}
+	return nil
+}
+
+// ThreadPool reports the pool the session's parallel operators run on:
+// ThreadPoolGlobal or ThreadPoolSession.
+func (s *Session) ThreadPool() string {
+	if s.pools != nil {
+		return ThreadPoolGlobal
+	}
+	return ThreadPoolSession
 }
 
 // Run executes the model on the current input tensor and scans the outputs
