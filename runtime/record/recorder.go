@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,10 @@ type Stats struct {
 	BytesWritten    uint64 // bytes of completed and current files
 	Clips           uint64 // event mode: clips opened
 	QueueLength     int    // frames waiting now
+	// WorkerCPU is the CPU time (user + system) of the recorder's
+	// goroutine, which runs locked to its own OS thread: encoding,
+	// compression and writes. Zero where the thread clock is unavailable.
+	WorkerCPU time.Duration
 }
 
 // Recorder writes MCAP recordings on its own goroutine. Frame, JSON and
@@ -96,6 +101,7 @@ type Recorder struct {
 	submitted, dropped, written, msgDropped, writeErrs atomic.Uint64
 	filesClosed, filesDeleted, bytesWritten, clips     atomic.Uint64
 	current                                            atomic.Int64 // bytes of the open file
+	workerCPU                                          atomic.Int64 // ns of the worker thread's CPU time
 
 	// worker state
 	w worker
@@ -288,7 +294,7 @@ func (r *Recorder) Stats() Stats {
 		FramesSubmitted: r.submitted.Load(), FramesDropped: r.dropped.Load(), FramesWritten: r.written.Load(),
 		MessagesDropped: r.msgDropped.Load(), WriteErrors: r.writeErrs.Load(), FilesClosed: r.filesClosed.Load(),
 		FilesDeleted: r.filesDeleted.Load(), BytesWritten: r.bytesWritten.Load() + uint64(r.current.Load()), Clips: r.clips.Load(),
-		QueueLength: len(r.frames),
+		QueueLength: len(r.frames), WorkerCPU: time.Duration(r.workerCPU.Load()),
 	}
 }
 
@@ -310,11 +316,17 @@ func (r *Recorder) Close(ctx context.Context) error {
 
 func (r *Recorder) run() {
 	defer close(r.done)
+	// One OS thread for the worker, so that its thread CPU clock measures
+	// exactly the recording work (the compressors run on the caller's
+	// goroutine: concurrency 1).
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	w := &r.w
 	for {
 		select {
 		case c := <-r.ctrl:
 			w.control(c)
+			r.workerCPU.Store(int64(threadCPU()))
 			continue
 		default:
 		}
@@ -324,6 +336,7 @@ func (r *Recorder) run() {
 		case s := <-r.frames:
 			w.frame(s)
 			r.free <- s
+			r.workerCPU.Store(int64(threadCPU()))
 		case <-r.stop:
 			for {
 				select {
@@ -339,6 +352,7 @@ func (r *Recorder) run() {
 				break
 			}
 			w.closeErr = w.finish()
+			r.workerCPU.Store(int64(threadCPU()))
 			return
 		}
 	}
