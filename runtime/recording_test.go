@@ -1,0 +1,186 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/internal/mcapcheck"
+	"github.com/didoedge/didoedge/runtime/replay"
+)
+
+// flickerCalibration makes the test models' zones cross their thresholds
+// often on the synthetic frames: with tau_e at the median of their K/S
+// (about 0.494), the left half's OOD fraction moves between 0.36 and 0.45
+// and the right half's between 0.55 and 0.64 with the frame's pattern, so
+// the left zone opens and ends warn episodes and the right zone moves
+// between warn and critical.
+const flickerCalibration = `version: 1
+tau_e: 0.4939
+tau_a: 1000
+scale_correction: 1
+coverage: 0.9
+levels:
+  ood_fraction: {warn: {enter: 0.42, exit: 0.41}, critical: {enter: 0.6, exit: 0.59}}
+`
+
+// eventLog collects the events a pipeline raises (OnEvent runs on the
+// pipeline goroutine; the test reads after Run returned).
+type eventLog struct {
+	mu  sync.Mutex
+	evs []alerts.Event
+}
+
+func (l *eventLog) add(ev *alerts.Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, *ev)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) all() []alerts.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]alerts.Event(nil), l.evs...)
+}
+
+// TestReplayDeterminism records a live run (synthetic camera, test
+// models, lossless PNG frames), checks the file with Foxglove's reader,
+// replays it through a new pipeline with the same models and calibration,
+// and requires the same events: type, zone, levels, episode id and start,
+// frame and time (ends by frame: an episode open at shutdown ends at wall
+// time).
+func TestReplayDeterminism(t *testing.T) {
+	s := newTestSetup(t, "quiet.yaml", testZones)
+	if err := os.WriteFile(filepath.Join(s.dir, "flicker.yaml"), []byte(flickerCalibration), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", "flicker.yaml", testZones)
+	text = strings.Replace(text, "exit_inertia: 0s", "enter_inertia: 0s, exit_inertia: 0s", 1)
+	// A queue of 64: on the shared test machine the recorder must not drop
+	// a frame, or the replay would miss it.
+	text += "record: {mode: continuous, dir: rec, frame_format: png, queue: 64, intrinsics: [60, 60, 32, 16]}\n"
+	if err := os.WriteFile(s.config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var live eventLog
+	p, _, stop := startPipeline(t, s, 15, live.add)
+	waitFor(t, 30*time.Second, "60 assessed frames", func() bool { return p.Metrics().Frames.Load() >= 60 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, call := p.rec.stats()
+	frames := p.Metrics().Frames.Load()
+	t.Logf("live: %d frames, %d events; recorder: %d written, %d dropped, %d bytes, worker CPU %v, frame calls %v",
+		frames, len(live.all()), st.FramesWritten, st.FramesDropped, st.BytesWritten, st.WorkerCPU, call)
+	if st.FramesDropped != 0 || st.MessagesDropped != 0 || st.WriteErrors != 0 {
+		t.Fatalf("recorder lost data: %+v", st)
+	}
+	if st.FramesWritten != frames || st.FilesClosed != 1 {
+		t.Fatalf("recorder wrote %d frames in %d files, the pipeline assessed %d", st.FramesWritten, st.FilesClosed, frames)
+	}
+	files, _ := filepath.Glob(filepath.Join(s.dir, "rec", "rec-*.mcap"))
+	if len(files) != 1 {
+		t.Fatalf("recordings %v, want one", files)
+	}
+	path := files[0]
+
+	liveEvents := live.all()
+	var news, ends int
+	for _, ev := range liveEvents {
+		switch ev.Type {
+		case alerts.EventNew:
+			news++
+		case alerts.EventEnd:
+			ends++
+		}
+	}
+	if news < 2 || ends < 2 {
+		t.Fatalf("the live run raised %d new and %d end events (%d in all): too few to compare", news, ends, len(liveEvents))
+	}
+
+	// Foxglove's reader: summary, counts, schemas; one image and three maps
+	// per frame, every event and the camera calibration.
+	rep := mcapcheck.Check(t, path)
+	for _, topic := range []string{"/front/image", "/front/depth", "/front/laplace_scale", "/front/epistemic"} {
+		if rep.Counts[topic] != int(frames) {
+			t.Errorf("%s: %d messages, want %d", topic, rep.Counts[topic], frames)
+		}
+	}
+	if rep.Counts["/front/events"] != len(liveEvents) || rep.Counts["/front/camera_calibration"] != 1 || rep.Counts["/front/zone_states"] == 0 {
+		t.Errorf("counts %v, want %d events and one camera calibration", rep.Counts, len(liveEvents))
+	}
+
+	// What the file says happened is what happened live.
+	rec, err := replay.Read(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Events) != len(liveEvents) {
+		t.Fatalf("recorded %d events, live %d", len(rec.Events), len(liveEvents))
+	}
+	for i := range liveEvents {
+		a, _ := json.Marshal(rec.Events[i])
+		b, _ := json.Marshal(liveEvents[i])
+		if !bytes.Equal(a, b) {
+			t.Fatalf("recorded event %d %s, live %s", i, a, b)
+		}
+	}
+	if rec.Models["depth_sha256"] == "" || rec.Models["calibration_path"] != filepath.Join(s.dir, "flicker.yaml") {
+		t.Errorf("didoedge.models metadata %v", rec.Models)
+	}
+
+	// Replay through a new pipeline, same config, recording off.
+	cfg, err := Load(s.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Record.Mode = "off"
+	cfg.AlertsConfig.Outbox.Dir = filepath.Join(t.TempDir(), "outbox")
+	src, err := mcapsource.Open(mcapsource.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var replayed eventLog
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p2, err := New(ctx, cfg, Options{Source: src, OnEvent: replayed.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p2.Metrics().Frames.Load(); got != frames || src.Frames() != int(frames) {
+		t.Fatalf("replay assessed %d frames (source delivered %d), live %d", got, src.Frames(), frames)
+	}
+	replayedEvents := replayed.all()
+	if len(replayedEvents) != len(liveEvents) {
+		t.Fatalf("replay raised %d events, live %d:\nlive %+v\nreplay %+v", len(replayedEvents), len(liveEvents), liveEvents, replayedEvents)
+	}
+	for i, a := range liveEvents {
+		b := replayedEvents[i]
+		same := a.Type == b.Type && a.Kind == b.Kind && a.Zone == b.Zone && a.Level == b.Level && a.Previous == b.Previous &&
+			a.ID == b.ID && a.StartMS == b.StartMS && a.FrameSeq == b.FrameSeq && (a.Type == alerts.EventEnd || a.TimeMS == b.TimeMS)
+		if !same {
+			t.Errorf("event %d: live %+v, replay %+v", i, a, b)
+		}
+	}
+	cmp := replay.Compare(rec, replayedEvents)
+	var out bytes.Buffer
+	cmp.Write(&out)
+	if !cmp.Match() || len(cmp.Skipped) != 0 {
+		t.Fatalf("comparison:\n%s", out.String())
+	}
+	t.Logf("comparison:\n%s", out.String())
+}
