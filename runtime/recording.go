@@ -194,3 +194,13 @@ func (h *recorderHook) close(ctx context.Context) error {
 		"messages_dropped", s.MessagesDropped, "files", s.FilesClosed, "bytes", s.BytesWritten, "write_errors", s.WriteErrors)
 	return err
 }
+
+// RecordStats returns the recorder's counters and the time the pipeline
+// spent handing frames to it; ok is false when recording is off.
+func (p *Pipeline) RecordStats() (st record.Stats, frameCalls time.Duration, ok bool) {
+	if p.rec == nil {
+		return record.Stats{}, 0, false
+	}
+	st, frameCalls = p.rec.stats()
+	return st, frameCalls, true
+}
