@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/dataset"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/internal/testmodels"
@@ -118,6 +119,25 @@ func TestReplayCommand(t *testing.T) {
 		if !strings.Contains(so.String()+se.String(), want) {
 			t.Fatalf("replay output lacks %q:\n%s\n%s", want, so, se)
 		}
+	}
+
+	// The loop of docs/recording.md: export the recorded frames (with the
+	// recorded intrinsics) and calibrate on them without ground truth.
+	kitti := filepath.Join(dir, "kitti")
+	env, so, se = modelTestEnv()
+	if code := run(context.Background(), env, []string{"record", "export", files[0], "--kitti", kitti}); code != 0 {
+		t.Fatalf("record export: exit %d: %s", code, se)
+	}
+	if !strings.Contains(so.String(), "exported 40 frames (64x32)") || !strings.Contains(so.String(), "intrinsics fx 60 fy 60 cx 32 cy 16") {
+		t.Fatalf("export output %q", so)
+	}
+	calOut := filepath.Join(dir, "recalibrated.yaml")
+	env, so, se = modelTestEnv()
+	if code := run(context.Background(), env, []string{"calibrate", "--data", kitti, "--config", filepath.Join(dir, "run.yaml"), "--out", calOut}); code != 0 {
+		t.Fatalf("calibrate on the export: exit %d: %s\n%s", code, se, so)
+	}
+	if cal, err := alerts.LoadCalibration(calOut); err != nil || !(cal.TauE > 0) || cal.Meta["frames"] != "40" {
+		t.Fatalf("calibration from the recording: %+v %v\n%s", cal, err, so)
 	}
 
 	for _, tc := range []struct {
