@@ -88,6 +88,17 @@ func TestReplayDeterminism(t *testing.T) {
 	if st.FramesWritten != frames || st.FilesClosed != 1 {
 		t.Fatalf("recorder wrote %d frames in %d files, the pipeline assessed %d", st.FramesWritten, st.FilesClosed, frames)
 	}
+	var metrics bytes.Buffer
+	if _, err := p.Metrics().WriteTo(&metrics); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"\ndidoedge_record_frames_written_total " + formatFloat(float64(frames)) + "\n", "\ndidoedge_record_frames_dropped_total 0\n",
+		"\ndidoedge_record_bytes_written_total " + formatFloat(float64(st.BytesWritten)) + "\n", "\n# TYPE didoedge_record_worker_cpu_seconds_total counter\n",
+		"\ndidoedge_record_queue_frames 0\n"} {
+		if !strings.Contains(metrics.String(), line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 	files, _ := filepath.Glob(filepath.Join(s.dir, "rec", "rec-*.mcap"))
 	if len(files) != 1 {
 		t.Fatalf("recordings %v, want one", files)
