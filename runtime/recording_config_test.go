@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/runtime/record"
@@ -52,5 +54,32 @@ func TestRecordConfig(t *testing.T) {
 			_, err := parse(tc.section)
 			mustContain(t, err, tc.parts...)
 		})
+	}
+}
+
+// TestVehicleRecordExample keeps the commented record: example of
+// configs/vehicle.yaml valid once uncommented.
+func TestVehicleRecordExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "configs", "vehicle.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "# record:") || (len(block) > 0 && strings.HasPrefix(line, "#   ")) {
+			block = append(block, strings.TrimPrefix(line, "# "))
+		} else if len(block) > 0 {
+			break
+		}
+	}
+	if len(block) < 10 {
+		t.Fatalf("no commented record: example in configs/vehicle.yaml (%d lines)", len(block))
+	}
+	c, err := record.ParseConfig("/etc/didoedge/vehicle.yaml", []byte(strings.Join(block, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != record.ModeEvent || len(c.Intrinsics) != 4 || c.Dir != "/var/lib/didoedge/recordings" {
+		t.Fatalf("example parsed as %+v", c)
 	}
 }
