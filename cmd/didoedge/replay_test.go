@@ -103,6 +103,7 @@ func TestReplayCommand(t *testing.T) {
 	if code := run(context.Background(), env, []string{"replay", files[0], "--config", filepath.Join(dir, "run.yaml"), "--compare"}); code != 0 {
 		t.Fatalf("replay --compare: exit %d: %s\n%s", code, se, so)
 	}
+	t.Logf("didoedge replay --compare:\n%s", so)
 	for _, want := range []string{"camera front, 40 frames", "models and calibration: the recorded ones", "replayed 40 frames (assessed 40",
 		fmt.Sprintf("replay matches the recording: %d events in 2 zones", liveEvents), "zone r0c0: episodes recorded"} {
 		if !strings.Contains(so.String(), want) {
