@@ -195,3 +195,79 @@ func TestReplayDeterminism(t *testing.T) {
 	}
 	t.Logf("comparison:\n%s", out.String())
 }
+
+// TestRecordEventModeWithReload records in event mode while a reload
+// (what SIGHUP does) switches from thresholds that never alarm to ones that
+// alarm on every frame and back: the engine's episode events cut exactly
+// one clip, with pre-roll frames before the first episode's frame, every
+// episode listed in the clip's metadata, and the file readable by
+// Foxglove's reader.
+func TestRecordEventModeWithReload(t *testing.T) {
+	s := newTestSetup(t, "quiet.yaml", testZones)
+	section := "record: {mode: event, dir: rec, pre_roll: 1s, post_roll: 300ms, maps: [epistemic]}\n"
+	write := func(cal string) {
+		text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", cal, testZones) + section
+		if err := os.WriteFile(s.config, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("quiet.yaml")
+	var live eventLog
+	p, _, stop := startPipeline(t, s, 15, live.add)
+	frames := func() uint64 { return p.Metrics().Frames.Load() }
+	waitFor(t, 30*time.Second, "20 quiet frames", func() bool { return frames() >= 20 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	write("alarm.yaml")
+	if err := p.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := frames()
+	waitFor(t, 30*time.Second, "10 alarmed frames", func() bool { return frames() >= n+10 })
+	write("quiet.yaml")
+	if err := p.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n = frames()
+	waitFor(t, 30*time.Second, "20 quiet frames after the episodes", func() bool { return frames() >= n+20 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ := p.RecordStats()
+	files, _ := filepath.Glob(filepath.Join(s.dir, "rec", "rec-*-clip.mcap"))
+	if st.Clips != 1 || len(files) != 1 || st.FramesDropped != 0 || st.MessagesDropped != 0 {
+		t.Fatalf("clips %d, files %v, stats %+v", st.Clips, files, st)
+	}
+	var ids []string
+	first := uint64(0)
+	for _, ev := range live.all() {
+		if ev.Type == alerts.EventNew {
+			ids = append(ids, ev.ID)
+			if first == 0 {
+				first = ev.FrameSeq
+			}
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("episodes %v, want one per zone", ids)
+	}
+	rep := mcapcheck.Check(t, files[0])
+	seqs := rep.Sequences["/front/image"]
+	if len(seqs) == 0 || uint64(seqs[0]) >= first || uint64(seqs[len(seqs)-1]) >= uint64(frames()) {
+		t.Fatalf("clip frames %v: want pre-roll before the first episode's frame %d and an end before the run's last frame %d", seqs, first, frames())
+	}
+	if rep.Counts["/front/epistemic"] != len(seqs) || rep.Counts["/front/depth"] != 0 || rep.Counts["/front/events"] != 4 {
+		t.Fatalf("counts %v: want one K/S map per frame, no depth, 2 new + 2 end events", rep.Counts)
+	}
+	got := ""
+	for _, m := range rep.Metadata {
+		if m.Name == "didoedge.episodes" {
+			got = m.Metadata["ids"]
+		}
+	}
+	for _, id := range ids {
+		if !strings.Contains(got, id) {
+			t.Fatalf("clip episodes %q lack %s", got, id)
+		}
+	}
+}
