@@ -371,6 +371,7 @@ func (p *Pipeline) reload() error {
 		return err
 	}
 	p.snap.setZones(p.sink.zones(), p.sink.calibration().TauE)
+	p.rec.reloaded(p.cfg, ac) // recording.go: files name the new calibration
 	p.metrics.Reloads.Add(1)
 	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones()), "calibration", ac.Calibration)
 	return nil

@@ -20,6 +20,9 @@ import (
 const (
 	recordEventsStream = "events"
 	recordStatesStream = "zone_states"
+	// replayModelsMetadata names the models and calibration of a
+	// recording (runtime/replay.ModelsMetadata).
+	replayModelsMetadata = "didoedge.models"
 )
 
 // recorderHook connects the pipeline to the MCAP recorder (the record:
@@ -48,8 +51,7 @@ func newRecorderHook(cfg *Config, log *slog.Logger) (*recorderHook, error) {
 	if !cfg.Record.Enabled() {
 		return nil, nil
 	}
-	files := map[string]string{"depth": cfg.Depth.Model, "auxue": cfg.AuxUE.Model, "calibration": cfg.AlertsConfig.Calibration}
-	ident, err := record.ModelIdentity(files)
+	ident, err := modelIdentity(cfg, cfg.AlertsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -66,7 +68,7 @@ func newRecorderHook(cfg *Config, log *slog.Logger) (*recorderHook, error) {
 			{Name: recordEventsStream, SchemaName: alerts.EventSchemaID, Schema: events},
 			{Name: recordStatesStream, SchemaName: alerts.StateSchemaID, Schema: states},
 		},
-		Metadata: map[string]map[string]string{"didoedge.models": ident},
+		Metadata: map[string]map[string]string{replayModelsMetadata: ident},
 		Logger:   log,
 	})
 	if err != nil {
@@ -74,6 +76,26 @@ func newRecorderHook(cfg *Config, log *slog.Logger) (*recorderHook, error) {
 	}
 	log.Info("recording", "mode", cfg.Record.Mode, "dir", cfg.Record.Dir, "frame_format", cfg.Record.FrameFormat, "maps", cfg.Record.Maps)
 	return &recorderHook{rec: rec, log: log, intr: cfg.Record.Intrinsics, size: map[string][2]int{}}, nil
+}
+
+// modelIdentity is the didoedge.models metadata of a config whose alerts
+// section is ac: sha256 of the depth model, the AuxUE and the calibration.
+func modelIdentity(cfg *Config, ac alerts.Config) (map[string]string, error) {
+	return record.ModelIdentity(map[string]string{"depth": cfg.Depth.Model, "auxue": cfg.AuxUE.Model, "calibration": ac.Calibration})
+}
+
+// reloaded records the calibration a reload (SIGHUP) swapped in: files
+// from now on, and the open one from this point, name it.
+func (h *recorderHook) reloaded(cfg *Config, ac alerts.Config) {
+	if h == nil {
+		return
+	}
+	ident, err := modelIdentity(cfg, ac)
+	if err != nil {
+		h.log.Warn("recording: the reloaded calibration is not identified in the recording", "err", err)
+		return
+	}
+	h.rec.SetMetadata(replayModelsMetadata, ident)
 }
 
 // sinks returns the hook as an alerts sink (none when recording is off).

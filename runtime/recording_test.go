@@ -260,10 +260,22 @@ func TestRecordEventModeWithReload(t *testing.T) {
 		t.Fatalf("counts %v: want one K/S map per frame, no depth, 2 new + 2 end events", rep.Counts)
 	}
 	got := ""
+	var cals []string
 	for _, m := range rep.Metadata {
-		if m.Name == "didoedge.episodes" {
+		switch m.Name {
+		case "didoedge.episodes":
 			got = m.Metadata["ids"]
+		case "didoedge.models":
+			cals = append(cals, filepath.Base(m.Metadata["calibration_path"]))
 		}
+	}
+	// The clip opened after the first reload and was still open at the
+	// second: it names both calibrations, in order.
+	if strings.Join(cals, ",") != "alarm.yaml,quiet.yaml" {
+		t.Fatalf("didoedge.models calibrations %v, want alarm.yaml then quiet.yaml", cals)
+	}
+	if r, err := replay.Read(files[0], ""); err != nil || !r.ModelsChanged || filepath.Base(r.Models["calibration_path"]) != "quiet.yaml" {
+		t.Fatalf("replay.Read: %+v %v", r, err)
 	}
 	for _, id := range ids {
 		if !strings.Contains(got, id) {

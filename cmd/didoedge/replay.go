@@ -82,6 +82,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	if rec.ModelsChanged {
+		fmt.Fprintln(w, "the calibration or the models changed while this file was recorded (reload): compared with the last ones")
+	}
 	if ch := rec.ModelChanges(ident); len(ch) == 0 {
 		fmt.Fprintln(w, "models and calibration: the recorded ones (same sha256)")
 	} else {

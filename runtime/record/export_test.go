@@ -133,7 +133,7 @@ depth:
   io: {input: {name: image, height: %[1]d, width: %[2]d}, depth: {name: depth, meaning: metric_depth}}
 auxue:
   model: auxue.onnx
-  io: {input: {name: features, channels: 4, height: %[1]d, width: %[2]d}, depth: {name: scale, meaning: metric_depth}, features: [{name: epistemic}]}
+  io: {kind: auxue, input: {name: image, height: %[1]d, width: %[2]d}, depth_input: {name: depth, units: metres}, scale: {name: scale, units: metres}, epistemic: {name: epistemic}}
 alerts:
   vehicle: v
   camera: front

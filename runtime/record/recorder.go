@@ -126,6 +126,7 @@ const (
 	ctrlUpdated
 	ctrlEnded
 	ctrlCamera
+	ctrlMetadata
 )
 
 type ctrlItem struct {
@@ -136,6 +137,7 @@ type ctrlItem struct {
 	t       time.Time
 	payload []byte
 	intr    Intrinsics
+	meta    map[string]string
 }
 
 // New validates cfg (after WithDefaults) and starts the recorder's
@@ -288,6 +290,18 @@ func (r *Recorder) SetCamera(camera string, in Intrinsics) error {
 	return nil
 }
 
+// SetMetadata replaces the metadata record name (one of Options.Metadata
+// or a new one) from now on: files created later start with it, and the
+// open file gets it as a further record at this point (e.g. the
+// calibration's sha256 after a SIGHUP reload; readers take the last).
+func (r *Recorder) SetMetadata(name string, m map[string]string) bool {
+	cp := make(map[string]string, len(m))
+	for k, v := range m {
+		cp[k] = v
+	}
+	return r.control(ctrlItem{kind: ctrlMetadata, id: name, meta: cp})
+}
+
 // Stats returns the counters.
 func (r *Recorder) Stats() Stats {
 	return Stats{
@@ -377,6 +391,7 @@ type worker struct {
 	// schema data, built once
 	imgSchema, rawSchema, calSchema []byte
 
+	meta     map[string]map[string]string // metadata records of new files (Options.Metadata, SetMetadata)
 	file     *mcapFile
 	fileCal  map[string]int // camera -> calibration version written into the current file
 	fileEps  []string       // episodes seen while the file was open
@@ -402,6 +417,10 @@ type worker struct {
 func (w *worker) init(r *Recorder, comp mcap.CustomCompressor) error {
 	w.r, w.cfg, w.comp = r, r.cfg, comp
 	w.cams = map[string]*camState{}
+	w.meta = map[string]map[string]string{}
+	for n, m := range r.opts.Metadata {
+		w.meta[n] = m
+	}
 	w.fileCal = map[string]int{}
 	w.open = map[string]bool{}
 	w.ring = ring{preRoll: uint64(r.cfg.PreRoll), limit: r.cfg.RingBytes}
@@ -601,6 +620,13 @@ func (w *worker) beforeMessage(t uint64) {
 
 func (w *worker) control(c ctrlItem) {
 	switch c.kind {
+	case ctrlMetadata:
+		w.meta[c.id] = c.meta
+		if w.file != nil {
+			if err := w.file.w.WriteMetadata(&mcap.Metadata{Name: c.id, Metadata: c.meta}); err != nil {
+				w.fail(fmt.Errorf("metadata %s: %w", c.id, err))
+			}
+		}
 	case ctrlCamera:
 		cam, err := w.camera(c.camera)
 		if err != nil {
@@ -717,13 +743,13 @@ func (w *worker) metadata(now time.Time, t uint64) []mcap.Metadata {
 		rec["pre_roll"], rec["post_roll"] = c.PreRoll.String(), c.PostRoll.String()
 	}
 	out := []mcap.Metadata{{Name: mcaprec.RecorderMetadata, Metadata: rec}}
-	names := make([]string, 0, len(w.r.opts.Metadata))
-	for n := range w.r.opts.Metadata {
+	names := make([]string, 0, len(w.meta))
+	for n := range w.meta {
 		names = append(names, n)
 	}
 	slicesSort(names)
 	for _, n := range names {
-		out = append(out, mcap.Metadata{Name: n, Metadata: w.r.opts.Metadata[n]})
+		out = append(out, mcap.Metadata{Name: n, Metadata: w.meta[n]})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -29,8 +30,11 @@ type Recording struct {
 	First, Last       time.Time
 	// Events are the alert events recorded live, in file order.
 	Events []alerts.Event
-	// Models is the didoedge.models metadata (nil when absent).
-	Models map[string]string
+	// Models is the last didoedge.models metadata record (nil when
+	// absent); ModelsChanged says that the file holds several that differ
+	// (a SIGHUP reload swapped the calibration while it was recorded).
+	Models        map[string]string
+	ModelsChanged bool
 	// Truncated: the file ends inside a chunk (its writer was killed).
 	Truncated bool
 }
@@ -77,6 +81,9 @@ func Read(path, camera string) (*Recording, error) {
 	rec.Truncated = r.Truncated()
 	for _, md := range r.Metadata() {
 		if md.Name == ModelsMetadata {
+			if rec.Models != nil && !maps.Equal(rec.Models, md.Metadata) {
+				rec.ModelsChanged = true
+			}
 			rec.Models = md.Metadata
 		}
 	}
