@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/internal/mcapcheck"
 )
 
 // BenchmarkPipelineRecording15fps runs the pipeline in real time on a
@@ -83,6 +85,15 @@ func BenchmarkPipelineRecording15fps(b *testing.B) {
 		}
 		m := p.Metrics()
 		st, call, _ := p.RecordStats()
+		b.StopTimer()
+		files, _ := filepath.Glob(filepath.Join(cfg.Record.Dir, "rec-*.mcap"))
+		for _, f := range files {
+			mcapcheck.Check(b, f) // Foxglove's reader reads what the benchmark wrote
+		}
+		if len(files) != 1 {
+			b.Fatalf("recordings %v, want one", files)
+		}
+		b.StartTimer()
 		pipeDropped += 45 - m.Frames.Load()
 		recDropped += st.FramesDropped
 		written += st.FramesWritten
