@@ -36,7 +36,9 @@ type Result struct {
 	// Skipped are recorded events of episodes that opened before the
 	// recording's first frame (rotation, event-mode clips): a replay of
 	// this file cannot raise them.
-	Skipped    []alerts.Event
+	Skipped []alerts.Event
+	// Notes say which events were set aside at the file's edges.
+	Notes      []string
 	Mismatches int
 }
 
@@ -52,30 +54,75 @@ func zoneOf(ev *alerts.Event) string {
 
 // Compare pairs the recorded events of rec with the replayed events, zone
 // by zone, by frame sequence number.
+//
+// A file of a rotated recording starts and ends inside episodes: a
+// replayed episode that opens on the file's first frame in a zone whose
+// recorded episode opened before the file continues that episode (its
+// events are compared without id and start); a replayed end on the file's
+// last frame of an episode the file does not end is the end of the file,
+// not of the episode. Both are noted, not counted as mismatches. Recorded
+// events of an episode opened before the file that no replayed episode
+// continues are Skipped.
 func Compare(rec *Recording, replayed []alerts.Event) Result {
-	opened := map[string]bool{}
-	for _, ev := range rec.Events {
-		if ev.Type == alerts.EventNew {
+	opened, ended := map[string]bool{}, map[string]bool{}
+	carried := map[string]string{} // zone -> recorded episode open at the file's first frame
+	for i := range rec.Events {
+		ev := &rec.Events[i]
+		switch ev.Type {
+		case alerts.EventNew:
 			opened[ev.ID] = true
+		case alerts.EventEnd:
+			ended[ev.ID] = true
 		}
+	}
+	for i := range rec.Events {
+		if ev := &rec.Events[i]; !opened[ev.ID] {
+			carried[zoneOf(ev)] = ev.ID
+		}
+	}
+	continues := map[string]string{} // replayed episode -> the recorded one it continues
+	for i := range replayed {
+		ev := &replayed[i]
+		if id, ok := carried[zoneOf(ev)]; ok && ev.Type == alerts.EventNew && uint32(ev.FrameSeq) == rec.FirstSeq {
+			continues[ev.ID] = id
+		}
+	}
+	continued := map[string]bool{}
+	for _, id := range continues {
+		continued[id] = true
 	}
 	var res Result
 	byZone := map[string][2][]*alerts.Event{}
+	add := func(side int, ev *alerts.Event) {
+		z := byZone[zoneOf(ev)]
+		z[side] = append(z[side], ev)
+		byZone[zoneOf(ev)] = z
+	}
 	for i := range rec.Events {
 		ev := &rec.Events[i]
-		if ev.Type != alerts.EventNew && !opened[ev.ID] {
+		if !opened[ev.ID] && !continued[ev.ID] {
 			res.Skipped = append(res.Skipped, *ev)
 			continue
 		}
-		z := byZone[zoneOf(ev)]
-		z[0] = append(z[0], ev)
-		byZone[zoneOf(ev)] = z
+		add(0, ev)
 	}
 	for i := range replayed {
 		ev := &replayed[i]
-		z := byZone[zoneOf(ev)]
-		z[1] = append(z[1], ev)
-		byZone[zoneOf(ev)] = z
+		recID := ev.ID
+		if id, ok := continues[ev.ID]; ok {
+			recID = id
+			if ev.Type == alerts.EventNew {
+				res.Notes = append(res.Notes, fmt.Sprintf("zone %s: the replay's episode opened on the file's first frame %d continues recorded episode %s (opened before the file)",
+					zoneOf(ev), ev.FrameSeq, id))
+				continue
+			}
+		}
+		if ev.Type == alerts.EventEnd && uint32(ev.FrameSeq) == rec.LastSeq && !ended[recID] {
+			res.Notes = append(res.Notes, fmt.Sprintf("zone %s: episode %s is still open at the file's last frame %d (the recording goes on in the next file): the replay's end there is not compared",
+				zoneOf(ev), recID, ev.FrameSeq))
+			continue
+		}
+		add(1, ev)
 	}
 	names := make([]string, 0, len(byZone))
 	for n := range byZone {
@@ -83,15 +130,16 @@ func Compare(rec *Recording, replayed []alerts.Event) Result {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		zr := compareZone(n, byZone[n][0], byZone[n][1])
+		zr := compareZone(n, byZone[n][0], byZone[n][1], continues)
 		res.Mismatches += zr.Mismatches
 		res.Zones = append(res.Zones, zr)
 	}
 	return res
 }
 
-// compareZone merges two event lists ordered by frame.
-func compareZone(zone string, a, b []*alerts.Event) ZoneResult {
+// compareZone merges two event lists ordered by frame; continues maps
+// replayed episodes to the recorded ones they continue.
+func compareZone(zone string, a, b []*alerts.Event, continues map[string]string) ZoneResult {
 	zr := ZoneResult{Zone: zone}
 	for _, ev := range a {
 		if ev.Type == alerts.EventNew {
@@ -108,7 +156,7 @@ func compareZone(zone string, a, b []*alerts.Event) ZoneResult {
 		var p Pair
 		switch {
 		case i < len(a) && j < len(b) && a[i].FrameSeq == b[j].FrameSeq:
-			p = Pair{Recorded: a[i], Replayed: b[j], Diff: diff(a[i], b[j])}
+			p = Pair{Recorded: a[i], Replayed: b[j], Diff: diff(a[i], b[j], continues[b[j].ID] == a[i].ID)}
 			i++
 			j++
 		case j >= len(b) || (i < len(a) && a[i].FrameSeq < b[j].FrameSeq):
@@ -126,8 +174,9 @@ func compareZone(zone string, a, b []*alerts.Event) ZoneResult {
 	return zr
 }
 
-// diff lists the differences of two events on the same frame.
-func diff(a, b *alerts.Event) string {
+// diff lists the differences of two events on the same frame; a replayed
+// episode that continues a recorded one has its own id and start.
+func diff(a, b *alerts.Event, continued bool) string {
 	var d []string
 	add := func(what string, x, y any) {
 		if x != y {
@@ -138,8 +187,10 @@ func diff(a, b *alerts.Event) string {
 	add("kind", a.Kind, b.Kind)
 	add("level", a.Level, b.Level)
 	add("previous level", a.Previous, b.Previous)
-	add("start", msTime(a.StartMS), msTime(b.StartMS))
-	add("id", a.ID, b.ID)
+	if !continued {
+		add("start", msTime(a.StartMS), msTime(b.StartMS))
+		add("id", a.ID, b.ID)
+	}
 	if a.Type != alerts.EventEnd || b.Type != alerts.EventEnd {
 		// An end may come at wall time (shutdown, reload): compared by frame.
 		add("time", msTime(a.TimeMS), msTime(b.TimeMS))
@@ -173,6 +224,9 @@ func (r Result) Write(w io.Writer) {
 			}
 			fmt.Fprintln(w)
 		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, n)
 	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "%d recorded events belong to episodes that opened before the recording's first frame; not compared\n", len(r.Skipped))

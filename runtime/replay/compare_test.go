@@ -81,3 +81,40 @@ func TestModelChanges(t *testing.T) {
 		t.Fatalf("no metadata: %v", got)
 	}
 }
+
+// TestCompareRotatedFile: a file of a rotated recording starts inside an
+// episode and ends inside another; the replay's episode opened on the
+// first frame continues the recorded one and its end on the last frame is
+// the file's end: both noted, no mismatch. A level difference inside the
+// continued episode still counts.
+func TestCompareRotatedFile(t *testing.T) {
+	W, C, O := alerts.LevelWarn, alerts.LevelCritical, alerts.LevelOK
+	old := func(e alerts.Event) alerts.Event { e.ID = "front-a-old"; e.StartMS = 500; return e }
+	rec := &Recording{FirstSeq: 100, LastSeq: 200, Events: []alerts.Event{
+		old(ev(alerts.EventUpdate, "a", C, W, 150, 0, 1500)),
+		old(ev(alerts.EventEnd, "a", O, C, 180, 0, 1800)),
+		ev(alerts.EventNew, "b", W, O, 190, 1900, 1900),
+	}}
+	replayed := []alerts.Event{
+		ev(alerts.EventNew, "a", W, O, 100, 1000, 1000),
+		ev(alerts.EventUpdate, "a", C, W, 150, 1000, 1500),
+		ev(alerts.EventEnd, "a", O, C, 180, 1000, 1800),
+		ev(alerts.EventNew, "b", W, O, 190, 1900, 1900),
+		ev(alerts.EventEnd, "b", O, W, 200, 1900, 99999),
+	}
+	res := Compare(rec, replayed)
+	var out bytes.Buffer
+	res.Write(&out)
+	if !res.Match() || len(res.Notes) != 2 || len(res.Skipped) != 0 || len(res.Zones) != 2 || len(res.Zones[0].Pairs) != 2 {
+		t.Fatalf("rotated file:\n%s", out.String())
+	}
+	for _, want := range []string{"continues recorded episode front-a-old", "still open at the file's last frame 200"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	replayed[1].Level = W
+	if res := Compare(rec, replayed); res.Mismatches != 1 {
+		t.Fatalf("a level difference in the continued episode: %d mismatches", res.Mismatches)
+	}
+}
