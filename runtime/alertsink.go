@@ -32,8 +32,8 @@ type alertSink struct {
 
 // openAlerts starts the MQTT service (embedded broker when configured,
 // outbox, publisher), the snapshot store and the engine; onEvent sees
-// every event after it was queued.
-func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEvent func(*alerts.Event)) (*alertSink, error) {
+// every event after it was queued; extra sinks (the recorder) come last.
+func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEvent func(*alerts.Event), extra ...alerts.Sink) (*alertSink, error) {
 	spec, err := cfg.EngineSpec("alerts")
 	if err != nil {
 		return nil, err
@@ -61,6 +61,7 @@ func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEven
 		}
 		return nil
 	}})
+	sinks = append(sinks, extra...)
 	if s.engine, err = alerts.NewEngine(spec, sinks); err != nil {
 		s.closeRender()
 		s.svc.Close(ctx)

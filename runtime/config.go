@@ -16,6 +16,7 @@ import (
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // Config is the whole runtime configuration: one file embeds the camera,
@@ -29,6 +30,8 @@ type Config struct {
 	Alerts    yaml.Node      `yaml:"alerts"` // an alerts.Config; parsed into AlertsConfig
 	HTTP      HTTPConfig     `yaml:"http"`
 	Pipeline  PipelineConfig `yaml:"pipeline"`
+	// Record is the MCAP recorder (docs/recording.md); off by default.
+	Record record.Config `yaml:"record"`
 
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.
@@ -203,6 +206,11 @@ func (c *Config) finish(name, dir string) error {
 	if c.Pipeline.Tick < 10*time.Millisecond {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
 	}
+	// record: (issue 20) defaults, paths relative to the file, and the
+	// recorder's own validation; errors name record.<key>.
+	c.Record = c.Record.WithDefaults()
+	c.Record.ResolvePaths(dir)
+	add(c.Record.Validate("record"))
 	if err := c.parseAlerts(name, dir); err != nil {
 		errs = append(errs, err)
 	} else if c.Depth.IO != nil && c.Depth.IO.Relative() {

@@ -78,6 +78,7 @@ type Pipeline struct {
 	closeOnce sync.Once
 	modelsMu  sync.Mutex // guards models against Close while Health reads it
 	rl        *lograte.Limiter
+	rec       *recorderHook // record: section (recording.go); nil when off
 }
 
 // EventRecord is an alert event as the debug page lists it.
@@ -117,7 +118,10 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 			p.Close()
 		}
 	}()
-	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent); err != nil {
+	if p.rec, err = newRecorderHook(cfg, log); err != nil { // recording (recording.go)
+		return nil, err
+	}
+	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent, p.rec.sinks()...); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
 	models, err := OpenModels(ctx, cfg, log)
@@ -190,6 +194,7 @@ func (p *Pipeline) registerMetrics() {
 		m.CounterFunc("didoedge_snapshots_failed_total", "Event snapshots that could not be rendered or stored.",
 			func() float64 { return float64(r.Failed()) })
 	}
+	p.rec.registerMetrics(m) // didoedge_record_* (recording.go)
 	if p.rtsp != nil {
 		m.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
 			func() float64 { return float64(p.rtsp.Stats().DecodeErrors) })
@@ -366,6 +371,7 @@ func (p *Pipeline) reload() error {
 		return err
 	}
 	p.snap.setZones(p.sink.zones(), p.sink.calibration().TauE)
+	p.rec.reloaded(p.cfg, ac) // recording.go: files name the new calibration
 	p.metrics.Reloads.Add(1)
 	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones()), "calibration", ac.Calibration)
 	return nil
@@ -402,6 +408,7 @@ func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
 		// The publisher logged each event not queued; this is the summary.
 		p.rl.Warn("alerts frame", "alerts: events of a frame not queued", "frame", f.Seq, "err", err)
 	}
+	p.rec.frame(p.cfg.AlertsConfig.Camera, f, maps) // recording.go: never blocks
 	t5 := time.Now()
 	p.copyStatus()
 	m.Stages[StageAlerts].Observe(t5.Sub(t4))
@@ -486,6 +493,7 @@ func (p *Pipeline) Close() error {
 		if p.sink != nil {
 			err = p.sink.close(context.Background())
 		}
+		err = errors.Join(err, p.rec.close(context.Background())) // after the engine's last events
 		err = errors.Join(err, p.closeModels())
 		p.rl.Flush()
 	})

@@ -40,6 +40,16 @@ func Load(name string) (*Schema, error) {
 	return s, nil
 }
 
+// Raw returns the bytes of one embedded schema document (e.g. for the
+// jsonschema schema records of an MCAP recording).
+func Raw(name string) ([]byte, error) {
+	raw, err := files.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("schema %q: %w", name, err)
+	}
+	return raw, nil
+}
+
 // Names lists the embedded schema files.
 func Names() []string {
 	ents, _ := files.ReadDir(".")

@@ -13,6 +13,7 @@ import (
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // runBench measures the running system: `bench latency` (frame to MQTT
@@ -39,6 +40,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	interval := fs.Duration("interval", 30*time.Second, "soak: sampling interval")
 	maxGrowth := fs.Float64("max-growth", 5, "soak: fail above this RSS growth in percent")
 	precompute := fs.Int("precompute", 45, "pre-render this many frames per scene and loop them (0: render live)")
+	rec := fs.String("record", "", "latency: record every frame continuously in this frame format (jpeg or png; the record: defaults otherwise) and report the recording's cost")
+	recQuality := fs.Int("record-quality", 0, "latency --record jpeg: JPEG quality (default 90)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -55,6 +58,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	spec := ref.Depth
 	o := bench.Options{ModelsDir: *models, Width: spec.Input.Width, Height: spec.Input.Height, FPS: *fps,
 		Duration: *duration, Warmup: *warmup, Log: env.log, Precompute: *precompute}
+	if *rec != "" {
+		if mode != "latency" {
+			return errors.New("--record: bench latency only")
+		}
+		o.Record = &record.Config{Mode: record.ModeContinuous, FrameFormat: *rec, JPEGQuality: *recQuality}
+	}
 	w := env.stdout
 	if mode == "latency" {
 		fmt.Fprintf(w, "bench latency: models %s, camera %dx%d at %g fps over RTSP (%d pre-rendered frames), every frame published; %v after %v warm-up\n",
@@ -74,6 +83,12 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(w, " %s %v", st, r.Stages[st].Round(time.Microsecond))
 		}
 		fmt.Fprintln(w)
+		if rr := r.Record; rr != nil {
+			fmt.Fprintf(w, "recording (continuous, %s, all maps): frames written %d, dropped %d; %.2f MB/s, %.2f MB/frame\n",
+				*rec, rr.Written, rr.Dropped, rr.BytesPerSecond/1e6, rr.BytesPerFrame/1e6)
+			fmt.Fprintf(w, "recording cost per frame: recorder thread CPU %v + pipeline hand-over %v; pipeline per-frame processing %v; ratio %.3f\n",
+				rr.WorkerCPU.Round(time.Microsecond), rr.Call.Round(time.Microsecond), rr.Pipeline.Round(time.Microsecond), rr.Ratio)
+		}
 		return nil
 	}
 	fmt.Fprintf(w, "bench soak: models %s, demo scenario at %g fps for %v after %v warm-up\n", *models, *fps, *duration, *warmup)

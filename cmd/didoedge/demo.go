@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // runDemo runs the whole system on embedded defaults: the simulated camera
@@ -25,6 +27,9 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	seed := fs.Int64("seed", 1, "simulated world seed")
 	calFrames := fs.Int("calibrate-frames", 12, "without models/calibration.yaml: calibrate thresholds on this many rendered outdoor frames first (0: built-in defaults)")
 	zonesEvery := fs.Duration("zones-every", 2*time.Second, "print every zone's level and fused signals this often (0: never)")
+	recDir := fs.String("record", "", "record MCAP files (Foxglove; didoedge replay) into this directory")
+	recMode := fs.String("record-mode", record.ModeEvent, "with --record: event (a clip per episode) or continuous")
+	recFormat := fs.String("record-format", "jpeg", "with --record: jpeg, or png (lossless: replays reproduce the events exactly)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +78,18 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	cfg, err := demo.Config(opts, cam.URL)
 	if err != nil {
 		return err
+	}
+	if *recDir != "" {
+		// The simulated camera's intrinsics, for export and Foxglove's 3D panel.
+		probe, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: spec.Input.Width, Height: spec.Input.Height, Seed: *seed})
+		if err != nil {
+			return err
+		}
+		fx, fy, cx, cy := probe.Intrinsics()
+		cfg.Record = record.Config{Mode: *recMode, Dir: *recDir, FrameFormat: *recFormat, Intrinsics: []float64{fx, fy, cx, cy}}.WithDefaults()
+		if err := cfg.Record.Validate("record"); err != nil {
+			return fmt.Errorf("demo --record: %w", err)
+		}
 	}
 	// The scene announcer stops before the command returns.
 	phaseCtx, stopPhases := context.WithCancel(ctx)

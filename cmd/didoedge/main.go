@@ -43,6 +43,7 @@ func commands() map[string]command {
 		"calibrate": {"set alert thresholds and the Laplace scale correction from validation frames", runCalibrate},
 		"bench":     {"measure frame-to-MQTT latency (bench latency) or memory over a soak (bench soak)", runBench},
 		"record":    {"recordings: export a recording's frames for calibrate (record export FILE --kitti DIR)", runRecord},
+		"replay":    {"run a recording's frames through the pipeline; --compare checks the events against the recorded ones", runReplay},
 
 		"eval-quick": {"evaluate the reference depth and AuxUE models through ONNX Runtime", runEvalQuick},
 		"eval":       {"run the paper's depth protocol of a config and write the report (eval --config FILE --out DIR)", runEval},

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // Options configure a measurement.
@@ -38,6 +40,10 @@ type Options struct {
 	Precompute int
 	// Progress, when set, receives soak samples as they are taken.
 	Progress func(SoakSample)
+	// Record, when set, turns the pipeline's recorder on with this
+	// section (its dir is replaced by a temporary one): Latency then
+	// reports the recording's cost (LatencyReport.Record).
+	Record *record.Config
 }
 
 // alarmCalibration puts every zone in a critical episode on every frame,
@@ -87,6 +93,15 @@ func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool
 	if err != nil {
 		s.close()
 		return nil, err
+	}
+	if o.Record != nil {
+		rc := *o.Record
+		rc.Dir = filepath.Join(tmp, "recordings")
+		cfg.Record = rc.WithDefaults()
+		if err := cfg.Record.Validate("record"); err != nil {
+			s.close()
+			return nil, err
+		}
 	}
 	if s.pipeline, err = runtime.New(ctx, cfg, runtime.Options{Logger: o.Log, OnFrame: onFrame}); err != nil {
 		s.close()
@@ -151,6 +166,37 @@ type LatencyReport struct {
 	// MQTT), without the camera transport and the latest-frame wait.
 	RuntimeP50, RuntimeP99 time.Duration
 	RuntimeRatio           float64 // RuntimeP50 / InferP50
+	// Record is the recording's cost over the measured time (nil when
+	// Options.Record is nil).
+	Record *RecordReport
+}
+
+// RecordReport is what recording cost in a latency run, measured over the
+// same frames as the pipeline's figures.
+type RecordReport struct {
+	Written, Dropped uint64  // recorder frames written and dropped (queue full)
+	BytesPerSecond   float64 // bytes added to the recordings per second
+	BytesPerFrame    float64
+	// WorkerCPU is the recorder thread's CPU time per written frame
+	// (encoding, compression, writes); Call the pipeline goroutine's time
+	// per frame handing it over (the copy).
+	WorkerCPU, Call time.Duration
+	// Pipeline is the pipeline's own per-frame processing time
+	// (preprocess, depth, AuxUE, read-outs, alerts: the mean of the
+	// stages) over the same window.
+	Pipeline time.Duration
+	// Ratio is (WorkerCPU + Call) / Pipeline (goal <= 0.1).
+	Ratio float64
+}
+
+// windowMean is the mean of the observations a histogram got between two
+// readings of its count and mean.
+func windowMean(n0 uint64, m0 time.Duration, h *runtime.Histogram) time.Duration {
+	n1, m1 := h.Count(), h.Mean()
+	if n1 <= n0 {
+		return 0
+	}
+	return time.Duration((float64(m1)*float64(n1) - float64(m0)*float64(n0)) / float64(n1-n0))
 }
 
 // Latency runs the camera at o.FPS with every frame raising events, and
@@ -209,6 +255,12 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	}
 	m := sys.pipeline.Metrics()
 	startFrames, startDropped := m.Frames.Load(), m.Dropped.Load()
+	rs0, call0, recording := sys.pipeline.RecordStats()
+	var stageN [runtime.StageAlerts + 1]uint64
+	var stageM [runtime.StageAlerts + 1]time.Duration
+	for st := runtime.StagePreprocess; st <= runtime.StageAlerts; st++ {
+		stageN[st], stageM[st] = m.Stages[st].Count(), m.Stages[st].Mean()
+	}
 	rmu.Lock()
 	skip := len(received)
 	rmu.Unlock()
@@ -219,6 +271,22 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	elapsed := time.Since(t0)
 	rep := &LatencyReport{FPS: float64(m.Frames.Load()-startFrames) / elapsed.Seconds(), Dropped: m.Dropped.Load() - startDropped,
 		CameraMean: m.Stages[runtime.StageCamera].Mean(), PipelineMean: m.Latency.Mean()}
+	if recording {
+		rs1, call1, _ := sys.pipeline.RecordStats()
+		r := &RecordReport{Written: rs1.FramesWritten - rs0.FramesWritten, Dropped: rs1.FramesDropped - rs0.FramesDropped,
+			BytesPerSecond: float64(rs1.BytesWritten-rs0.BytesWritten) / elapsed.Seconds()}
+		submitted := rs1.FramesSubmitted - rs0.FramesSubmitted
+		for st := runtime.StagePreprocess; st <= runtime.StageAlerts; st++ {
+			r.Pipeline += windowMean(stageN[st], stageM[st], &m.Stages[st])
+		}
+		if r.Written > 0 && submitted > 0 && r.Pipeline > 0 {
+			r.BytesPerFrame = float64(rs1.BytesWritten-rs0.BytesWritten) / float64(r.Written)
+			r.WorkerCPU = (rs1.WorkerCPU - rs0.WorkerCPU) / time.Duration(r.Written)
+			r.Call = (call1 - call0) / time.Duration(submitted)
+			r.Ratio = float64(r.WorkerCPU+r.Call) / float64(r.Pipeline)
+		}
+		rep.Record = r
+	}
 	rep.Provider, _ = sys.pipeline.Providers()
 	rep.Stages = map[string]time.Duration{}
 	for st := runtime.StageCamera; st <= runtime.StageAlerts; st++ {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -41,6 +42,7 @@ const (
 //	  queue: 4                 # frames waiting for the recorder; more are dropped
 //	  compression: zstd        # MCAP chunk compression: zstd, lz4 or none
 //	  chunk_bytes: 4194304     # uncompressed bytes per chunk (4 MiB): what a kill can lose
+//	  intrinsics: [fx, fy, cx, cy]  # of the camera's frames, pixels; recorded as camera_calibration
 type Config struct {
 	Mode        string        `yaml:"mode"`
 	Dir         string        `yaml:"dir"`
@@ -62,6 +64,11 @@ type Config struct {
 	Queue           int    `yaml:"queue"`
 	Compression     string `yaml:"compression"`
 	ChunkBytes      int64  `yaml:"chunk_bytes"`
+	// Intrinsics are fx, fy, cx, cy of the camera's frames in pixels; the
+	// pipeline records them as each camera's foxglove.CameraCalibration
+	// (what `didoedge record export` writes into the KITTI meta.json).
+	// Empty: no camera_calibration channel.
+	Intrinsics []float64 `yaml:"intrinsics"`
 }
 
 // Defaults of the keys left out.
@@ -206,6 +213,19 @@ func (c Config) Validate(prefix string) error {
 	case "zstd", "lz4", "none":
 	default:
 		return bad("compression", "%q is not zstd, lz4 or none", c.Compression)
+	}
+	if n := len(c.Intrinsics); n != 0 {
+		if n != 4 {
+			return bad("intrinsics", "%d values, want [fx, fy, cx, cy]", n)
+		}
+		if !(c.Intrinsics[0] > 0 && c.Intrinsics[1] > 0) {
+			return bad("intrinsics", "fx %g and fy %g must be positive", c.Intrinsics[0], c.Intrinsics[1])
+		}
+		for i, v := range c.Intrinsics {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad(fmt.Sprintf("intrinsics[%d]", i), "%g is not finite", v)
+			}
+		}
 	}
 	return nil
 }

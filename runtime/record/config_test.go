@@ -48,6 +48,10 @@ record:
 		{"record: {mode: event, dir: d, ring_bytes: 10}", "record.ring_bytes"},
 		{"record: {mode: event, dir: d, pre_rol: 1s}", "record.pre_rol: unknown key (line 1)"},
 		{"record: {mode: event, dir: d, queue: many}", "record.queue"},
+		{"record: {mode: event, dir: d, intrinsics: [500, 500, 320]}", "record.intrinsics: 3 values"},
+		{"record: {mode: event, dir: d, intrinsics: [0, 500, 320, 96]}", "record.intrinsics: fx 0"},
+		{"record: {mode: event, dir: d, intrinsics: [500, 500, .nan, 96]}", "record.intrinsics[2]: NaN"},
+		{"record: {mode: event, dir: d, intrinsics: [500, 500, 320, 96]}", ""},
 	} {
 		_, err := ParseConfig("x.yaml", []byte(tc.yaml))
 		if tc.want == "" {

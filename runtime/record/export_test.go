@@ -3,6 +3,7 @@ package record_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,9 +126,15 @@ func TestCalibrateOnExport(t *testing.T) {
 	}
 	dir := t.TempDir()
 	testmodels.Write(t, dir)
-	// The frames (expW x expH) are resized into the test models' input.
-	text := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-` + testmodels.RuntimeConfig + `alerts:
+	text := fmt.Sprintf(`camera: {url: "rtsp://127.0.0.1:1/unused"}
+inference: {providers: [{name: cpu}], intra_op_threads: 1}
+depth:
+  model: depth.onnx
+  io: {input: {name: image, height: %[1]d, width: %[2]d}, depth: {name: depth, meaning: metric_depth}}
+auxue:
+  model: auxue.onnx
+  io: {kind: auxue, input: {name: image, height: %[1]d, width: %[2]d}, depth_input: {name: depth, units: metres}, scale: {name: scale, units: metres}, epistemic: {name: epistemic}}
+alerts:
   vehicle: v
   camera: front
   grid: {rows: 2, cols: 2}
@@ -135,7 +142,7 @@ func TestCalibrateOnExport(t *testing.T) {
   outbox: {dir: outbox}
   embedded: {allow_anonymous: true}
 http: {listen: "off"}
-`
+`, expH, expW)
 	cfg, err := runtime.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,10 @@ type Stats struct {
 	BytesWritten    uint64 // bytes of completed and current files
 	Clips           uint64 // event mode: clips opened
 	QueueLength     int    // frames waiting now
+	// WorkerCPU is the CPU time (user + system) of the recorder's
+	// goroutine, which runs locked to its own OS thread: encoding,
+	// compression and writes. Zero where the thread clock is unavailable.
+	WorkerCPU time.Duration
 }
 
 // Recorder writes MCAP recordings on its own goroutine. Frame, JSON and
@@ -96,6 +101,7 @@ type Recorder struct {
 	submitted, dropped, written, msgDropped, writeErrs atomic.Uint64
 	filesClosed, filesDeleted, bytesWritten, clips     atomic.Uint64
 	current                                            atomic.Int64 // bytes of the open file
+	workerCPU                                          atomic.Int64 // ns of the worker thread's CPU time
 
 	// worker state
 	w worker
@@ -120,6 +126,7 @@ const (
 	ctrlUpdated
 	ctrlEnded
 	ctrlCamera
+	ctrlMetadata
 )
 
 type ctrlItem struct {
@@ -130,6 +137,7 @@ type ctrlItem struct {
 	t       time.Time
 	payload []byte
 	intr    Intrinsics
+	meta    map[string]string
 }
 
 // New validates cfg (after WithDefaults) and starts the recorder's
@@ -282,13 +290,25 @@ func (r *Recorder) SetCamera(camera string, in Intrinsics) error {
 	return nil
 }
 
+// SetMetadata replaces the metadata record name (one of Options.Metadata
+// or a new one) from now on: files created later start with it, and the
+// open file gets it as a further record at this point (e.g. the
+// calibration's sha256 after a SIGHUP reload; readers take the last).
+func (r *Recorder) SetMetadata(name string, m map[string]string) bool {
+	cp := make(map[string]string, len(m))
+	for k, v := range m {
+		cp[k] = v
+	}
+	return r.control(ctrlItem{kind: ctrlMetadata, id: name, meta: cp})
+}
+
 // Stats returns the counters.
 func (r *Recorder) Stats() Stats {
 	return Stats{
 		FramesSubmitted: r.submitted.Load(), FramesDropped: r.dropped.Load(), FramesWritten: r.written.Load(),
 		MessagesDropped: r.msgDropped.Load(), WriteErrors: r.writeErrs.Load(), FilesClosed: r.filesClosed.Load(),
 		FilesDeleted: r.filesDeleted.Load(), BytesWritten: r.bytesWritten.Load() + uint64(r.current.Load()), Clips: r.clips.Load(),
-		QueueLength: len(r.frames),
+		QueueLength: len(r.frames), WorkerCPU: time.Duration(r.workerCPU.Load()),
 	}
 }
 
@@ -310,11 +330,17 @@ func (r *Recorder) Close(ctx context.Context) error {
 
 func (r *Recorder) run() {
 	defer close(r.done)
+	// One OS thread for the worker, so that its thread CPU clock measures
+	// exactly the recording work (the compressors run on the caller's
+	// goroutine: concurrency 1).
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	w := &r.w
 	for {
 		select {
 		case c := <-r.ctrl:
 			w.control(c)
+			r.workerCPU.Store(int64(threadCPU()))
 			continue
 		default:
 		}
@@ -324,6 +350,7 @@ func (r *Recorder) run() {
 		case s := <-r.frames:
 			w.frame(s)
 			r.free <- s
+			r.workerCPU.Store(int64(threadCPU()))
 		case <-r.stop:
 			for {
 				select {
@@ -339,6 +366,7 @@ func (r *Recorder) run() {
 				break
 			}
 			w.closeErr = w.finish()
+			r.workerCPU.Store(int64(threadCPU()))
 			return
 		}
 	}
@@ -363,6 +391,7 @@ type worker struct {
 	// schema data, built once
 	imgSchema, rawSchema, calSchema []byte
 
+	meta     map[string]map[string]string // metadata records of new files (Options.Metadata, SetMetadata)
 	file     *mcapFile
 	fileCal  map[string]int // camera -> calibration version written into the current file
 	fileEps  []string       // episodes seen while the file was open
@@ -388,6 +417,10 @@ type worker struct {
 func (w *worker) init(r *Recorder, comp mcap.CustomCompressor) error {
 	w.r, w.cfg, w.comp = r, r.cfg, comp
 	w.cams = map[string]*camState{}
+	w.meta = map[string]map[string]string{}
+	for n, m := range r.opts.Metadata {
+		w.meta[n] = m
+	}
 	w.fileCal = map[string]int{}
 	w.open = map[string]bool{}
 	w.ring = ring{preRoll: uint64(r.cfg.PreRoll), limit: r.cfg.RingBytes}
@@ -587,6 +620,13 @@ func (w *worker) beforeMessage(t uint64) {
 
 func (w *worker) control(c ctrlItem) {
 	switch c.kind {
+	case ctrlMetadata:
+		w.meta[c.id] = c.meta
+		if w.file != nil {
+			if err := w.file.w.WriteMetadata(&mcap.Metadata{Name: c.id, Metadata: c.meta}); err != nil {
+				w.fail(fmt.Errorf("metadata %s: %w", c.id, err))
+			}
+		}
 	case ctrlCamera:
 		cam, err := w.camera(c.camera)
 		if err != nil {
@@ -703,13 +743,13 @@ func (w *worker) metadata(now time.Time, t uint64) []mcap.Metadata {
 		rec["pre_roll"], rec["post_roll"] = c.PreRoll.String(), c.PostRoll.String()
 	}
 	out := []mcap.Metadata{{Name: mcaprec.RecorderMetadata, Metadata: rec}}
-	names := make([]string, 0, len(w.r.opts.Metadata))
-	for n := range w.r.opts.Metadata {
+	names := make([]string, 0, len(w.meta))
+	for n := range w.meta {
 		names = append(names, n)
 	}
 	slicesSort(names)
 	for _, n := range names {
-		out = append(out, mcap.Metadata{Name: n, Metadata: w.r.opts.Metadata[n]})
+		out = append(out, mcap.Metadata{Name: n, Metadata: w.meta[n]})
 	}
 	return out
 }

@@ -1,0 +1,228 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/schema"
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime/record"
+)
+
+// Names of the recorder's JSON streams (topics /<camera>/events and
+// /<camera>/zone_states).
+const (
+	recordEventsStream = "events"
+	recordStatesStream = "zone_states"
+	// replayModelsMetadata names the models and calibration of a
+	// recording (runtime/replay.ModelsMetadata).
+	replayModelsMetadata = "didoedge.models"
+)
+
+// recorderHook connects the pipeline to the MCAP recorder (the record:
+// section): every assessed frame with its maps, and, as an alerts.Sink
+// placed after the durable MQTT sink, every event (with its seq) and zone
+// state, plus the episode notices that cut event-mode clips. All methods
+// are safe on a nil hook (recording off) and safe for concurrent use, so
+// that one hook serves every camera: the camera is a parameter
+// everywhere. Nothing here blocks the pipeline: the recorder drops and
+// counts what its bounded queues cannot take.
+type recorderHook struct {
+	rec  *record.Recorder
+	log  *slog.Logger
+	intr []float64 // fx, fy, cx, cy of the camera frames; nil: unknown
+
+	mu   sync.Mutex
+	size map[string][2]int // camera -> frame size the intrinsics were sent for
+
+	callNS atomic.Int64 // time spent in Frame calls on the pipeline goroutine
+}
+
+// newRecorderHook starts the recorder when cfg.Record enables it (nil
+// hook otherwise). The models' and the calibration's sha256 are recorded
+// as the "didoedge.models" metadata of every file.
+func newRecorderHook(cfg *Config, log *slog.Logger) (*recorderHook, error) {
+	if !cfg.Record.Enabled() {
+		return nil, nil
+	}
+	ident, err := modelIdentity(cfg, cfg.AlertsConfig)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	events, err := schema.Raw(schema.Event)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	states, err := schema.Raw(schema.State)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	rec, err := record.New(cfg.Record, record.Options{
+		Streams: []record.JSONStream{
+			{Name: recordEventsStream, SchemaName: alerts.EventSchemaID, Schema: events},
+			{Name: recordStatesStream, SchemaName: alerts.StateSchemaID, Schema: states},
+		},
+		Metadata: map[string]map[string]string{replayModelsMetadata: ident},
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("recording", "mode", cfg.Record.Mode, "dir", cfg.Record.Dir, "frame_format", cfg.Record.FrameFormat, "maps", cfg.Record.Maps)
+	return &recorderHook{rec: rec, log: log, intr: cfg.Record.Intrinsics, size: map[string][2]int{}}, nil
+}
+
+// modelIdentity is the didoedge.models metadata of a config whose alerts
+// section is ac: sha256 of the depth model, the AuxUE and the calibration.
+func modelIdentity(cfg *Config, ac alerts.Config) (map[string]string, error) {
+	return record.ModelIdentity(map[string]string{"depth": cfg.Depth.Model, "auxue": cfg.AuxUE.Model, "calibration": ac.Calibration})
+}
+
+// reloaded records the calibration a reload (SIGHUP) swapped in: files
+// from now on, and the open one from this point, name it.
+func (h *recorderHook) reloaded(cfg *Config, ac alerts.Config) {
+	if h == nil {
+		return
+	}
+	ident, err := modelIdentity(cfg, ac)
+	if err != nil {
+		h.log.Warn("recording: the reloaded calibration is not identified in the recording", "err", err)
+		return
+	}
+	h.rec.SetMetadata(replayModelsMetadata, ident)
+}
+
+// sinks returns the hook as an alerts sink (none when recording is off).
+func (h *recorderHook) sinks() []alerts.Sink {
+	if h == nil {
+		return nil
+	}
+	return []alerts.Sink{h}
+}
+
+// frame hands one assessed frame of a camera and its maps to the
+// recorder: a copy into a free slot, or a counted drop. It never blocks.
+func (h *recorderHook) frame(cameraID string, f *camera.Frame, m alerts.Maps) {
+	if h == nil {
+		return
+	}
+	t0 := time.Now()
+	if h.intr != nil {
+		h.setCamera(cameraID, f.Width, f.Height)
+	}
+	h.rec.Frame(&record.Frame{Camera: cameraID, Seq: f.Seq, Capture: f.Capture, Width: f.Width, Height: f.Height, RGB: f.RGB,
+		MapWidth: m.Width, MapHeight: m.Height, Depth: m.Depth, Scale: m.Scale, Epistemic: m.Epistemic})
+	h.callNS.Add(int64(time.Since(t0)))
+}
+
+// setCamera sends a camera's intrinsics before its first frame and after
+// its frame size changed.
+func (h *recorderHook) setCamera(cameraID string, w, ht int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.size[cameraID] == [2]int{w, ht} {
+		return
+	}
+	in := record.Intrinsics{Width: w, Height: ht, Fx: h.intr[0], Fy: h.intr[1], Cx: h.intr[2], Cy: h.intr[3]}
+	if err := h.rec.SetCamera(cameraID, in); err != nil {
+		h.log.Warn("recording: camera intrinsics not recorded", "camera", cameraID, "err", err)
+		return
+	}
+	h.size[cameraID] = [2]int{w, ht}
+}
+
+// Event implements alerts.Sink: the event as published on MQTT (with the
+// outbox's seq) on /<camera>/events, and the episode notice.
+func (h *recorderHook) Event(ev *alerts.Event) error {
+	t := time.UnixMilli(ev.TimeMS)
+	switch ev.Type {
+	case alerts.EventNew:
+		h.rec.EpisodeOpened(ev.ID, t)
+	case alerts.EventUpdate:
+		h.rec.EpisodeUpdated(ev.ID, t)
+	case alerts.EventEnd:
+		h.rec.EpisodeEnded(ev.ID, t)
+	}
+	return h.json(ev.Camera, recordEventsStream, t, ev)
+}
+
+// State implements alerts.Sink: the zone state on /<camera>/zone_states.
+func (h *recorderHook) State(st *alerts.State) error {
+	return h.json(st.Camera, recordStatesStream, time.UnixMilli(st.TimeMS), st)
+}
+
+func (h *recorderHook) json(cameraID, stream string, t time.Time, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("record %s: %w", stream, err)
+	}
+	// A full queue is counted (didoedge_record_messages_dropped_total),
+	// not an error of the engine's delivery.
+	h.rec.JSON(cameraID, stream, t, data)
+	return nil
+}
+
+// registerMetrics exports the recorder's counters as didoedge_record_*.
+func (h *recorderHook) registerMetrics(m *Metrics) {
+	if h == nil {
+		return
+	}
+	st := h.rec.Stats
+	for _, c := range []struct {
+		name, help string
+		fn         func(record.Stats) float64
+	}{
+		{"didoedge_record_frames_submitted_total", "Assessed frames handed to the recorder.", func(s record.Stats) float64 { return float64(s.FramesSubmitted) }},
+		{"didoedge_record_frames_dropped_total", "Frames the recorder dropped (queue full) rather than delay the pipeline.", func(s record.Stats) float64 { return float64(s.FramesDropped) }},
+		{"didoedge_record_frames_written_total", "Frames whose image reached a recording.", func(s record.Stats) float64 { return float64(s.FramesWritten) }},
+		{"didoedge_record_messages_dropped_total", "Events, zone states and episode notices the recorder's queue could not take.", func(s record.Stats) float64 { return float64(s.MessagesDropped) }},
+		{"didoedge_record_write_errors_total", "Failed recording writes, creates, closes or deletes.", func(s record.Stats) float64 { return float64(s.WriteErrors) }},
+		{"didoedge_record_files_closed_total", "Recordings completed with their summary.", func(s record.Stats) float64 { return float64(s.FilesClosed) }},
+		{"didoedge_record_files_deleted_total", "Recordings deleted to stay within record.budget_bytes.", func(s record.Stats) float64 { return float64(s.FilesDeleted) }},
+		{"didoedge_record_bytes_written_total", "Bytes of the completed recordings and the open one.", func(s record.Stats) float64 { return float64(s.BytesWritten) }},
+		{"didoedge_record_clips_total", "Event mode: clips opened.", func(s record.Stats) float64 { return float64(s.Clips) }},
+		{"didoedge_record_worker_cpu_seconds_total", "CPU time of the recorder's thread (encoding, compression, writes).", func(s record.Stats) float64 { return s.WorkerCPU.Seconds() }},
+	} {
+		m.CounterFunc(c.name, c.help, func() float64 { return c.fn(st()) })
+	}
+	m.CounterFunc("didoedge_record_frame_call_seconds_total", "Time the pipeline spent handing frames to the recorder (copies).",
+		func() float64 { return time.Duration(h.callNS.Load()).Seconds() })
+	m.Gauge("didoedge_record_queue_frames", "Frames waiting for the recorder.", func() float64 { return float64(st().QueueLength) })
+}
+
+// stats returns the recorder's counters and the time spent in Frame calls.
+func (h *recorderHook) stats() (record.Stats, time.Duration) {
+	if h == nil {
+		return record.Stats{}, 0
+	}
+	return h.rec.Stats(), time.Duration(h.callNS.Load())
+}
+
+// close completes the open recording (after the alert engine's last
+// events were recorded).
+func (h *recorderHook) close(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	err := h.rec.Close(ctx)
+	s := h.rec.Stats()
+	h.log.Info("recording closed", "frames_written", s.FramesWritten, "frames_dropped", s.FramesDropped,
+		"messages_dropped", s.MessagesDropped, "files", s.FilesClosed, "bytes", s.BytesWritten, "write_errors", s.WriteErrors)
+	return err
+}
+
+// RecordStats returns the recorder's counters and the time the pipeline
+// spent handing frames to it; ok is false when recording is off.
+func (p *Pipeline) RecordStats() (st record.Stats, frameCalls time.Duration, ok bool) {
+	if p.rec == nil {
+		return record.Stats{}, 0, false
+	}
+	st, frameCalls = p.rec.stats()
+	return st, frameCalls, true
+}

@@ -1,0 +1,132 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/internal/mcaprec"
+)
+
+// ModelsMetadata is the metadata record naming the models and the
+// calibration a recording was made with (runtime/record.ModelIdentity).
+const ModelsMetadata = "didoedge.models"
+
+// Recording is what a recording holds for one camera, besides the frames'
+// pixels.
+type Recording struct {
+	Path   string
+	Camera string
+	// Frames is the number of recorded frames of the camera; FirstSeq and
+	// LastSeq their first and last sequence numbers (mod 2^32 as stored),
+	// First and Last their capture times.
+	Frames            int
+	FirstSeq, LastSeq uint32
+	First, Last       time.Time
+	// Events are the alert events recorded live, in file order.
+	Events []alerts.Event
+	// Models is the last didoedge.models metadata record (nil when
+	// absent); ModelsChanged says that the file holds several that differ
+	// (a SIGHUP reload swapped the calibration while it was recorded).
+	Models        map[string]string
+	ModelsChanged bool
+	// Truncated: the file ends inside a chunk (its writer was killed).
+	Truncated bool
+}
+
+// Read walks a recording and collects one camera's frames' range and
+// events; camera "" takes the only camera with frames.
+func Read(path, camera string) (*Recording, error) {
+	r, err := mcapsource.OpenReader(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	rec := &Recording{Path: path, Camera: camera}
+	var events []mcapsource.Message
+	var m mcapsource.Message
+	for {
+		if err := r.Next(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, err
+		}
+		switch m.Stream {
+		case mcaprec.ImageStream:
+			if rec.Camera == "" {
+				rec.Camera = m.Camera
+			} else if m.Camera != rec.Camera {
+				if camera == "" {
+					return nil, fmt.Errorf("recording %s: frames of cameras %s and %s: name one", path, rec.Camera, m.Camera)
+				}
+				continue
+			}
+			t := time.Unix(0, int64(m.LogTime))
+			if rec.Frames == 0 {
+				rec.FirstSeq, rec.First = m.Sequence, t
+			}
+			rec.Frames++
+			rec.LastSeq, rec.Last = m.Sequence, t
+		case mcaprec.EventsStream:
+			m.Data = append([]byte(nil), m.Data...)
+			events = append(events, m)
+		}
+	}
+	rec.Truncated = r.Truncated()
+	for _, md := range r.Metadata() {
+		if md.Name == ModelsMetadata {
+			if rec.Models != nil && !maps.Equal(rec.Models, md.Metadata) {
+				rec.ModelsChanged = true
+			}
+			rec.Models = md.Metadata
+		}
+	}
+	if rec.Frames == 0 {
+		what := "no frames"
+		if camera != "" {
+			what = "no frames of camera " + camera
+		}
+		return nil, fmt.Errorf("recording %s: %s", path, what)
+	}
+	for _, em := range events {
+		if em.Camera != rec.Camera {
+			continue
+		}
+		var ev alerts.Event
+		if err := json.Unmarshal(em.Data, &ev); err != nil {
+			return nil, fmt.Errorf("recording %s: channel %s: event at log time %d: %w", path, em.Topic, em.LogTime, err)
+		}
+		rec.Events = append(rec.Events, ev)
+	}
+	return rec, nil
+}
+
+// ModelChanges lists how the models and calibration of a replay (from
+// runtime/record.ModelIdentity) differ from the recording's: one line per
+// name whose sha256 differs or is missing on one side; none when the
+// replay uses the recorded files.
+func (r *Recording) ModelChanges(now map[string]string) []string {
+	if r.Models == nil {
+		return []string{"the recording does not name its models (no didoedge.models metadata)"}
+	}
+	var out []string
+	for _, name := range []string{"depth", "auxue", "calibration"} {
+		was, is := r.Models[name+"_sha256"], now[name+"_sha256"]
+		switch {
+		case was == is:
+		case was == "":
+			out = append(out, fmt.Sprintf("%s: %s (the recording used none: built-in defaults)", name, now[name+"_path"]))
+		case is == "":
+			out = append(out, fmt.Sprintf("%s: built-in defaults (the recording used %s)", name, r.Models[name+"_path"]))
+		default:
+			out = append(out, fmt.Sprintf("%s: %s sha256 %.12s, recorded %s sha256 %.12s", name, now[name+"_path"], is, r.Models[name+"_path"], was))
+		}
+	}
+	return out
+}
