@@ -16,7 +16,7 @@ func TestGemmAgainstNaive(t *testing.T) {
 		for _, sh := range shapes {
 			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 				for _, acc := range []bool{false, true} {
-					name := fmt.Sprintf("portable=%v/%dx%dx%d/tA=%v,tB=%v/acc=%v", portable, sh[0], sh[1], sh[2], tr[0], tr[1], acc)
+					name := fmt.Sprintf("asm=%v/%dx%dx%d/tA=%v,tB=%v/acc=%v", portable, sh[0], sh[1], sh[2], tr[0], tr[1], acc)
 					checkGemm(t, name, portable, tr[0], tr[1], sh[0], sh[1], sh[2], acc)
 				}
 			}
