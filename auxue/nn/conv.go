@@ -104,15 +104,15 @@ type convGeometry struct {
 	n, h, w, ho, wo int
 	direct          bool // stride 1: implicit GEMM on padded buffers
 	// direct path
-	pitch          int // row pitch P of both padded buffers
-	planeX, imgX   int // padded input: channel plane and image strides
-	planeY, imgY   int // padded output gradient
-	padY           int // its padding d(K−1) − pad
-	qOut, qIn      int // positions per image: Ho·P (output), H·P (input gradient)
-	tilesOut       int // forward units per image
-	tilesIn        int // input-gradient units per image
-	dotLen         int // weight-gradient positions per image, a multiple of 8
-	xpLen, dypLen  int
+	pitch         int // row pitch P of both padded buffers
+	planeX, imgX  int // padded input: channel plane and image strides
+	planeY, imgY  int // padded output gradient
+	padY          int // its padding d(K−1) − pad
+	qOut, qIn     int // positions per image: Ho·P (output), H·P (input gradient)
+	tilesOut      int // forward units per image
+	tilesIn       int // input-gradient units per image
+	dotLen        int // weight-gradient positions per image, a multiple of 8
+	xpLen, dypLen int
 	// im2col path
 	tiles int // units per image, of convTile output pixels
 }
