@@ -142,3 +142,12 @@ func dotGo(n int, a *[dotRows][]float32, b *[dotCols][]float32, out *[dotRows * 
 		out[3*i], out[3*i+1], out[3*i+2] = s0, s1, s2
 	}
 }
+
+// KernelName describes the micro-kernels this process runs, for reports:
+// "amd64 AVX2+FMA", "arm64 NEON" or "portable Go".
+func KernelName() string {
+	if haveKernel {
+		return kernelArch
+	}
+	return "portable Go"
+}

@@ -2,20 +2,29 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue/nn/nnbench"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
 )
 
 // runBench measures the running system: `bench latency` (frame to MQTT
 // subscriber, and its ratio to inference time) and `bench soak` (RSS and
-// goroutines over a long run).
+// goroutines over a long run), and the training kernels: `bench kernels`
+// (auxue/nn against PyTorch on this CPU).
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 && args[0] == "kernels" {
+		return runBenchKernels(ctx, env, args[1:])
+	}
 	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak") {
-		return errors.New("usage: didoedge bench latency|soak [flags]")
+		return errors.New("usage: didoedge bench latency|soak|kernels [flags]")
 	}
 	mode := args[0]
 	fs := newFlagSet(env, "bench "+mode)
@@ -81,6 +90,58 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		r.BaseGoroutines, r.EndGoroutines, r.Frames)
 	if 100*r.Growth > *maxGrowth {
 		return fmt.Errorf("soak: RSS grew %.2f%%, above %g%%", 100*r.Growth, *maxGrowth)
+	}
+	return nil
+}
+
+// runBenchKernels checks and times auxue/nn's layers against PyTorch
+// (auxue/nn/nnbench) and prints the table: GFLOP/s of both, their ratio and
+// their fractions of the measured FMA peak.
+func runBenchKernels(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "bench kernels")
+	threads := fs.String("threads", "1,2", "comma-separated thread counts (GOMAXPROCS and torch.set_num_threads)")
+	rounds := fs.Int("rounds", 5, "interleaved Go/PyTorch rounds per case; the table shows medians")
+	minTime := fs.Duration("min-time", 300*time.Millisecond, "time per measurement")
+	python := fs.String("python", "/usr/bin/python3", "Python interpreter with PyTorch (Debian's python3-torch)")
+	only := fs.String("only", "", "run only the cases whose name contains this text")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o := nnbench.Options{Rounds: *rounds, MinTime: *minTime, Python: *python, Log: env.log}
+	for _, f := range strings.Split(*threads, ",") {
+		t, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || t < 1 {
+			return fmt.Errorf("--threads: %q is not a positive integer", f)
+		}
+		o.Threads = append(o.Threads, t)
+	}
+	for _, c := range nnbench.DefaultCases() {
+		if strings.Contains(c.Name, *only) {
+			o.Cases = append(o.Cases, c)
+		}
+	}
+	if len(o.Cases) == 0 {
+		return fmt.Errorf("--only %q matches no case", *only)
+	}
+	r, err := nnbench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := r.WriteTable(env.stdout); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func commands() map[string]command {
 		"train":   {"train the reference depth network or the AuxUE (train depth|auxue)", runTrain},
 
 		"calibrate": {"set alert thresholds and the Laplace scale correction from validation frames", runCalibrate},
-		"bench":     {"measure frame-to-MQTT latency (bench latency) or memory over a soak (bench soak)", runBench},
+		"bench":     {"measure frame-to-MQTT latency (bench latency), memory over a soak (bench soak), or the training kernels against PyTorch (bench kernels)", runBench},
 
 		"eval-quick": {"evaluate the reference depth and AuxUE models through ONNX Runtime", runEvalQuick},
 		"eval":       {"run the paper's depth protocol of a config and write the report (eval --config FILE --out DIR)", runEval},
