@@ -147,3 +147,104 @@ func BenchmarkSparsification(b *testing.B) {
 		}
 	}
 }
+
+// onePoolAreas is the single sorted pool the class-split pool replaced
+// (samples sorted by key, class in the lowest bit, groups of equal keys),
+// kept as the reference: the split pool must give bit-identical areas, so
+// that the protocol's results do not move.
+func onePoolAreas(scores []float32, pos []bool) (auc, ap float64) {
+	items := make([]uint64, len(scores))
+	P := 0
+	for i, s := range scores {
+		items[i] = uint64(scoreKey(s)) << 1
+		if pos[i] {
+			items[i] |= 1
+			P++
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i] < items[j] })
+	n := len(items)
+	var rankSum float64
+	for i := 0; i < n; {
+		j, p := i, 0
+		for j < n && items[j]>>1 == items[i]>>1 {
+			p += int(items[j] & 1)
+			j++
+		}
+		rankSum += float64(p) * float64(i+1+j) / 2
+		i = j
+	}
+	fP, fN := float64(P), float64(n-P)
+	auc = (rankSum - fP*(fP+1)/2) / (fP * fN)
+	tp, fp, prev := 0, 0, 0.0
+	for j := n - 1; j >= 0; {
+		i := j
+		for i >= 0 && items[i]>>1 == items[j]>>1 {
+			if items[i]&1 == 1 {
+				tp++
+			} else {
+				fp++
+			}
+			i--
+		}
+		recall := float64(tp) / fP
+		ap += (recall - prev) * float64(tp) / float64(tp+fp)
+		prev = recall
+		j = i
+	}
+	return auc, ap
+}
+
+// TestSplitPoolsEqualOnePool checks bit-identical areas against the single
+// pool, on tie-heavy and continuous scores, with pools that share one sort
+// buffer, are reset and refilled, and after Release.
+func TestSplitPoolsEqualOnePool(t *testing.T) {
+	var shared SortBuffer
+	pools := make([]BinaryScores, 3)
+	for i := range pools {
+		pools[i].UseBuffer(&shared)
+	}
+	for round := range 2 {
+		for pi := range pools {
+			rng := rand.New(rand.NewPCG(uint64(round), uint64(pi)))
+			n := 500 + 4000*pi
+			scores, pos := make([]float32, n), make([]bool, n)
+			mask := make([]bool, n)
+			for i := range scores {
+				if pi == 0 {
+					scores[i] = float32(rng.IntN(7)) / 4 // many ties
+				} else {
+					scores[i] = float32(rng.NormFloat64())
+				}
+				pos[i] = rng.IntN(4) == 0
+				mask[i] = pos[i]
+			}
+			b := &pools[pi]
+			b.Reset()
+			if _, err := b.AddMasked(scores, mask, true); err != nil {
+				t.Fatal(err)
+			}
+			for i := range mask {
+				mask[i] = !pos[i]
+			}
+			if _, err := b.AddMasked(scores, mask, false); err != nil {
+				t.Fatal(err)
+			}
+			auc, ap := mustAreas(t, b)
+			wantAUC, wantAP := onePoolAreas(scores, pos)
+			if auc != wantAUC || ap != wantAP {
+				t.Errorf("round %d pool %d: AUC %v AUPR %v, one pool %v %v", round, pi, auc, ap, wantAUC, wantAP)
+			}
+			if p, n := b.Counts(); p+n != len(scores) {
+				t.Errorf("counts %d + %d, want %d", p, n, len(scores))
+			}
+		}
+	}
+	if len(pools[0].own.tmp) != 0 || cap(shared.tmp) == 0 {
+		t.Error("pools with a shared buffer sorted through their own")
+	}
+	pools[1].Release()
+	if _, err := pools[1].AUC(); err == nil {
+		t.Error("released pool still has an area")
+	}
+}
