@@ -25,7 +25,12 @@ var convBenchShapes = []convBenchShape{
 func (s convBenchShape) flops() float64 {
 	// Forward, weight gradient and input gradient are three GEMMs of
 	// 2·Out·(In·K·K)·(Ho·Wo) flops per image each.
-	return 3 * 2 * float64(s.n*s.o*s.c*s.k*s.k*s.h*s.w)
+	ho, wo := s.outSize()
+	return 3 * 2 * float64(s.n*s.o*s.c*s.k*s.k*ho*wo)
+}
+
+func (s convBenchShape) outSize() (int, int) {
+	return Conv2dConfig{Kernel: s.k, Stride: s.s, Padding: s.p, Dilation: 1}.OutputSize(s.h, s.w)
 }
 
 func newBenchConv(b *testing.B, s convBenchShape) (*Conv2d, *convBenchData) {
@@ -34,7 +39,8 @@ func newBenchConv(b *testing.B, s convBenchShape) (*Conv2d, *convBenchData) {
 		b.Fatal(err)
 	}
 	x := randDense(testRNG(2), -1, 1, s.n, s.c, s.h, s.w)
-	dy := randDense(testRNG(3), -1, 1, s.n, s.o, s.h, s.w)
+	ho, wo := s.outSize()
+	dy := randDense(testRNG(3), -1, 1, s.n, s.o, ho, wo)
 	return c, &convBenchData{x: x, dy: dy}
 }
 
@@ -165,6 +171,31 @@ func BenchmarkGemmSerial(b *testing.B) {
 					gemm(s, false, false, m, n, k, a, k, bb, n, c, n, false)
 				}
 				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkConv2dPaths times one Forward+Backward on the assembly kernels
+// (AVX2+FMA or NEON) and on the portable Go kernels, batch 1. Under qemu,
+// cross/kernel-insns.sh counts the instructions of one step of each (qemu
+// cannot time arm64 code).
+func BenchmarkConv2dPaths(b *testing.B) {
+	for _, s := range []convBenchShape{
+		{"3x3_32to32_48x160_b1", 1, 32, 32, 48, 160, 3, 1, 1},
+		{"3x3_64to64_48x160_b1", 1, 64, 64, 48, 160, 3, 1, 1},
+		{"3x3s2_16to24_96x320_b1", 1, 16, 24, 96, 320, 3, 2, 1},
+	} {
+		for _, path := range []string{"asm", "portable"} {
+			b.Run(s.name+"/"+path, func(b *testing.B) {
+				c, d := newBenchConv(b, s)
+				c.portable = path == "portable"
+				convStep(b, c, d)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					convStep(b, c, d)
+				}
+				b.ReportMetric(gflops(s.flops(), b.Elapsed(), b.N), "GFLOP/s")
 			})
 		}
 	}
