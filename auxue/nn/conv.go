@@ -232,8 +232,7 @@ func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 	fwd := make([]int, ckk)
 	if geo.direct {
 		c.xp = make([]float32, geo.xpLen)
-		c.dyp = make([]float32, geo.dypLen)
-		c.biasSums = make([]float32, n*g.Out)
+		c.dyp, c.biasSums = nil, nil // made by the first Backward (inference never needs them)
 		c.wtPack = make([]float32, roundUp(g.In, tileRows)*g.Out*k*k)
 		bwd := make([]int, g.Out*k*k)
 		for ch := 0; ch < g.In; ch++ {
@@ -552,6 +551,10 @@ func (c *Conv2d) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 	dx := reuse(&c.dx, c.n, g.In, c.h, c.w)
 	wg := Data(c.Weight.Grad)
 	if c.geo.direct {
+		if len(c.dyp) != c.geo.dypLen {
+			c.dyp = make([]float32, c.geo.dypLen)
+			c.biasSums = make([]float32, c.n*g.Out)
+		}
 		k := g.Kernel
 		// wtPack: panels over input channels, columns (o, kh, kw); the taps are
 		// flipped through bwdOffs.

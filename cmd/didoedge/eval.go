@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/didoedge/didoedge/calib/eval"
 )
@@ -20,6 +22,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	cache := fs.String("cache", "", "directory of trained models (default OUT/cache); re-runs load them instead of retraining")
 	reportOnly := fs.Bool("report-only", false, "write report.md and the plots again from OUT/results.json and the cached plot data, without evaluating")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write a heap profile taken when the live heap was largest (sampled every second) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,6 +50,10 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if *reportOnly {
 		return rewriteReport(env, cfg, *out, *cache)
 	}
+	if *memProfile != "" {
+		stop := heapPeakProfile(ctx, *memProfile, env)
+		defer stop()
+	}
 	cmd := "didoedge " + strings.Join(append([]string{"eval"}, args...), " ")
 	res, curves, err := eval.Run(ctx, cfg, eval.Options{Out: *out, Cache: *cache, Command: cmd, ConfigPath: *config, Log: env.log})
 	if err != nil {
@@ -57,6 +64,49 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s/report.md and %s/results.json (%d rows) in %.0f s\n", *out, *out, len(res.Runs), res.Meta.WallSeconds["total"])
 	return nil
+}
+
+// heapPeakProfile samples the live heap every second and writes a heap
+// profile to path whenever it is 5 % above the largest seen so far, so that
+// the file shows what was live at the peak. The returned func stops it.
+func heapPeakProfile(ctx context.Context, path string, env *cliEnv) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var peak uint64
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			if live := sample[0].Value.Uint64(); live > peak+peak/20 {
+				peak = live
+				if err := writeHeapProfile(path); err != nil {
+					env.log.Warn("eval: heap profile", "err", err)
+					return
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile %q: %w", path, err)
+	}
+	return f.Close()
 }
 
 // rewriteReport renders the report of an earlier run of the same config.
