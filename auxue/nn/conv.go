@@ -58,22 +58,26 @@ const convQBlock = 1024
 // per-layer pool of GOMAXPROCS goroutines and ends in the micro-kernels of
 // kernel.go (AVX2+FMA on amd64, NEON on arm64, Go elsewhere).
 //
-// Stride 1 (any kernel, padding, dilation) is an implicit GEMM: the input is
-// copied once per Forward into a zero-padded buffer whose rows all have the
-// same pitch P ≥ W + 2·pad, so that the input value under kernel tap (kh, kw)
-// of output position q = oh·P + ow is at q + kh·d·P + kw·d of its channel's
-// plane. Row (c, kh, kw) of the patch matrix is then a window of the padded
-// plane, and the tile kernel reads it in place through an offset table: no
-// im2col. Positions with ow ≥ Wo are computed and dropped (2/162 at
-// 160-wide 3x3 layers). The input gradient is the same kernel on the output
-// gradient padded by d(K−1) − pad, with the taps flipped; the weight gradient
-// is dW[o, (c,kh,kw)] = Σ_q dY[o, q] · Xpad[c, q + kh·d·P + kw·d], sums of
-// products of contiguous rows (the dot kernel), with the output gradient in
-// the same pitch and zero in the dropped columns.
+// Every pass is an implicit GEMM: no patch matrix (im2col) is ever built.
+// Forward copies the input once into zero-padded planes whose rows all have
+// the same pitch P; with stride s each channel is split into s² phase planes
+// (input rows ≡ rh and columns ≡ rw mod s), so that for every kernel tap
+// (kh, kw) the input value under output position q = oh·P + ow sits at q plus
+// a fixed offset: writing kh·d − pad = s·ah + rh (0 ≤ rh < s),
 //
-// Other strides unfold tiles of 192 output pixels (im2col) and multiply them
-// with the same kernels; the input gradient is Wᵀ·dY per tile folded back
-// (col2im), split by (image, channel group) so that col2im never races.
+//	offset(c, kh, kw) = plane(c, rh, rw) + (ah + A)·P + (aw + A),
+//
+// A = ⌈pad/s⌉ being the planes' own padding. Row (c, kh, kw) of the patch
+// matrix is then a window of a phase plane, and the tile kernel reads it in
+// place through this offset table. Positions with ow ≥ Wo are computed and
+// dropped (1/161 to 2/162 of them at the depth network's layers).
+//
+// The weight gradient is dW[o, (c,kh,kw)] = Σ_q dY[o, q] · X[q + offset], sums
+// of products of contiguous rows (the dot kernel), with dY copied into the
+// same pitch, zero in the dropped columns. The input gradient of phase
+// (rh, rw) is a stride-1 correlation of the padded dY with the taps that read
+// that phase: dX[c, s·i + rh, s·j + rw] = Σ_{o, taps} W[o, c, kh, kw] ·
+// dY[o, i − ah, j − aw], the tile kernel again with a per-phase offset table.
 type Conv2d struct {
 	Config       Conv2dConfig
 	Weight, Bias *Param
@@ -87,46 +91,52 @@ type Conv2d struct {
 	pool     *workerPool
 	portable bool // use the Go kernels even where the assembly ones run (tests)
 
-	geo            convGeometry
-	wPack, wtPack  []float32 // weights as 4-row panels: forward, input gradient
-	fwdOffs        rowOffsets
-	bwdOffs        rowOffsets
-	xp, dyp        []float32 // stride 1: padded input and output gradient
-	biasSums       []float32 // stride 1: per (image, output channel) sums of dY
-	workers        []convWorker
-	wGradUnits     int // stride 1: weight-gradient units (blocks of 3 patch rows)
-	inputGradUnits int
+	geo       convGeometry
+	wPack     []float32   // forward: 4-row panels over Out, columns (c, kh, kw)
+	phaseW    [][]float32 // input gradient, per phase: 4-row panels over In, columns (o, tap)
+	fwdOffs   rowOffsets
+	phaseOffs []rowOffsets
+	xp, dyp   []float32 // phase planes of the input; padded output gradient
+	biasSums  []float32 // per (image, output channel) sums of dY
+	workers   []convWorker
 }
 
-// convGeometry is what a Forward derives from the input shape.
+// convKey is what the geometry depends on.
+type convKey struct {
+	cfg     Conv2dConfig
+	n, h, w int
+	workers int
+}
+
+// convPhase is one input phase (rows ≡ rh, columns ≡ rw mod stride) of the
+// input-gradient pass.
+type convPhase struct {
+	rh, rw   int
+	hph, wph int   // its rows and columns
+	taps     []int // the kernel taps kh·K + kw that read it
+	tiles    int   // input-gradient units per image
+}
+
+// convGeometry is what Forward derives from the input shape (see Conv2d).
 type convGeometry struct {
-	cfg             Conv2dConfig
-	n, h, w, ho, wo int
-	direct          bool // stride 1: implicit GEMM on padded buffers
-	// direct path
-	pitch         int // row pitch P of both padded buffers
-	planeX, imgX  int // padded input: channel plane and image strides
-	planeY, imgY  int // padded output gradient
-	padY          int // its padding d(K−1) − pad
-	qOut, qIn     int // positions per image: Ho·P (output), H·P (input gradient)
-	tilesOut      int // forward units per image
-	tilesIn       int // input-gradient units per image
-	dotLen        int // weight-gradient positions per image, a multiple of 8
-	xpLen, dypLen int
-	// im2col path
-	tiles int // units per image, of convTile output pixels
+	key            convKey
+	ho, wo         int
+	a, b           int // padding of the input planes (A) and of dY (B)
+	pitch          int
+	planeX, imgX   int // input phase planes: plane and image strides
+	planeY, imgY   int // padded output gradient
+	qOut, tilesOut int // forward positions (Ho·P) and units per image
+	dotLen         int // weight-gradient positions per image, a multiple of 8
+	phases         []convPhase
+	inUnits        int // input-gradient units per image
+	allTaps        bool
+	xpLen, dypLen  int
 }
 
 // convWorker is one worker's scratch.
 type convWorker struct {
-	cTile        []float32 // tile results (rows × convTile)
-	cols         []float32 // im2col tile (ckk × convTile)
-	wGrad, bGrad []float32 // im2col path: partial gradients
-	edge         []float32 // im2col path: dY columns of a last, narrow panel (Out × 24)
-	sums         [dotRows * dotCols]float32
-	colsOffs     rowOffsets // l·convTile
-	edgeOffs     rowOffsets // l·24
-	dyOffs       rowOffsets // l·Ho·Wo
+	cTile []float32 // tile results (rows × convTile)
+	sums  [dotRows * dotCols]float32
 }
 
 // Work passes run by the worker pool.
@@ -143,25 +153,13 @@ func (c *Conv2d) runTiles(op, w, lo, hi int) {
 	case opPadInput:
 		c.padInput(lo, hi)
 	case opForward:
-		if c.geo.direct {
-			c.forwardDirect(w, lo, hi)
-		} else {
-			c.forwardIm2col(w, lo, hi)
-		}
+		c.forwardTiles(w, lo, hi)
 	case opPadGrad:
 		c.padGrad(lo, hi)
 	case opWeightGrad:
-		if c.geo.direct {
-			c.weightGradDirect(w, lo, hi)
-		} else {
-			c.weightGradIm2col(w, lo, hi)
-		}
+		c.weightGrad(w, lo, hi)
 	case opInputGrad:
-		if c.geo.direct {
-			c.inputGradDirect(w, lo, hi)
-		} else {
-			c.inputGradIm2col(w, lo, hi)
-		}
+		c.inputGrad(w, lo, hi)
 	}
 }
 
@@ -192,6 +190,30 @@ func (c *Conv2d) name() string {
 	return fmt.Sprintf("Conv2d(%d->%d, k=%d, s=%d, p=%d, d=%d)", g.In, g.Out, g.Kernel, g.Stride, g.Padding, g.Dilation)
 }
 
+// floorDiv is ⌊e/s⌋ for s > 0.
+func floorDiv(e, s int) int {
+	if e >= 0 {
+		return e / s
+	}
+	return -((-e + s - 1) / s)
+}
+
+// tapPhase splits the input offset t·d − pad of kernel tap t into whole
+// strides and a phase: t·d − pad = s·a + r, 0 ≤ r < s.
+func tapPhase(t int, g Conv2dConfig) (a, r int) {
+	e := t*g.Dilation - g.Padding
+	a = floorDiv(e, g.Stride)
+	return a, e - a*g.Stride
+}
+
+// phaseSize is the number of input rows (or columns) ≡ r mod s among n.
+func phaseSize(n, r, s int) int {
+	if r >= n {
+		return 0
+	}
+	return (n - r + s - 1) / s
+}
+
 // prepare sizes the buffers for an n × In × h × w input (a no-op while the
 // shape and the configuration stay the same) and starts the worker pool.
 func (c *Conv2d) prepare(n, h, w, ho, wo int) {
@@ -200,82 +222,95 @@ func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 		runtime.AddCleanup(c, (*workerPool).close, c.pool)
 	}
 	g := c.Config
-	k, d, p := g.Kernel, g.Dilation, g.Padding
-	ckk := g.In * k * k
-	geo := convGeometry{cfg: g, n: n, h: h, w: w, ho: ho, wo: wo, direct: g.Stride == 1}
-	if geo.direct {
-		span := d * (k - 1)
-		geo.padY = span - p
-		geo.pitch = w + max(2*p, span)
-		geo.planeX = (h + 2*p) * geo.pitch
-		geo.imgX = g.In * geo.planeX
-		// 8 zeros after each plane: the dot kernel's last run may read them.
-		geo.planeY = (ho+2*geo.padY)*geo.pitch + dotStep
-		geo.imgY = roundUp(g.Out, dotRows) * geo.planeY
-		geo.qOut, geo.qIn = ho*geo.pitch, h*geo.pitch
-		geo.tilesOut = (geo.qOut + convTile - 1) / convTile
-		geo.tilesIn = (geo.qIn + convTile - 1) / convTile
-		geo.dotLen = roundUp(geo.qOut, dotStep)
-		// Tiles read up to 23 positions past their last one, the dot kernel up
-		// to 7, each plus the largest tap offset: slack after the last image.
-		slack := span*geo.pitch + span + convTile
-		geo.xpLen = n*geo.imgX + slack
-		geo.dypLen = n*geo.imgY + slack
-	} else {
-		geo.tiles = (ho*wo + convTile - 1) / convTile
-	}
-	if geo == c.geo && len(c.workers) == c.pool.size && len(c.wPack) == roundUp(g.Out, tileRows)*ckk {
+	key := convKey{cfg: g, n: n, h: h, w: w, workers: c.pool.size}
+	if key == c.geo.key && c.xp != nil {
 		return
 	}
-	c.geo = geo
-	c.wPack = make([]float32, roundUp(g.Out, tileRows)*ckk)
+	k, s := g.Kernel, g.Stride
+	amin, _ := tapPhase(0, g)
+	amax, _ := tapPhase(k-1, g)
+	geo := convGeometry{key: key, ho: ho, wo: wo, a: -amin, b: max(amax, 0)}
+	A, B := geo.a, geo.b
+	hmax, wmax := phaseSize(h, 0, s), phaseSize(w, 0, s)
+	geo.pitch = max(wo+amax+A, A+wmax, B+wo, wmax+B-amin)
+	rowsX := max(ho+amax+A, A+hmax)
+	rowsY := max(B+ho, hmax+B-amin)
+	geo.planeX = rowsX * geo.pitch
+	geo.imgX = g.In * s * s * geo.planeX
+	// After each plane: the dot kernel's last run reads up to B + 7 past the
+	// data rows, which must be zeros.
+	geo.planeY = rowsY*geo.pitch + B + dotStep
+	geo.imgY = roundUp(g.Out, dotRows) * geo.planeY
+	geo.qOut = ho * geo.pitch
+	geo.tilesOut = (geo.qOut + convTile - 1) / convTile
+	geo.dotLen = roundUp(geo.qOut, dotStep)
+
+	ckk := g.In * k * k
 	fwd := make([]int, ckk)
-	if geo.direct {
-		c.xp = make([]float32, geo.xpLen)
-		c.dyp, c.biasSums = nil, nil // made by the first Backward (inference never needs them)
-		c.wtPack = make([]float32, roundUp(g.In, tileRows)*g.Out*k*k)
-		bwd := make([]int, g.Out*k*k)
-		for ch := 0; ch < g.In; ch++ {
-			for kh := 0; kh < k; kh++ {
-				for kw := 0; kw < k; kw++ {
-					fwd[(ch*k+kh)*k+kw] = ch*geo.planeX + kh*d*geo.pitch + kw*d
-				}
+	for ch := 0; ch < g.In; ch++ {
+		for kh := 0; kh < k; kh++ {
+			ah, rh := tapPhase(kh, g)
+			for kw := 0; kw < k; kw++ {
+				aw, rw := tapPhase(kw, g)
+				fwd[(ch*k+kh)*k+kw] = (ch*s*s+rh*s+rw)*geo.planeX + (ah+A)*geo.pitch + aw + A
 			}
 		}
-		for o := 0; o < g.Out; o++ {
-			for kh := 0; kh < k; kh++ {
-				for kw := 0; kw < k; kw++ {
-					bwd[(o*k+kh)*k+kw] = o*geo.planeY + (k-1-kh)*d*geo.pitch + (k-1-kw)*d
-				}
-			}
-		}
-		c.bwdOffs.set(bwd)
-		c.wGradUnits = (ckk + dotCols - 1) / dotCols
-		c.inputGradUnits = n * geo.tilesIn
-	} else {
-		c.xp, c.dyp, c.biasSums = nil, nil, nil
-		c.wtPack = make([]float32, roundUp(ckk, tileRows)*g.Out)
-		for r := range fwd {
-			fwd[r] = r * convTile
-		}
-		c.inputGradUnits = n * c.channelGroups(c.pool.size)
 	}
 	c.fwdOffs.set(fwd)
+	// Tiles read up to 23 positions past the last output, plus the largest
+	// offset; the dot kernel stays within that.
+	geo.xpLen = n*geo.imgX + max(0, c.fwdOffs.max+roundUp(geo.qOut, tileCols)-geo.imgX)
+
+	c.phaseW, c.phaseOffs = nil, nil
+	geo.allTaps = true
+	tailY := 0
+	for rh := 0; rh < s; rh++ {
+		for rw := 0; rw < s; rw++ {
+			ph := convPhase{rh: rh, rw: rw, hph: phaseSize(h, rh, s), wph: phaseSize(w, rw, s)}
+			for kh := 0; kh < k; kh++ {
+				for kw := 0; kw < k; kw++ {
+					if _, r := tapPhase(kh, g); r != rh {
+						continue
+					}
+					if _, r := tapPhase(kw, g); r != rw {
+						continue
+					}
+					ph.taps = append(ph.taps, kh*k+kw)
+				}
+			}
+			if ph.hph == 0 || ph.wph == 0 {
+				continue
+			}
+			if len(ph.taps) == 0 {
+				geo.allTaps = false // these input pixels are under no tap: dX = 0
+				continue
+			}
+			ph.tiles = (ph.hph*geo.pitch + convTile - 1) / convTile
+			offs := make([]int, g.Out*len(ph.taps))
+			for o := 0; o < g.Out; o++ {
+				for ti, t := range ph.taps {
+					ah, _ := tapPhase(t/k, g)
+					aw, _ := tapPhase(t%k, g)
+					offs[o*len(ph.taps)+ti] = o*geo.planeY + (B-ah)*geo.pitch + B - aw
+				}
+			}
+			var ro rowOffsets
+			ro.set(offs)
+			tailY = max(tailY, ro.max+roundUp(ph.hph*geo.pitch, tileCols)-geo.imgY)
+			c.phaseOffs = append(c.phaseOffs, ro)
+			c.phaseW = append(c.phaseW, make([]float32, roundUp(g.In, tileRows)*len(offs)))
+			geo.phases = append(geo.phases, ph)
+			geo.inUnits += ph.tiles
+		}
+	}
+	geo.dypLen = n*geo.imgY + max(0, tailY)
+	c.geo = geo
+	c.wPack = make([]float32, roundUp(g.Out, tileRows)*ckk)
+	c.xp = make([]float32, geo.xpLen)
+	c.dyp, c.biasSums = nil, nil // made by the first Backward (inference never needs them)
 	c.workers = make([]convWorker, c.pool.size)
 	for i := range c.workers {
-		wk := &c.workers[i]
-		if geo.direct {
-			wk.cTile = make([]float32, roundUp(max(g.In, g.Out), tileRows)*convTile)
-			continue
-		}
-		wk.cTile = make([]float32, max(roundUp(ckk, tileRows)+2*tileRows, roundUp(g.Out, tileRows))*convTile)
-		wk.cols = make([]float32, ckk*convTile)
-		wk.wGrad = make([]float32, g.Out*ckk)
-		wk.bGrad = make([]float32, g.Out)
-		wk.edge = make([]float32, g.Out*tileCols)
-		wk.colsOffs.strided(ckk, convTile)
-		wk.edgeOffs.strided(g.Out, tileCols)
-		wk.dyOffs.strided(g.Out, ho*wo)
+		c.workers[i].cTile = make([]float32, roundUp(max(g.In, g.Out), tileRows)*convTile)
 	}
 }
 
@@ -315,37 +350,46 @@ func (c *Conv2d) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	ckk := g.In * g.Kernel * g.Kernel
 	// The weights change between steps: pack them once per pass, not per tile.
 	packA(c.wPack, false, Data(c.Weight.Value), ckk, 0, g.Out, 0, ckk)
-	if c.geo.direct {
-		c.pool.run(c, opPadInput, c.n*g.In)
-		c.pool.run(c, opForward, c.n*c.geo.tilesOut)
-	} else {
-		c.pool.run(c, opForward, c.n*c.geo.tiles)
-	}
+	c.pool.run(c, opPadInput, c.n*g.In)
+	c.pool.run(c, opForward, c.n*c.geo.tilesOut)
 	return y, nil
 }
 
-// padInput copies channel planes [lo, hi) (image-major) of x into the padded
-// buffer; the padding was zeroed when the buffer was made and is never written.
+// padInput copies channels [lo, hi) (image-major) of x into their phase
+// planes; the padding was zeroed when the buffer was made and is never
+// written.
 func (c *Conv2d) padInput(lo, hi int) {
 	g, geo := c.Config, &c.geo
+	s, A := g.Stride, geo.a
 	hw := c.h * c.w
 	for u := lo; u < hi; u++ {
 		n, ch := u/g.In, u%g.In
-		src := c.x[u*hw : (u+1)*hw]
-		dst := c.xp[n*geo.imgX+ch*geo.planeX+g.Padding*geo.pitch+g.Padding:]
-		for ih := 0; ih < c.h; ih++ {
-			copy(dst[ih*geo.pitch:ih*geo.pitch+c.w], src[ih*c.w:(ih+1)*c.w])
+		img := c.x[u*hw : (u+1)*hw]
+		for rh := 0; rh < s; rh++ {
+			for rw := 0; rw < s; rw++ {
+				plane := c.xp[n*geo.imgX+(ch*s*s+rh*s+rw)*geo.planeX:]
+				wph := phaseSize(c.w, rw, s)
+				for i := 0; i < phaseSize(c.h, rh, s); i++ {
+					src := img[(s*i+rh)*c.w : (s*i+rh+1)*c.w]
+					dst := plane[(i+A)*geo.pitch+A : (i+A)*geo.pitch+A+wph]
+					if s == 1 {
+						copy(dst, src)
+						continue
+					}
+					for j := range dst {
+						dst[j] = src[s*j+rw]
+					}
+				}
+			}
 		}
 	}
 }
 
-// forwardDirect computes output-position tiles [lo, hi) (image-major) of the
-// stride-1 convolution into the worker's tile buffer and copies the valid
-// columns out, adding the bias.
-func (c *Conv2d) forwardDirect(w, lo, hi int) {
+// forwardTiles computes output-position tiles [lo, hi) (image-major) into the
+// worker's tile buffer and copies the valid columns out, adding the bias.
+func (c *Conv2d) forwardTiles(w, lo, hi int) {
 	g, geo := c.Config, &c.geo
 	ckk := g.In * g.Kernel * g.Kernel
-	P := c.ho * c.wo
 	ys := Data(c.out)
 	var bias []float32
 	if c.Bias != nil {
@@ -362,175 +406,41 @@ func (c *Conv2d) forwardDirect(w, lo, hi int) {
 				tile(c.portable, ckk, c.wPack[ib*ckk:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
 			}
 		}
-		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*P:], c.ho, c.wo, bias)
+		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo, bias)
 	}
 }
 
-// copyOut writes the valid columns (ow < wo) of positions [q0, q1) of a tile
-// of rows channels (pitch layout) into dst (rows × ho × wo), plus bias[row]
-// when bias is not nil.
-func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, ho, wo int, bias []float32) {
+// copyOut writes the tile positions [q0, q1) (pitch layout, rows channels)
+// whose row i < lh and column j < lw to dst (rows × dh × dw) at row
+// s·i + rh, column s·j + rw, plus bias[row] when bias is not nil.
+func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, s, rh, rw, lh, lw int, bias []float32) {
 	pitch := c.geo.pitch
 	for q := q0; q < q1; {
-		oh, ow := q/pitch, q%pitch
-		end := min(q1, (oh+1)*pitch)
-		if ow < wo && oh < ho {
-			vEnd := min(end, oh*pitch+wo)
+		i, j := q/pitch, q%pitch
+		end := min(q1, (i+1)*pitch)
+		if j < lw && i < lh {
+			seg := min(end, i*pitch+lw) - q
 			for r := 0; r < rows; r++ {
-				src := ct[r*convTile+q-q0 : r*convTile+vEnd-q0]
-				out := dst[(r*ho+oh)*wo+ow : (r*ho+oh)*wo+ow+len(src)]
+				src := ct[r*convTile+q-q0 : r*convTile+q-q0+seg]
+				base := (r*dh+s*i+rh)*dw + s*j + rw
+				if s > 1 {
+					for t, v := range src {
+						dst[base+s*t] = v
+					}
+					continue
+				}
+				out := dst[base : base+seg]
 				if bias == nil {
 					copy(out, src)
 					continue
 				}
 				b := bias[r]
-				for i, v := range src {
-					out[i] = v + b
+				for t, v := range src {
+					out[t] = v + b
 				}
 			}
 		}
 		q = end
-	}
-}
-
-// forwardIm2col computes tiles [lo, hi) of output pixels of a strided
-// convolution: im2col, then the tile kernel on the patch rows.
-func (c *Conv2d) forwardIm2col(w, lo, hi int) {
-	g := c.Config
-	ckk := g.In * g.Kernel * g.Kernel
-	P := c.ho * c.wo
-	ys := Data(c.out)
-	var bias []float32
-	if c.Bias != nil {
-		bias = Data(c.Bias.Value)
-	}
-	wk := &c.workers[w]
-	for u := lo; u < hi; u++ {
-		n, j0, j1 := c.im2colTile(u)
-		c.im2col(c.x[n*g.In*c.h*c.w:(n+1)*g.In*c.h*c.w], j0, j1, wk.cols)
-		for jr := 0; jr < j1-j0; jr += tileCols {
-			for ib := 0; ib < g.Out; ib += tileRows {
-				tile(c.portable, ckk, c.wPack[ib*ckk:], wk.cols[jr:], &c.fwdOffs, wk.cTile[ib*convTile+jr:], convTile, false)
-			}
-		}
-		yn := ys[n*g.Out*P : (n+1)*g.Out*P]
-		for o := 0; o < g.Out; o++ {
-			src := wk.cTile[o*convTile : o*convTile+j1-j0]
-			out := yn[o*P+j0 : o*P+j1]
-			if bias == nil {
-				copy(out, src)
-				continue
-			}
-			for i, v := range src {
-				out[i] = v + bias[o]
-			}
-		}
-	}
-}
-
-// im2colTile returns image n and the output-pixel range [j0, j1) of unit u
-// of the im2col path.
-func (c *Conv2d) im2colTile(u int) (n, j0, j1 int) {
-	n, t := u/c.geo.tiles, u%c.geo.tiles
-	j0 = t * convTile
-	return n, j0, min(j0+convTile, c.ho*c.wo)
-}
-
-// im2col writes the patch matrix of output pixels [j0, j1) of one image into
-// buf (row stride convTile), row (c, kh, kw), column j − j0, zero where the
-// patch reads padding.
-func (c *Conv2d) im2col(img []float32, j0, j1 int, buf []float32) {
-	c.patches(c.Config.In, j0, j1, func(row []float32, src []float32, stride int) {
-		if src == nil {
-			clear32(row)
-			return
-		}
-		if stride == 1 {
-			copy(row, src[:len(row)])
-			return
-		}
-		for i := range row {
-			row[i] = src[i*stride]
-		}
-	}, img, buf)
-}
-
-// col2im adds the patch-matrix tile buf (row stride convTile) of nch channels
-// back into the image gradient img (which starts at the first of those
-// channels): the adjoint of im2col.
-func (c *Conv2d) col2im(img []float32, nch, j0, j1 int, buf []float32) {
-	c.patches(nch, j0, j1, func(row []float32, dst []float32, stride int) {
-		if dst == nil {
-			return
-		}
-		if stride == 1 {
-			dst = dst[:len(row)]
-			for i, v := range row {
-				dst[i] += v
-			}
-			return
-		}
-		for i, v := range row {
-			dst[i*stride] += v
-		}
-	}, img, buf)
-}
-
-// patches walks the patch matrix of output pixels [j0, j1) of nch channels of
-// one image in runs: for every patch row (c, kh, kw) and output row segment it
-// calls visit(run, pix, stride) where run is the slice of buf (row stride
-// convTile) for that segment and pix starts at the image pixel of the run's
-// first element (stride apart), or nil where the run lies in the zero
-// padding. Runs are split at the padding borders so that visit needs no
-// bounds checks.
-func (c *Conv2d) patches(nch, j0, j1 int, visit func(run, pix []float32, stride int), img, buf []float32) {
-	g := c.Config
-	k, s, p, d := g.Kernel, g.Stride, g.Padding, g.Dilation
-	cw := j1 - j0
-	H, W, Wo := c.h, c.w, c.wo
-	for ch := 0; ch < nch; ch++ {
-		plane := img[ch*H*W : (ch+1)*H*W]
-		for kh := 0; kh < k; kh++ {
-			for kw := 0; kw < k; kw++ {
-				r := (ch*k+kh)*k + kw
-				row := buf[r*convTile : r*convTile+cw]
-				offW := kw*d - p
-				// Output columns whose input column ow*s + offW lies in [0, W).
-				owLo := 0
-				if offW < 0 {
-					owLo = (-offW + s - 1) / s
-				}
-				owHi := (W - 1 - offW) / s // inclusive
-				if W-1-offW < 0 {
-					owHi = -1
-				}
-				for j := j0; j < j1; {
-					oh, ow := j/Wo, j%Wo
-					end := min(j1, (oh+1)*Wo) // end of this output row within the tile
-					seg := row[j-j0 : end-j0]
-					owEnd := ow + len(seg)
-					ih := oh*s - p + kh*d
-					if ih < 0 || ih >= H {
-						visit(seg, nil, s)
-						j = end
-						continue
-					}
-					line := plane[ih*W : (ih+1)*W]
-					a := min(max(owLo, ow), owEnd) // first valid output column
-					b := min(max(owHi+1, a), owEnd)
-					if a > ow {
-						visit(seg[:a-ow], nil, s)
-					}
-					if b > a {
-						visit(seg[a-ow:b-ow], line[a*s+offW:], s)
-					}
-					if owEnd > b {
-						visit(seg[b-ow:], nil, s)
-					}
-					j = end
-				}
-			}
-		}
 	}
 }
 
@@ -544,26 +454,24 @@ func (c *Conv2d) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := c.Config
+	g, geo := c.Config, &c.geo
 	c.dy = gs
 	defer func() { c.dy = nil }() // do not keep the caller's gradient alive
-	ckk := g.In * g.Kernel * g.Kernel
-	dx := reuse(&c.dx, c.n, g.In, c.h, c.w)
-	wg := Data(c.Weight.Grad)
-	if c.geo.direct {
-		if len(c.dyp) != c.geo.dypLen {
-			c.dyp = make([]float32, c.geo.dypLen)
-			c.biasSums = make([]float32, c.n*g.Out)
-		}
-		k := g.Kernel
-		// wtPack: panels over input channels, columns (o, kh, kw); the taps are
-		// flipped through bwdOffs.
-		wt := Data(c.Weight.Value)
+	if len(c.dyp) != geo.dypLen {
+		c.dyp = make([]float32, geo.dypLen)
+		c.biasSums = make([]float32, c.n*g.Out)
+	}
+	k := g.Kernel
+	wt := Data(c.Weight.Value)
+	for pi, ph := range geo.phases {
+		// 4-row panels over the input channels, columns (o, tap).
+		K := g.Out * len(ph.taps)
+		pw := c.phaseW[pi]
 		for cb := 0; cb < g.In; cb += tileRows {
-			panel := c.wtPack[cb*g.Out*k*k : (cb+tileRows)*g.Out*k*k]
+			panel := pw[cb*K : (cb+tileRows)*K]
 			for o := 0; o < g.Out; o++ {
-				for t := 0; t < k*k; t++ {
-					l := o*k*k + t
+				for ti, t := range ph.taps {
+					l := o*len(ph.taps) + ti
 					for i := 0; i < tileRows; i++ {
 						v := float32(0)
 						if cb+i < g.In {
@@ -574,40 +482,20 @@ func (c *Conv2d) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 				}
 			}
 		}
-		c.pool.run(c, opPadGrad, c.n*g.Out)
-		c.pool.run(c, opWeightGrad, c.wGradUnits)
-		c.pool.run(c, opInputGrad, c.inputGradUnits)
-		if c.Bias != nil {
-			bg := Data(c.Bias.Grad)
-			for i, v := range c.biasSums {
-				bg[i%g.Out] += v
-			}
-		}
-		return dx, nil
 	}
-	packA(c.wtPack, true, Data(c.Weight.Value), ckk, 0, ckk, 0, g.Out)
-	units := c.n * c.geo.tiles
-	used := min(c.pool.size, units)
-	for w := 0; w < used; w++ {
-		clear32(c.workers[w].wGrad)
-		clear32(c.workers[w].bGrad)
+	dx := reuse(&c.dx, c.n, g.In, c.h, c.w)
+	if !geo.allTaps {
+		clear32(Data(dx))
 	}
-	c.pool.run(c, opWeightGrad, units)
-	for w := 0; w < used; w++ {
-		for i, v := range c.workers[w].wGrad {
-			wg[i] += v
-		}
-	}
+	c.pool.run(c, opPadGrad, c.n*g.Out)
+	c.pool.run(c, opWeightGrad, (g.In*k*k+dotCols-1)/dotCols)
+	c.pool.run(c, opInputGrad, c.n*geo.inUnits)
 	if c.Bias != nil {
 		bg := Data(c.Bias.Grad)
-		for w := 0; w < used; w++ {
-			for i, v := range c.workers[w].bGrad {
-				bg[i] += v
-			}
+		for i, v := range c.biasSums {
+			bg[i%g.Out] += v
 		}
 	}
-	clear32(Data(dx))
-	c.pool.run(c, opInputGrad, c.inputGradUnits)
 	return dx, nil
 }
 
@@ -620,7 +508,7 @@ func (c *Conv2d) padGrad(lo, hi int) {
 	for u := lo; u < hi; u++ {
 		n, o := u/g.Out, u%g.Out
 		src := c.dy[u*P : (u+1)*P]
-		dst := c.dyp[n*geo.imgY+o*geo.planeY+geo.padY*geo.pitch+geo.padY:]
+		dst := c.dyp[n*geo.imgY+o*geo.planeY+geo.b*geo.pitch+geo.b:]
 		var s float32
 		for oh := 0; oh < c.ho; oh++ {
 			row := src[oh*c.wo : (oh+1)*c.wo]
@@ -633,16 +521,17 @@ func (c *Conv2d) padGrad(lo, hi int) {
 	}
 }
 
-// weightGradDirect accumulates dW[:, r] for the patch rows r in blocks
-// [lo, hi) of 3: per image, per run of convQBlock positions, per block of 4
-// output channels, the dot kernel on the padded output gradient and the
-// windows of the padded input.
-func (c *Conv2d) weightGradDirect(w, lo, hi int) {
+// weightGrad accumulates dW[:, r] for the patch rows r in blocks [lo, hi) of
+// 3: per image, per run of convQBlock positions, per block of 4 output
+// channels, the dot kernel on the padded output gradient and the windows of
+// the input phase planes. Each patch row has one worker, so the sums do not
+// depend on the number of workers.
+func (c *Conv2d) weightGrad(w, lo, hi int) {
 	g, geo := c.Config, &c.geo
 	ckk := g.In * g.Kernel * g.Kernel
 	wg := Data(c.Weight.Grad)
 	offs := c.fwdOffs.offs
-	base := geo.padY*geo.pitch + geo.padY
+	base := geo.b*geo.pitch + geo.b
 	wk := &c.workers[w]
 	var a [dotRows][]float32
 	var b [dotCols][]float32
@@ -675,120 +564,31 @@ func (c *Conv2d) weightGradDirect(w, lo, hi int) {
 	}
 }
 
-// inputGradDirect computes input-position tiles [lo, hi) (image-major) of dx:
-// the tile kernel on the padded output gradient with flipped taps.
-func (c *Conv2d) inputGradDirect(w, lo, hi int) {
+// inputGrad computes input-gradient units [lo, hi): per image, per phase, per
+// tile of that phase's positions, the tile kernel on the padded output
+// gradient with the phase's taps, scattered into dx.
+func (c *Conv2d) inputGrad(w, lo, hi int) {
 	g, geo := c.Config, &c.geo
-	k := g.Kernel
-	K := g.Out * k * k
 	dxs := Data(c.dx)
 	ct := c.workers[w].cTile
 	for u := lo; u < hi; u++ {
-		n, t := u/geo.tilesIn, u%geo.tilesIn
+		n, t := u/geo.inUnits, u%geo.inUnits
+		pi := 0
+		for t >= geo.phases[pi].tiles {
+			t -= geo.phases[pi].tiles
+			pi++
+		}
+		ph := &geo.phases[pi]
+		K := g.Out * len(ph.taps)
 		q0 := t * convTile
-		q1 := min(q0+convTile, geo.qIn)
+		q1 := min(q0+convTile, ph.hph*geo.pitch)
 		dyn := c.dyp[n*geo.imgY+q0:]
 		for jr := 0; jr < q1-q0; jr += tileCols {
 			for cb := 0; cb < g.In; cb += tileRows {
-				tile(c.portable, K, c.wtPack[cb*K:], dyn[jr:], &c.bwdOffs, ct[cb*convTile+jr:], convTile, false)
+				tile(c.portable, K, c.phaseW[pi][cb*K:], dyn[jr:], &c.phaseOffs[pi], ct[cb*convTile+jr:], convTile, false)
 			}
 		}
-		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, nil)
-	}
-}
-
-func (c *Conv2d) weightGradIm2col(w, lo, hi int) {
-	g := c.Config
-	ckk := g.In * g.Kernel * g.Kernel
-	P := c.ho * c.wo
-	wk := &c.workers[w]
-	var a [dotRows][]float32
-	var b [dotCols][]float32
-	for u := lo; u < hi; u++ {
-		n, j0, j1 := c.im2colTile(u)
-		cw := j1 - j0
-		n8 := cw / dotStep * dotStep
-		c.im2col(c.x[n*g.In*c.h*c.w:(n+1)*g.In*c.h*c.w], j0, j1, wk.cols)
-		dyn := c.dy[n*g.Out*P : (n+1)*g.Out*P]
-		for ob := 0; ob < g.Out; ob += dotRows {
-			for i := range a {
-				o := min(ob+i, g.Out-1) // past the last channel: repeat it, drop the sums
-				a[i] = dyn[o*P+j0 : o*P+j1]
-			}
-			for r0 := 0; r0 < ckk; r0 += dotCols {
-				for j := range b {
-					r := min(r0+j, ckk-1)
-					b[j] = wk.cols[r*convTile : r*convTile+cw]
-				}
-				dot(c.portable, n8/dotStep, &a, &b, &wk.sums)
-				for i := 0; i < dotRows && ob+i < g.Out; i++ {
-					row := wk.wGrad[(ob+i)*ckk:]
-					for j := 0; j < dotCols && r0+j < ckk; j++ {
-						s := wk.sums[i*dotCols+j]
-						for t := n8; t < cw; t++ { // the last < 8 pixels
-							s += a[i][t] * b[j][t]
-						}
-						row[r0+j] += s
-					}
-				}
-			}
-		}
-		if c.Bias != nil {
-			for o := range wk.bGrad {
-				var s float32
-				for _, v := range dyn[o*P+j0 : o*P+j1] {
-					s += v
-				}
-				wk.bGrad[o] += s
-			}
-		}
-	}
-}
-
-// channelGroups splits the input channels so that the input-gradient pass has
-// a race-free unit of work per (image, channel group) even for a batch of one:
-// col2im of one channel only writes that channel's plane.
-func (c *Conv2d) channelGroups(nw int) int {
-	if c.n >= 2*nw {
-		return 1
-	}
-	return min(c.Config.In, nw)
-}
-
-// inputGradIm2col computes units [lo, hi) of (image, channel group): per tile
-// of output pixels, the group's patch rows of Wᵀ·dY, folded back by col2im.
-func (c *Conv2d) inputGradIm2col(w, lo, hi int) {
-	g := c.Config
-	kk := g.Kernel * g.Kernel
-	P, HW := c.ho*c.wo, c.h*c.w
-	groups := c.inputGradUnits / c.n
-	dxs := Data(c.dx)
-	wk := &c.workers[w]
-	for u := lo; u < hi; u++ {
-		n, grp := u/groups, u%groups
-		c0, c1 := grp*g.In/groups, (grp+1)*g.In/groups
-		rLo, rHi := c0*kk, c1*kk
-		rb0 := rLo / tileRows * tileRows // first row of the first panel
-		dyn := c.dy[n*g.Out*P : (n+1)*g.Out*P]
-		for j0 := 0; j0 < P; j0 += convTile {
-			j1 := min(j0+convTile, P)
-			for jr := 0; jr < j1-j0; jr += tileCols {
-				bp, offs := dyn[j0+jr:], &wk.dyOffs
-				if nr := j1 - j0 - jr; nr < tileCols {
-					// Narrow last panel: copy its columns, zero-padded to 24.
-					for o := 0; o < g.Out; o++ {
-						row := wk.edge[o*tileCols : (o+1)*tileCols]
-						copy(row, dyn[o*P+j0+jr:o*P+j0+jr+nr])
-						clear32(row[nr:])
-					}
-					bp, offs = wk.edge, &wk.edgeOffs
-				}
-				for rb := rb0; rb < rHi; rb += tileRows {
-					tile(c.portable, g.Out, c.wtPack[rb*g.Out:], bp, offs, wk.cTile[(rb-rb0)*convTile+jr:], convTile, false)
-				}
-			}
-			c.col2im(dxs[(n*g.In+c0)*HW:(n*g.In+c1)*HW], c1-c0, j0, j1, wk.cTile[(rLo-rb0)*convTile:])
-		}
+		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph, nil)
 	}
 }
 
