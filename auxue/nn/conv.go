@@ -126,6 +126,7 @@ type convGeometry struct {
 	planeX, imgX   int // input phase planes: plane and image strides
 	planeY, imgY   int // padded output gradient
 	qOut, tilesOut int // forward positions (Ho·P) and units per image
+	ones           int // with bias: offset of the row of ones in each image
 	dotLen         int // weight-gradient positions per image, a multiple of 8
 	phases         []convPhase
 	inUnits        int // input-gradient units per image
@@ -242,11 +243,18 @@ func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 	geo.planeY = rowsY*geo.pitch + B + dotStep
 	geo.imgY = roundUp(g.Out, dotRows) * geo.planeY
 	geo.qOut = ho * geo.pitch
+	if g.Bias {
+		// A row of ones after each image's planes: the bias is the last column
+		// of the packed weights, so the tile kernel adds it and the copy-out is
+		// a plain copy.
+		geo.ones = geo.imgX
+		geo.imgX += roundUp(geo.qOut, convTile)
+	}
 	geo.tilesOut = (geo.qOut + convTile - 1) / convTile
 	geo.dotLen = roundUp(geo.qOut, dotStep)
 
 	ckk := g.In * k * k
-	fwd := make([]int, ckk)
+	fwd := make([]int, ckk, ckk+1)
 	for ch := 0; ch < g.In; ch++ {
 		for kh := 0; kh < k; kh++ {
 			ah, rh := tapPhase(kh, g)
@@ -255,6 +263,9 @@ func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 				fwd[(ch*k+kh)*k+kw] = (ch*s*s+rh*s+rw)*geo.planeX + (ah+A)*geo.pitch + aw + A
 			}
 		}
+	}
+	if g.Bias {
+		fwd = append(fwd, geo.ones)
 	}
 	c.fwdOffs.set(fwd)
 	// Tiles read up to 23 positions past the last output, plus the largest
@@ -305,8 +316,16 @@ func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 	}
 	geo.dypLen = n*geo.imgY + max(0, tailY)
 	c.geo = geo
-	c.wPack = make([]float32, roundUp(g.Out, tileRows)*ckk)
+	c.wPack = make([]float32, roundUp(g.Out, tileRows)*len(fwd))
 	c.xp = make([]float32, geo.xpLen)
+	if g.Bias {
+		for n := 0; n < key.n; n++ {
+			ones := c.xp[n*geo.imgX+geo.ones : (n+1)*geo.imgX]
+			for i := range ones {
+				ones[i] = 1
+			}
+		}
+	}
 	c.dyp, c.biasSums = nil, nil // made by the first Backward (inference never needs them)
 	c.workers = make([]convWorker, c.pool.size)
 	for i := range c.workers {
@@ -347,12 +366,42 @@ func (c *Conv2d) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	c.x, c.n, c.h, c.w, c.ho, c.wo, c.have = xs, sh[0], sh[2], sh[3], ho, wo, true
 	y := reuse(&c.out, c.n, g.Out, ho, wo)
 	c.prepare(c.n, c.h, c.w, ho, wo)
-	ckk := g.In * g.Kernel * g.Kernel
-	// The weights change between steps: pack them once per pass, not per tile.
-	packA(c.wPack, false, Data(c.Weight.Value), ckk, 0, g.Out, 0, ckk)
+	c.packForward()
 	c.pool.run(c, opPadInput, c.n*g.In)
 	c.pool.run(c, opForward, c.n*c.geo.tilesOut)
 	return y, nil
+}
+
+// packForward packs the weights (and the bias as the last column) into
+// 4-row panels: the weights change between steps, so once per pass, not per
+// tile.
+func (c *Conv2d) packForward() {
+	g := c.Config
+	ckk := g.In * g.Kernel * g.Kernel
+	K := len(c.fwdOffs.offs)
+	wt := Data(c.Weight.Value)
+	var bias []float32
+	if c.Bias != nil {
+		bias = Data(c.Bias.Value)
+	}
+	for ob := 0; ob < g.Out; ob += tileRows {
+		panel := c.wPack[ob*K : (ob+tileRows)*K]
+		for i := 0; i < tileRows; i++ {
+			o := ob + i
+			if o >= g.Out {
+				for l := 0; l < K; l++ {
+					panel[l*tileRows+i] = 0
+				}
+				continue
+			}
+			for l, v := range wt[o*ckk : (o+1)*ckk] {
+				panel[l*tileRows+i] = v
+			}
+			if bias != nil {
+				panel[ckk*tileRows+i] = bias[o]
+			}
+		}
+	}
 }
 
 // padInput copies channels [lo, hi) (image-major) of x into their phase
@@ -389,12 +438,8 @@ func (c *Conv2d) padInput(lo, hi int) {
 // worker's tile buffer and copies the valid columns out, adding the bias.
 func (c *Conv2d) forwardTiles(w, lo, hi int) {
 	g, geo := c.Config, &c.geo
-	ckk := g.In * g.Kernel * g.Kernel
+	K := len(c.fwdOffs.offs)
 	ys := Data(c.out)
-	var bias []float32
-	if c.Bias != nil {
-		bias = Data(c.Bias.Value)
-	}
 	ct := c.workers[w].cTile
 	for u := lo; u < hi; u++ {
 		n, t := u/geo.tilesOut, u%geo.tilesOut
@@ -403,17 +448,17 @@ func (c *Conv2d) forwardTiles(w, lo, hi int) {
 		xn := c.xp[n*geo.imgX+q0:]
 		for jr := 0; jr < q1-q0; jr += tileCols {
 			for ib := 0; ib < g.Out; ib += tileRows {
-				tile(c.portable, ckk, c.wPack[ib*ckk:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
+				tile(c.portable, K, c.wPack[ib*K:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
 			}
 		}
-		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo, bias)
+		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo)
 	}
 }
 
 // copyOut writes the tile positions [q0, q1) (pitch layout, rows channels)
 // whose row i < lh and column j < lw to dst (rows × dh × dw) at row
-// s·i + rh, column s·j + rw, plus bias[row] when bias is not nil.
-func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, s, rh, rw, lh, lw int, bias []float32) {
+// s·i + rh, column s·j + rw.
+func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, s, rh, rw, lh, lw int) {
 	pitch := c.geo.pitch
 	for q := q0; q < q1; {
 		i, j := q/pitch, q%pitch
@@ -429,15 +474,7 @@ func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, 
 					}
 					continue
 				}
-				out := dst[base : base+seg]
-				if bias == nil {
-					copy(out, src)
-					continue
-				}
-				b := bias[r]
-				for t, v := range src {
-					out[t] = v + b
-				}
+				copy(dst[base:base+seg], src)
 			}
 		}
 		q = end
@@ -588,7 +625,7 @@ func (c *Conv2d) inputGrad(w, lo, hi int) {
 				tile(c.portable, K, c.phaseW[pi][cb*K:], dyn[jr:], &c.phaseOffs[pi], ct[cb*convTile+jr:], convTile, false)
 			}
 		}
-		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph, nil)
+		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph)
 	}
 }
 
