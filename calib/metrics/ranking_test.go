@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -246,5 +247,95 @@ func TestSplitPoolsEqualOnePool(t *testing.T) {
 	pools[1].Release()
 	if _, err := pools[1].AUC(); err == nil {
 		t.Error("released pool still has an area")
+	}
+}
+
+// refCurve is the sparsification curve as the comparison sort defines it
+// (pixels by increasing key, ties by index; the kept prefix at each
+// fraction), computed from scratch: the reference for the Sparsifier's
+// reused orders and oracle curves.
+func refCurve(key, val []float64, fractions []float64, metric SparsMetric) []float64 {
+	idx := make([]int, len(key))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return key[idx[a]] < key[idx[b]] })
+	prefix := make([]float64, len(idx)+1)
+	for i, o := range idx {
+		prefix[i+1] = prefix[i] + val[o]
+	}
+	var out []float64
+	n := len(idx)
+	for _, f := range fractions {
+		keep := n - int(math.Floor(f*float64(n)+1e-9))
+		if keep <= 0 {
+			out = append(out, 0)
+			continue
+		}
+		m := prefix[keep] / float64(keep)
+		if metric == SparsRMSE {
+			m = math.Sqrt(math.Max(m, 0))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestSparsifierReuseIsExact runs one Sparsifier through the sequence an
+// evaluation makes (several maps of one image, each for both metrics, then
+// a new image in the same buffers, maps with ties and ±0) and checks every
+// curve against a from-scratch comparison sort, exactly.
+func TestSparsifierReuseIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 700
+	pred, gt := make([]float32, n), make([]float32, n)
+	var s Sparsifier
+	for img := 0; img < 2; img++ {
+		for i := range gt {
+			gt[i] = 0
+			if rng.IntN(3) > 0 {
+				gt[i] = 1 + 50*rng.Float32()
+			}
+			pred[i] = 1 + 50*rng.Float32()
+		}
+		for m := 0; m < 4; m++ {
+			unc := make([]float32, n)
+			for i := range unc {
+				switch m {
+				case 0:
+					unc[i] = rng.Float32()
+				case 1:
+					unc[i] = float32(rng.IntN(5)) // ties
+				case 2:
+					unc[i] = float32(math.Copysign(0, float64(rng.IntN(2)-1))) // ±0 only
+				default:
+					unc[i] = float32(rng.NormFloat64())
+				}
+			}
+			for _, metric := range []SparsMetric{SparsRMSE, SparsAbsRel, SparsRMSE} {
+				r, err := s.Evaluate(pred, gt, unc, metric)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var key, val, oval []float64
+				for i, y := range gt {
+					if !(y > 0) {
+						continue
+					}
+					e := float64(pred[i]) - float64(y)
+					v := e * e
+					if metric == SparsAbsRel {
+						v = math.Abs(e) / float64(y)
+					}
+					key, val = append(key, float64(unc[i])), append(val, v)
+				}
+				oval = val
+				wantCurve := refCurve(key, val, r.Fractions, metric)
+				wantOracle := refCurve(oval, val, r.Fractions, metric)
+				if !slices.Equal(r.Curve, wantCurve) || !slices.Equal(r.Oracle, wantOracle) {
+					t.Fatalf("image %d map %d %v: curves differ from the comparison sort", img, m, metric)
+				}
+			}
+		}
 	}
 }
