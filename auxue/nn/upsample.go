@@ -86,9 +86,10 @@ func (u *Upsample) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 			}
 			slot[k] = r
 			h, sr := rows[k*W:(k+1)*W], src[r*u.w:(r+1)*u.w]
-			for j := range h {
-				l, hi, b := u.colLo[j], u.colHi[j], u.colWt[j]
-				h[j] = sr[l] + b*(sr[hi]-sr[l])
+			if f == 2 {
+				widen2(h, sr)
+			} else {
+				u.widen(h, sr)
 			}
 			return h
 		}
@@ -104,6 +105,32 @@ func (u *Upsample) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 		}
 	}
 	return y, nil
+}
+
+// widen interpolates one source row sr along the width into h (the tables'
+// source columns and weights).
+func (u *Upsample) widen(h, sr []float32) {
+	for j := range h {
+		l, hi, b := u.colLo[j], u.colHi[j], u.colWt[j]
+		h[j] = sr[l] + b*(sr[hi]-sr[l])
+	}
+}
+
+// widen2 is widen for factor 2 without the tables: output column 2m+1
+// samples m + 1/4 and column 2m samples m − 1/4, so the pairs are
+// (m, m+1, 1/4) and (m−1, m, 3/4), clamped at the borders: the tables'
+// exact values and the same arithmetic.
+func widen2(h, sr []float32) {
+	w := len(sr)
+	h = h[:2*w]
+	last := sr[w-1]
+	h[0] = sr[0] + 0*(sr[min(1, w-1)]-sr[0])
+	for m := 0; m < w-1; m++ {
+		a, b := sr[m], sr[m+1]
+		h[2*m+1] = a + 0.25*(b-a)
+		h[2*m+2] = a + 0.75*(b-a)
+	}
+	h[2*w-1] = last + 0.25*(last-last)
 }
 
 // Backward distributes each output gradient to its four source pixels with the
