@@ -126,6 +126,7 @@ type Row struct {
 // Report is the result of Run.
 type Report struct {
 	CPU     string          `json:"cpu"`
+	ISA     string          `json:"isa"` // vector extensions the CPU reports
 	GoArch  string          `json:"goarch"`
 	Kernel  string          `json:"kernel"`
 	Torch   string          `json:"torch"`
@@ -180,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer peer.close()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 
-	r := &Report{CPU: cpuName(), GoArch: runtime.GOARCH, Kernel: nn.KernelName(), Torch: peer.version,
+	r := &Report{CPU: cpuName(), ISA: isaName(), GoArch: runtime.GOARCH, Kernel: nn.KernelName(), Torch: peer.version,
 		Peak: map[int]float64{}, Rounds: o.Rounds, MinTime: o.MinTime.String()}
 	for _, t := range o.Threads {
 		r.Peak[t] = Peak(t, o.MinTime)
@@ -431,7 +432,7 @@ func cpuName() string {
 // WriteTable prints the report as a table.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bench kernels: Go (auxue/nn, %s, %s) vs %s on %s\n", r.Kernel, r.GoArch, r.Torch, r.CPU)
+	fmt.Fprintf(&b, "bench kernels: Go (auxue/nn, %s, %s) vs %s on %s (%s)\n", r.Kernel, r.GoArch, r.Torch, r.CPU, r.ISA)
 	fmt.Fprintf(&b, "one forward + backward step per measurement (%s each), median of %d interleaved rounds\n", r.MinTime, r.Rounds)
 	var ts []int
 	for t := range r.Peak {
