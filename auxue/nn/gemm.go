@@ -15,10 +15,13 @@ type gemmScratch struct {
 	portable bool
 }
 
-// Blocking of the packed GEMM: the A panel (4×kc) and the B rows a tile
-// reads (kc×24) stay in L1, an mc×kc A block in L2.
+// Blocking of the packed GEMM: an mc×kc A block stays in L2, the A panel
+// (4×kc) and the B rows a tile reads in L1/L2. blockK is also the summation
+// structure: every element of C is C + Σ_{k in block} a·b, one FMA chain per
+// block of 512 in increasing k, which is what the GEMM before the 4x24 kernel
+// computed too (its results are reproduced bit for bit).
 const (
-	blockK = 256
+	blockK = 512
 	blockM = 128
 	blockN = 24 * 100
 )
@@ -32,17 +35,16 @@ func gemm(s *gemmScratch, transA, transB bool, m, n, k int, a []float32, lda int
 	if m == 0 || n == 0 {
 		return
 	}
-	if k == 0 {
-		if !accumulate {
-			for i := 0; i < m; i++ {
-				clear32(c[i*ldc : i*ldc+n])
-			}
+	if !accumulate {
+		// C = 0 + Σ, not Σ: the same value but for the sign of an exact zero,
+		// as the earlier GEMM computed it.
+		for i := 0; i < m; i++ {
+			clear32(c[i*ldc : i*ldc+n])
 		}
-		return
 	}
 	for pc := 0; pc < k; pc += blockK {
 		kc := min(blockK, k-pc)
-		acc := accumulate || pc > 0
+		const acc = true
 		s.panel.strided(kc, tileCols)
 		if !transB {
 			s.rows.strided(kc, ldb)
@@ -84,12 +86,8 @@ func gemm(s *gemmScratch, transA, transB bool, m, n, k int, a []float32, lda int
 						tile(s.portable, kc, ap, bp, offs, e, tileCols, false)
 						for r := 0; r < mr; r++ {
 							row := c[ci+r*ldc : ci+r*ldc+nr]
-							if acc {
-								for j := range row {
-									row[j] += e[r*tileCols+j]
-								}
-							} else {
-								copy(row, e[r*tileCols:r*tileCols+nr])
+							for j := range row {
+								row[j] += e[r*tileCols+j]
 							}
 						}
 					}
