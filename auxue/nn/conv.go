@@ -70,7 +70,9 @@ const convQBlock = 1024
 // A = ⌈pad/s⌉ being the planes' own padding. Row (c, kh, kw) of the patch
 // matrix is then a window of a phase plane, and the tile kernel reads it in
 // place through this offset table. Positions with ow ≥ Wo are computed and
-// dropped (1/161 to 2/162 of them at the depth network's layers).
+// dropped (1/161 to 2/162 of them at the depth network's layers). The bias
+// is one more column of the packed weights, read against a row of ones kept
+// after each image's planes.
 //
 // The weight gradient is dW[o, (c,kh,kw)] = Σ_q dY[o, q] · X[q + offset], sums
 // of products of contiguous rows (the dot kernel), with dY copied into the
