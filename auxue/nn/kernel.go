@@ -25,17 +25,20 @@ const (
 	dotStep  = 8 // elements per dot-kernel iteration
 )
 
-// rowOffsets is an offset table for the tile kernel with its largest entry,
-// so that a bounds check per call is O(1).
+// rowOffsets is an offset table for the tile kernel with its smallest and
+// largest entries, so that a bounds check per call is O(1).
 type rowOffsets struct {
-	offs []int
-	max  int
+	offs     []int
+	min, max int
 }
 
 func (r *rowOffsets) set(offs []int) {
 	r.offs = offs
-	r.max = 0
-	for _, o := range offs {
+	r.min, r.max = 0, 0
+	for i, o := range offs {
+		if i == 0 || o < r.min {
+			r.min = o
+		}
 		r.max = max(r.max, o)
 	}
 }
@@ -49,7 +52,7 @@ func (r *rowOffsets) strided(k, stride int) {
 	for l := range r.offs {
 		r.offs[l] = l * stride
 	}
-	r.max = max(0, (k-1)*stride)
+	r.min, r.max = 0, max(0, (k-1)*stride)
 }
 
 // tile runs the tile kernel on k steps of the packed A panel a, the B rows
@@ -67,6 +70,7 @@ func tile(portable bool, k int, a, b []float32, offs *rowOffsets, c []float32, l
 	// The bounds the kernel relies on (a failed check is a bug in the caller,
 	// caught here by Go's own bounds check rather than as a stray write).
 	_ = a[tileRows*k-1]
+	_ = b[offs.min]
 	_ = b[offs.max+tileCols-1]
 	_ = offs.offs[k-1]
 	_ = c[(tileRows-1)*ldc+tileCols-1]
