@@ -270,7 +270,6 @@ func Peak(threads int, d time.Duration) float64 {
 	for range 3 {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
-		t0 := time.Now()
 		for range threads {
 			wg.Add(1)
 			go func() {
@@ -281,7 +280,7 @@ func Peak(threads int, d time.Duration) float64 {
 				fmaLoop(n)
 			}()
 		}
-		t0 = time.Now()
+		t0 := time.Now()
 		close(start)
 		wg.Wait()
 		el := time.Since(t0).Seconds()
