@@ -45,5 +45,5 @@ for c in $cases; do
     [ -n "$one" ] && [ -n "$three" ] || { echo "kernel-insns: no count for $c/$path" >&2; exit 1; }
     per[$path]=$(( (three - one) / 2 ))
   done
-  awk -v c="$c" -v a="${per[asm]}" -v p="${per[portable]}" 'BEGIN { printf "%-26s %16d %16d %8.2f\n", c, a, p, p / a }'
+  awk -v c="$c" -v a="${per[asm]}" -v p="${per[portable]}" 'BEGIN { printf "%-26s %16.0f %16.0f %8.2f\n", c, a, p, p / a }'
 done
