@@ -448,10 +448,18 @@ func (c *Conv2d) forwardTiles(w, lo, hi int) {
 		q0 := t * convTile
 		q1 := min(q0+convTile, geo.qOut)
 		xn := c.xp[n*geo.imgX+q0:]
-		for jr := 0; jr < q1-q0; jr += tileCols {
+		for jr, np := 0, roundUp(q1-q0, tileCols); jr < np; {
+			if jr+2*tileCols <= np { // two panels per call where AVX-512 registers allow
+				for ib := 0; ib < g.Out; ib += tileRows {
+					tile2(c.portable, K, c.wPack[ib*K:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
+				}
+				jr += 2 * tileCols
+				continue
+			}
 			for ib := 0; ib < g.Out; ib += tileRows {
 				tile(c.portable, K, c.wPack[ib*K:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
 			}
+			jr += tileCols
 		}
 		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo)
 	}
@@ -622,10 +630,18 @@ func (c *Conv2d) inputGrad(w, lo, hi int) {
 		q0 := t * convTile
 		q1 := min(q0+convTile, ph.hph*geo.pitch)
 		dyn := c.dyp[n*geo.imgY+q0:]
-		for jr := 0; jr < q1-q0; jr += tileCols {
+		for jr, np := 0, roundUp(q1-q0, tileCols); jr < np; {
+			if jr+2*tileCols <= np {
+				for cb := 0; cb < g.In; cb += tileRows {
+					tile2(c.portable, K, c.phaseW[pi][cb*K:], dyn[jr:], &c.phaseOffs[pi], ct[cb*convTile+jr:], convTile, false)
+				}
+				jr += 2 * tileCols
+				continue
+			}
 			for cb := 0; cb < g.In; cb += tileRows {
 				tile(c.portable, K, c.phaseW[pi][cb*K:], dyn[jr:], &c.phaseOffs[pi], ct[cb*convTile+jr:], convTile, false)
 			}
+			jr += tileCols
 		}
 		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph)
 	}

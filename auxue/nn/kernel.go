@@ -85,6 +85,27 @@ func tile(portable bool, k int, a, b []float32, offs *rowOffsets, c []float32, l
 	tileGo(k, a, b, offs.offs, c, ldc, acc)
 }
 
+// tile2 is tile on two adjacent panels: C[0:4, 0:48] from B rows of 48
+// values. Where the CPU has AVX-512 registers one kernel call covers both
+// (the same sums, in the same order, as two calls of tile).
+func tile2(portable bool, k int, a, b []float32, offs *rowOffsets, c []float32, ldc int, acc bool) {
+	if k == 0 || !haveWide || portable {
+		tile(portable, k, a, b, offs, c, ldc, acc)
+		tile(portable, k, a, b[tileCols:], offs, c[tileCols:], ldc, acc)
+		return
+	}
+	_ = a[tileRows*k-1]
+	_ = b[offs.min]
+	_ = b[offs.max+2*tileCols-1]
+	_ = offs.offs[k-1]
+	_ = c[(tileRows-1)*ldc+2*tileCols-1]
+	accum := 0
+	if acc {
+		accum = 1
+	}
+	kernelTile48(k, &a[0], &b[0], &offs.offs[0], &c[0], ldc, accum)
+}
+
 // dot runs the dot kernel over 8·n8 elements of the rows a[i] and b[j] and
 // writes the 12 sums to out (row-major, 4 × 3).
 func dot(portable bool, n8 int, a *[dotRows][]float32, b *[dotCols][]float32, out *[dotRows * dotCols]float32) {
@@ -150,6 +171,9 @@ func dotGo(n int, a *[dotRows][]float32, b *[dotCols][]float32, out *[dotRows * 
 // KernelName describes the micro-kernels this process runs, for reports:
 // "amd64 AVX2+FMA", "arm64 NEON" or "portable Go".
 func KernelName() string {
+	if haveWide {
+		return kernelArch + " (AVX-512 tile kernel)"
+	}
 	if haveKernel {
 		return kernelArch
 	}

@@ -8,6 +8,10 @@ import "golang.org/x/sys/cpu"
 // throughput in flops as two 256-bit ones.
 var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// haveWide reports whether kernelTile48 (AVX-512 registers) can run; x/sys/cpu
+// also checks that the OS saves the 512-bit state.
+var haveWide = haveKernel && cpu.X86.HasAVX512F
+
 // kernelArch names the micro-kernels haveKernel selects, for reports.
 const kernelArch = "amd64 AVX2+FMA"
 
@@ -16,6 +20,12 @@ const kernelArch = "amd64 AVX2+FMA"
 //
 //go:noescape
 func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
+
+// kernelTile48 is the tile kernel on two adjacent panels (C[0:4, 0:48]) in
+// AVX-512 registers, with exactly kernelTile's sums.
+//
+//go:noescape
+func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
 
 // kernelDot is the dot kernel (kernel.go) over 8·n8 elements.
 //

@@ -208,3 +208,97 @@ dotloop:
 	VMOVUPS X8, 32(DX)
 	VZEROUPPER
 	RET
+
+// func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
+//
+// The tile kernel on two adjacent panels, C[0:4, 0:48], with AVX-512
+// registers: accumulators Z0..Z11 (row i in Z(3i)..Z(3i+2)), the B row in
+// Z12..Z14, the broadcast A value in Z15. Every element of C is the same
+// chain of FMAs in the same order as in kernelTile, so the results are
+// identical; per step it issues 3 loads of B, 4 broadcasts and 12 FMAs for
+// twice the columns.
+TEXT ·kernelTile48(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ offs+24(FP), BX
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	TESTQ CX, CX
+	JE   store48
+loop48:
+	MOVQ (BX), AX
+	VMOVUPS (DI)(AX*4), Z12
+	VMOVUPS 64(DI)(AX*4), Z13
+	VMOVUPS 128(DI)(AX*4), Z14
+	VBROADCASTSS 0(SI), Z15
+	VFMADD231PS Z12, Z15, Z0
+	VFMADD231PS Z13, Z15, Z1
+	VFMADD231PS Z14, Z15, Z2
+	VBROADCASTSS 4(SI), Z15
+	VFMADD231PS Z12, Z15, Z3
+	VFMADD231PS Z13, Z15, Z4
+	VFMADD231PS Z14, Z15, Z5
+	VBROADCASTSS 8(SI), Z15
+	VFMADD231PS Z12, Z15, Z6
+	VFMADD231PS Z13, Z15, Z7
+	VFMADD231PS Z14, Z15, Z8
+	VBROADCASTSS 12(SI), Z15
+	VFMADD231PS Z12, Z15, Z9
+	VFMADD231PS Z13, Z15, Z10
+	VFMADD231PS Z14, Z15, Z11
+	ADDQ $16, SI
+	ADDQ $8, BX
+	DECQ CX
+	JNE  loop48
+store48:
+	MOVQ acc+48(FP), AX
+	TESTQ AX, AX
+	JE   overwrite48
+	VADDPS (DX), Z0, Z0
+	VADDPS 64(DX), Z1, Z1
+	VADDPS 128(DX), Z2, Z2
+	ADDQ R8, DX
+	VADDPS (DX), Z3, Z3
+	VADDPS 64(DX), Z4, Z4
+	VADDPS 128(DX), Z5, Z5
+	ADDQ R8, DX
+	VADDPS (DX), Z6, Z6
+	VADDPS 64(DX), Z7, Z7
+	VADDPS 128(DX), Z8, Z8
+	ADDQ R8, DX
+	VADDPS (DX), Z9, Z9
+	VADDPS 64(DX), Z10, Z10
+	VADDPS 128(DX), Z11, Z11
+	MOVQ c+32(FP), DX
+overwrite48:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	ADDQ R8, DX
+	VMOVUPS Z3, (DX)
+	VMOVUPS Z4, 64(DX)
+	VMOVUPS Z5, 128(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	VMOVUPS Z8, 128(DX)
+	ADDQ R8, DX
+	VMOVUPS Z9, (DX)
+	VMOVUPS Z10, 64(DX)
+	VMOVUPS Z11, 128(DX)
+	VZEROUPPER
+	RET

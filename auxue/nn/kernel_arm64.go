@@ -7,6 +7,11 @@ const haveKernel = true
 // kernelArch names the micro-kernels for reports.
 const kernelArch = "arm64 NEON"
 
+// haveWide: no double-width tile kernel on arm64 (tile2 runs two tiles).
+const haveWide = false
+
+func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int) {}
+
 // kernelTile is the tile kernel (kernel.go) in NEON: 24 FMLAs by element per
 // step into 24 accumulators of 4 lanes. The caller checks bounds.
 //
