@@ -248,3 +248,34 @@ func TestConv2dWorkersReleased(t *testing.T) {
 		t.Errorf("%d goroutines remain, %d before the layers were created", n, base)
 	}
 }
+
+// TestConv2dBiasGradientOrder pins the bias gradient's summation order: per
+// image, one float32 chain over the plane in element order, then the images
+// in order (padGrad interleaves four planes' chains without reordering any).
+func TestConv2dBiasGradientOrder(t *testing.T) {
+	c := mustConv(Conv2dConfig{In: 3, Out: 7, Kernel: 3, Padding: 1, Bias: true})
+	x := randDense(testRNG(1), -1, 1, 3, 3, 11, 13)
+	y, err := c.Forward(x, Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dy := randDense(testRNG(2), -1, 1, y.Shape()...)
+	ZeroGrad(c.Params())
+	if _, err := c.Backward(dy); err != nil {
+		t.Fatal(err)
+	}
+	P := 11 * 13
+	for o := 0; o < 7; o++ {
+		var want float32
+		for n := 0; n < 3; n++ {
+			var s float32
+			for _, v := range Data(dy)[(n*7+o)*P : (n*7+o+1)*P] {
+				s += v
+			}
+			want += s
+		}
+		if got := Data(c.Bias.Grad)[o]; got != want {
+			t.Errorf("bias gradient %d = %v, want %v", o, got, want)
+		}
+	}
+}
