@@ -200,3 +200,43 @@ func BenchmarkConv2dPaths(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConv2dPasses times the passes of one step separately at the
+// harness's shapes (batch 4): the input copy + forward tiles, the output
+// gradient copy, the weight gradient and the input gradient. Each reports
+// GFLOP/s of its own GEMM (the copies report ns/op only).
+func BenchmarkConv2dPasses(b *testing.B) {
+	for _, s := range []convBenchShape{
+		{"3x3_32to32_48x160_b4", 4, 32, 32, 48, 160, 3, 1, 1},
+		{"3x3_64to64_48x160_b4", 4, 64, 64, 48, 160, 3, 1, 1},
+	} {
+		c, d := newBenchConv(b, s)
+		convStep(b, c, d)
+		g := c.Config
+		k := g.Kernel
+		gemmFlops := s.flops() / 3
+		passes := []struct {
+			name  string
+			flops float64
+			run   func()
+		}{
+			{"pack+padInput", 0, func() { c.packForward(); c.pool.run(c, opPadInput, c.n*g.In) }},
+			{"forward", gemmFlops, func() { c.pool.run(c, opForward, c.n*c.geo.tilesOut) }},
+			{"padGrad", 0, func() { c.dy = Data(d.dy); c.pool.run(c, opPadGrad, c.n*g.Out) }},
+			{"weightGrad", gemmFlops, func() { c.pool.run(c, opWeightGrad, (g.In*k*k+dotCols-1)/dotCols) }},
+			{"inputGrad", gemmFlops, func() { c.pool.run(c, opInputGrad, c.n*c.geo.inUnits) }},
+		}
+		c.dy = Data(d.dy)
+		for _, p := range passes {
+			b.Run(s.name+"/"+p.name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					p.run()
+				}
+				if p.flops > 0 {
+					b.ReportMetric(gflops(p.flops, b.Elapsed(), b.N), "GFLOP/s")
+				}
+			})
+		}
+		c.dy = nil
+	}
+}
