@@ -549,40 +549,51 @@ func (c *Conv2d) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 }
 
 // padGrad copies output-gradient planes [lo, hi) (image-major) into the
-// padded buffer and sums each plane for the bias gradient.
+// padded buffer and sums each plane for the bias gradient, row by row as it
+// copies (one read of dY from memory).
 func (c *Conv2d) padGrad(lo, hi int) {
 	geo := &c.geo
 	g := c.Config
 	P := c.ho * c.wo
-	for u := lo; u < hi; u++ {
+	dst := func(u int) []float32 {
 		n, o := u/g.Out, u%g.Out
-		src := c.dy[u*P : (u+1)*P]
-		dst := c.dyp[n*geo.imgY+o*geo.planeY+geo.b*geo.pitch+geo.b:]
-		for oh := 0; oh < c.ho; oh++ {
-			copy(dst[oh*geo.pitch:oh*geo.pitch+c.wo], src[oh*c.wo:(oh+1)*c.wo])
-		}
+		return c.dyp[n*geo.imgY+o*geo.planeY+geo.b*geo.pitch+geo.b:]
 	}
 	// Each plane's sum is one chain of adds in element order; four planes at
 	// a time keep four chains in flight (the same sums, four times faster
 	// than one chain's add latency allows).
 	u := lo
 	for ; u+4 <= hi; u += 4 {
-		p0, p1, p2, p3 := c.dy[u*P:(u+1)*P], c.dy[(u+1)*P:(u+2)*P], c.dy[(u+2)*P:(u+3)*P], c.dy[(u+3)*P:(u+4)*P]
+		d0, d1, d2, d3 := dst(u), dst(u+1), dst(u+2), dst(u+3)
 		var s0, s1, s2, s3 float32
-		for t, v := range p0 {
-			s0 += v
-			s1 += p1[t]
-			s2 += p2[t]
-			s3 += p3[t]
+		for oh := 0; oh < c.ho; oh++ {
+			r := oh * c.wo
+			p0, p1, p2, p3 := c.dy[u*P+r:u*P+r+c.wo], c.dy[(u+1)*P+r:(u+1)*P+r+c.wo], c.dy[(u+2)*P+r:(u+2)*P+r+c.wo], c.dy[(u+3)*P+r:(u+3)*P+r+c.wo]
+			for t, v := range p0 {
+				s0 += v
+				s1 += p1[t]
+				s2 += p2[t]
+				s3 += p3[t]
+			}
+			q := oh * geo.pitch
+			copy(d0[q:q+c.wo], p0)
+			copy(d1[q:q+c.wo], p1)
+			copy(d2[q:q+c.wo], p2)
+			copy(d3[q:q+c.wo], p3)
 		}
 		c.biasSums[u], c.biasSums[u+1], c.biasSums[u+2], c.biasSums[u+3] = s0, s1, s2, s3
 	}
 	for ; u < hi; u++ {
-		var s float32
-		for _, v := range c.dy[u*P : (u+1)*P] {
-			s += v
+		d := dst(u)
+		var sum float32
+		for oh := 0; oh < c.ho; oh++ {
+			row := c.dy[u*P+oh*c.wo : u*P+(oh+1)*c.wo]
+			for _, v := range row {
+				sum += v
+			}
+			copy(d[oh*geo.pitch:oh*geo.pitch+c.wo], row)
 		}
-		c.biasSums[u] = s
+		c.biasSums[u] = sum
 	}
 }
 
