@@ -142,6 +142,7 @@ type convGeometry struct {
 type convWorker struct {
 	cTile []float32 // tile results (rows × convTile)
 	sums  [dotRows * dotCols]float32
+	sums6 [2 * dotRows * dotCols]float32
 }
 
 // Work passes run by the worker pool.
@@ -611,6 +612,8 @@ func (c *Conv2d) weightGrad(w, lo, hi int) {
 	wk := &c.workers[w]
 	var a [dotRows][]float32
 	var b [dotCols][]float32
+	var b6 [2 * dotCols][]float32
+	pairs := haveWide && !c.portable // two blocks per kernel call (kernelDot6)
 	for n := 0; n < c.n; n++ {
 		dyn := c.dyp[n*geo.imgY+base:]
 		xn := c.xp[n*geo.imgX:]
@@ -621,7 +624,23 @@ func (c *Conv2d) weightGrad(w, lo, hi int) {
 					// Rows past Out read the zero planes of the padded buffer.
 					a[i] = dyn[(ob+i)*geo.planeY+q0 : (ob+i)*geo.planeY+q1]
 				}
-				for rb := lo; rb < hi; rb++ {
+				rb := lo
+				for ; pairs && rb+1 < hi; rb += 2 {
+					r0 := rb * dotCols
+					for j := range b6 {
+						r := min(r0+j, ckk-1)
+						b6[j] = xn[offs[r]+q0 : offs[r]+q1]
+					}
+					dot6(c.portable, (q1-q0)/dotStep, &a, &b6, &wk.sums6)
+					for i := 0; i < dotRows && ob+i < g.Out; i++ {
+						row := wg[(ob+i)*ckk:]
+						for j := 0; j < 2*dotCols && r0+j < ckk; j++ {
+							// sums6: the first block's 4x3 sums, then the second's.
+							row[r0+j] += wk.sums6[(j/dotCols)*dotRows*dotCols+i*dotCols+j%dotCols]
+						}
+					}
+				}
+				for ; rb < hi; rb++ {
 					r0 := rb * dotCols
 					for j := range b {
 						r := min(r0+j, ckk-1) // past the last row: repeat it, drop the sums

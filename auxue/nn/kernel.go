@@ -127,6 +127,28 @@ func dot(portable bool, n8 int, a *[dotRows][]float32, b *[dotCols][]float32, ou
 	dotGo(n, a, b, out)
 }
 
+// dot6 is dot on six b rows: out[0:12] against b[0:3], out[12:24] against
+// b[3:6], in one kernel call where AVX-512VL registers allow (the same sums
+// as two calls of dot).
+func dot6(portable bool, n8 int, a *[dotRows][]float32, b *[2 * dotCols][]float32, out *[2 * dotRows * dotCols]float32) {
+	if n8 == 0 || !haveWide || portable {
+		var lo, hi [dotCols][]float32
+		copy(lo[:], b[:dotCols])
+		copy(hi[:], b[dotCols:])
+		dot(portable, n8, a, &lo, (*[dotRows * dotCols]float32)(out[:dotRows*dotCols]))
+		dot(portable, n8, a, &hi, (*[dotRows * dotCols]float32)(out[dotRows*dotCols:]))
+		return
+	}
+	n := n8 * dotStep
+	for i := range a {
+		_ = a[i][n-1]
+	}
+	for j := range b {
+		_ = b[j][n-1]
+	}
+	kernelDot6(n8, &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &out[0])
+}
+
 // tileGo is the portable tile kernel: 24-wide accumulator rows updated per
 // step, the same sums as the assembly (in a different order of additions).
 func tileGo(k int, a, b []float32, offs []int, c []float32, ldc int, acc bool) {

@@ -10,7 +10,7 @@ var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // haveWide reports whether kernelTile48 (AVX-512 registers) can run; x/sys/cpu
 // also checks that the OS saves the 512-bit state.
-var haveWide = haveKernel && cpu.X86.HasAVX512F
+var haveWide = haveKernel && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 // kernelArch names the micro-kernels haveKernel selects, for reports.
 const kernelArch = "amd64 AVX2+FMA"
@@ -26,6 +26,13 @@ func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
 //
 //go:noescape
 func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
+
+// kernelDot6 is two dot kernels sharing the a rows (AVX-512VL's 32 ymm
+// registers), with exactly kernelDot's sums: out[0:12] against b0..b2,
+// out[12:24] against b3..b5.
+//
+//go:noescape
+func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
 
 // kernelDot is the dot kernel (kernel.go) over 8·n8 elements.
 //

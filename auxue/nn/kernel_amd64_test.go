@@ -69,3 +69,43 @@ func TestWideTileKernelIsIdentical(t *testing.T) {
 }
 
 func cpuHasWide() bool { return haveWide }
+
+// TestDot6IsIdentical checks that the AVX-512VL dot kernel on six b rows
+// gives bit-identical sums to two AVX2 dot-kernel calls (odd lengths,
+// unaligned rows).
+func TestDot6IsIdentical(t *testing.T) {
+	if !cpuHasWide() {
+		t.Skip("no AVX-512 on this CPU: the wide kernel does not run")
+	}
+	rng := testRNG(11)
+	buf := make([]float32, 20000)
+	for i := range buf {
+		buf[i] = rng.Float32()*2 - 1
+	}
+	for _, n8 := range []int{1, 3, 129, 1000} {
+		n := n8 * dotStep
+		var a [dotRows][]float32
+		var b [2 * dotCols][]float32
+		for i := range a {
+			s := rng.IntN(len(buf) - n)
+			a[i] = buf[s : s+n]
+		}
+		for j := range b {
+			s := rng.IntN(len(buf) - n)
+			b[j] = buf[s : s+n]
+		}
+		var wide [2 * dotRows * dotCols]float32
+		dot6(false, n8, &a, &b, &wide)
+		for half := 0; half < 2; half++ {
+			var bb [dotCols][]float32
+			copy(bb[:], b[half*dotCols:])
+			var two [dotRows * dotCols]float32
+			dot(false, n8, &a, &bb, &two)
+			for i, v := range two {
+				if w := wide[half*dotRows*dotCols+i]; math.Float32bits(w) != math.Float32bits(v) {
+					t.Fatalf("n8=%d half %d sum %d: wide %v, AVX2 %v", n8, half, i, w, v)
+				}
+			}
+		}
+	}
+}
