@@ -104,6 +104,9 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 	}
 	k, maxz, inv := d.K, d.maxLogit(), 1/float64(count)
 	lnGammaK := LogGamma(float64(k))
+	// Each element's evidences and their derivatives, computed once (the
+	// sums below read them twice).
+	ev, dev := make([]float64, k), make([]float64, k)
 	var total float64
 	for b := 0; b < n; b++ {
 		base := b * k * hw
@@ -114,22 +117,26 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 			}
 			s := 0.0
 			for c := 0; c < k; c++ {
-				e, _ := evidence(float64(logits[base+c*hw+j]), maxz)
-				s += e + 1
+				ev[c], dev[c] = evidence(float64(logits[base+c*hw+j]), maxz)
+				s += ev[c] + 1
 			}
-			psiS, triS := Digamma(s), Trigamma(s)
+			psiS, triS := digammaTrigamma(s)
 			kl := LogGamma(s) - lnGammaK
 			var loss float64
 			for c := 0; c < k; c++ {
-				e, de := evidence(float64(logits[base+c*hw+j]), maxz)
+				e, de := ev[c], dev[c]
 				a := e + 1
-				psiA := Digamma(a)
+				var psiA, triA float64
+				if grad != nil {
+					psiA, triA = digammaTrigamma(a)
+				} else {
+					psiA = Digamma(a)
+				}
 				kl += -LogGamma(a) + e*(psiA-psiS)
 				if c == y {
 					loss = psiS - psiA
 				}
 				if grad != nil {
-					triA := Trigamma(a)
 					if y < 0 {
 						g := d.UnlabeledWeight * d.Lambda * (e*triA - (s-float64(k))*triS)
 						grad[base+c*hw+j] = float32(g * de * inv)

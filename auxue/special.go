@@ -45,6 +45,25 @@ func Trigamma(x float64) float64 {
 	return acc + 1/x + 0.5*z + series/x
 }
 
+// digammaTrigamma returns Digamma(x) and Trigamma(x) with one pass of the
+// shared recurrence: each value is computed by exactly the operations of the
+// two functions (the same results), the two loops' divisions overlapping.
+func digammaTrigamma(x float64) (psi, tri float64) {
+	if !(x > 0) || math.IsInf(x, 1) {
+		return Digamma(x), Trigamma(x)
+	}
+	var accD, accT float64
+	for x < 10 {
+		accD -= 1 / x
+		accT += 1 / (x * x)
+		x++
+	}
+	z := 1 / (x * x)
+	seriesD := z * (1.0/12 - z*(1.0/120-z*(1.0/252-z*(1.0/240-z*(1.0/132-z*(691.0/32760))))))
+	seriesT := z * (1.0/6 - z*(1.0/30-z*(1.0/42-z*(1.0/30-z*(5.0/66-z*(691.0/2730))))))
+	return accD + math.Log(x) - 0.5/x - seriesD, accT + 1/x + 0.5*z + seriesT/x
+}
+
 // LogGamma returns ln|Gamma(x)|.
 func LogGamma(x float64) float64 {
 	v, _ := math.Lgamma(x)

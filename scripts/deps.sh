@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a fresh Debian machine:
 # Debian packages (libavcodec for the build; ffmpeg, mosquitto, python3-onnx,
-# chromium for the tests) and the pinned ONNX Runtime libraries (x64 and arm64)
+# python3-torch, chromium for the tests) and the pinned ONNX Runtime libraries (x64 and arm64)
 # under third_party/onnxruntime/. Idempotent: a second run only checks.
 #
 #   bash scripts/deps.sh            everything the tests need
@@ -27,8 +27,9 @@ APT_PACKAGES=(libavcodec-dev libavutil-dev libswscale-dev pkg-config gcc ca-cert
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 # Real peers the tests start: ffmpeg/ffprobe, mosquitto, the ONNX checker, headless Chromium,
 # systemd (cross/systemd_test.go runs the units under a private systemd; curl is the health check).
+# PyTorch (auxue/nn/nnbench checks and times the training kernels against it).
 if [ "$mode" = test ]; then
-  APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx chromium systemd curl)
+  APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx python3-torch chromium systemd curl)
 fi
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -59,12 +59,17 @@ func (r *ReLU) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 		return nil, err
 	}
 	ys := Data(r.out)
+	ys = ys[:len(g)]
+	dxs = dxs[:len(g)]
 	for i, v := range g {
-		if ys[i] > 0 {
-			dxs[i] = v
-		} else {
-			dxs[i] = 0
+		// Without a branch (the sign of a ReLU output is a coin flip for the
+		// branch predictor): y > 0, NaN excluded, exactly when its bits lie in
+		// [1, 0x7f800000]; the select compiles to a conditional move.
+		mask := uint32(0)
+		if math.Float32bits(ys[i])-1 < 0x7f800000 {
+			mask = ^uint32(0)
 		}
+		dxs[i] = math.Float32frombits(math.Float32bits(v) & mask)
 	}
 	return dx, nil
 }

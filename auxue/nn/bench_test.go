@@ -25,7 +25,12 @@ var convBenchShapes = []convBenchShape{
 func (s convBenchShape) flops() float64 {
 	// Forward, weight gradient and input gradient are three GEMMs of
 	// 2·Out·(In·K·K)·(Ho·Wo) flops per image each.
-	return 3 * 2 * float64(s.n*s.o*s.c*s.k*s.k*s.h*s.w)
+	ho, wo := s.outSize()
+	return 3 * 2 * float64(s.n*s.o*s.c*s.k*s.k*ho*wo)
+}
+
+func (s convBenchShape) outSize() (int, int) {
+	return Conv2dConfig{Kernel: s.k, Stride: s.s, Padding: s.p, Dilation: 1}.OutputSize(s.h, s.w)
 }
 
 func newBenchConv(b *testing.B, s convBenchShape) (*Conv2d, *convBenchData) {
@@ -34,7 +39,8 @@ func newBenchConv(b *testing.B, s convBenchShape) (*Conv2d, *convBenchData) {
 		b.Fatal(err)
 	}
 	x := randDense(testRNG(2), -1, 1, s.n, s.c, s.h, s.w)
-	dy := randDense(testRNG(3), -1, 1, s.n, s.o, s.h, s.w)
+	ho, wo := s.outSize()
+	dy := randDense(testRNG(3), -1, 1, s.n, s.o, ho, wo)
 	return c, &convBenchData{x: x, dy: dy}
 }
 
@@ -167,5 +173,70 @@ func BenchmarkGemmSerial(b *testing.B) {
 				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkConv2dPaths times one Forward+Backward on the assembly kernels
+// (AVX2+FMA or NEON) and on the portable Go kernels, batch 1. Under qemu,
+// cross/kernel-insns.sh counts the instructions of one step of each (qemu
+// cannot time arm64 code).
+func BenchmarkConv2dPaths(b *testing.B) {
+	for _, s := range []convBenchShape{
+		{"3x3_32to32_48x160_b1", 1, 32, 32, 48, 160, 3, 1, 1},
+		{"3x3_64to64_48x160_b1", 1, 64, 64, 48, 160, 3, 1, 1},
+		{"3x3s2_16to24_96x320_b1", 1, 16, 24, 96, 320, 3, 2, 1},
+	} {
+		for _, path := range []string{"asm", "portable"} {
+			b.Run(s.name+"/"+path, func(b *testing.B) {
+				c, d := newBenchConv(b, s)
+				c.portable = path == "portable"
+				convStep(b, c, d)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					convStep(b, c, d)
+				}
+				b.ReportMetric(gflops(s.flops(), b.Elapsed(), b.N), "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkConv2dPasses times the passes of one step separately at the
+// harness's shapes (batch 4): the input copy + forward tiles, the output
+// gradient copy, the weight gradient and the input gradient. Each reports
+// GFLOP/s of its own GEMM (the copies report ns/op only).
+func BenchmarkConv2dPasses(b *testing.B) {
+	for _, s := range []convBenchShape{
+		{"3x3_32to32_48x160_b4", 4, 32, 32, 48, 160, 3, 1, 1},
+		{"3x3_64to64_48x160_b4", 4, 64, 64, 48, 160, 3, 1, 1},
+	} {
+		c, d := newBenchConv(b, s)
+		convStep(b, c, d)
+		g := c.Config
+		k := g.Kernel
+		gemmFlops := s.flops() / 3
+		passes := []struct {
+			name  string
+			flops float64
+			run   func()
+		}{
+			{"pack+padInput", 0, func() { c.packForward(); c.pool.run(c, opPadInput, c.n*g.In) }},
+			{"forward", gemmFlops, func() { c.pool.run(c, opForward, c.n*c.geo.tilesOut) }},
+			{"padGrad", 0, func() { c.dy = Data(d.dy); c.pool.run(c, opPadGrad, c.n*g.Out) }},
+			{"weightGrad", gemmFlops, func() { c.pool.run(c, opWeightGrad, (g.In*k*k+dotCols-1)/dotCols) }},
+			{"inputGrad", gemmFlops, func() { c.pool.run(c, opInputGrad, c.n*c.geo.inUnits) }},
+		}
+		c.dy = Data(d.dy)
+		for _, p := range passes {
+			b.Run(s.name+"/"+p.name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					p.run()
+				}
+				if p.flops > 0 {
+					b.ReportMetric(gflops(p.flops, b.Elapsed(), b.N), "GFLOP/s")
+				}
+			})
+		}
+		c.dy = nil
 	}
 }

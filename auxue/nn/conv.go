@@ -44,49 +44,128 @@ func (c Conv2dConfig) validate() error {
 	return nil
 }
 
-// convChunk is the number of output pixels one im2col tile covers; with
-// gemmTileCols it keeps each GEMM call serial and its B panel in L2.
-const convChunk = gemmTileCols
+// convTile is the number of output positions one work unit covers: 8 panels
+// of the tile kernel, and a multiple of the dot kernel's step.
+const convTile = 8 * tileCols
 
-// Conv2d is a 2-D convolution on NCHW tensors, computed per tile of output
-// pixels as im2col followed by a float32 GEMM (the packed AVX2+FMA kernel on
-// amd64, gonum's kernel elsewhere), with the tiles spread across a per-layer
-// pool of GOMAXPROCS goroutines. Weight has shape (Out, In, K, K); Bias (Out)
-// is nil when Config.Bias is false.
+// convQBlock is the length of the pixel runs the weight-gradient dot kernel
+// sums over at a time. Each call ends in a horizontal reduction and 12
+// scattered adds, so long runs pay: on Zen 4 the pass went from 94-98 GFLOP/s
+// (runs of 1024) to 103-108 (8192, one run per image of the 48x160 layers);
+// 4 output-gradient rows of 8192 positions (128 KiB) stay in L2.
+const convQBlock = 8192
+
+// Conv2d is a 2-D convolution on NCHW tensors. Weight has shape (Out, In, K, K);
+// Bias (Out) is nil when Config.Bias is false. The work is spread across a
+// per-layer pool of GOMAXPROCS goroutines and ends in the micro-kernels of
+// kernel.go (AVX2+FMA on amd64, NEON on arm64, Go elsewhere).
+//
+// Every pass is an implicit GEMM: no patch matrix (im2col) is ever built.
+// Forward copies the input once into zero-padded planes whose rows all have
+// the same pitch P; with stride s each channel is split into s² phase planes
+// (input rows ≡ rh and columns ≡ rw mod s), so that for every kernel tap
+// (kh, kw) the input value under output position q = oh·P + ow sits at q plus
+// a fixed offset: writing kh·d − pad = s·ah + rh (0 ≤ rh < s),
+//
+//	offset(c, kh, kw) = plane(c, rh, rw) + (ah + A)·P + (aw + A),
+//
+// A = ⌈pad/s⌉ being the planes' own padding. Row (c, kh, kw) of the patch
+// matrix is then a window of a phase plane, and the tile kernel reads it in
+// place through this offset table. Positions with ow ≥ Wo are computed and
+// dropped (1/161 to 2/162 of them at the depth network's layers). The bias
+// is one more column of the packed weights, read against a row of ones kept
+// after each image's planes.
+//
+// The weight gradient is dW[o, (c,kh,kw)] = Σ_q dY[o, q] · X[q + offset], sums
+// of products of contiguous rows (the dot kernel), with dY copied into the
+// same pitch, zero in the dropped columns. The input gradient of phase
+// (rh, rw) is a stride-1 correlation of the padded dY with the taps that read
+// that phase: dX[c, s·i + rh, s·j + rw] = Σ_{o, taps} W[o, c, kh, kw] ·
+// dY[o, i − ah, j − aw], the tile kernel again with a per-phase offset table.
 type Conv2d struct {
 	Config       Conv2dConfig
 	Weight, Bias *Param
 
-	x          []float32
-	n, h, w    int
-	ho, wo     int
-	out, dx    *tensor.Dense
-	scratch    [][]float32   // per worker: one im2col tile
-	wGrad      [][]float32   // per worker: partial weight gradient
-	bGrad      [][]float32   // per worker: partial bias gradient
-	gs         []gemmScratch // per worker: GEMM packing buffers
-	have       bool
-	dy         []float32
-	chunksPerN int
-	pool       *workerPool
-	portable   bool // use gonum's GEMM kernel even where the AVX2 one runs (tests)
+	x        []float32
+	n, h, w  int
+	ho, wo   int
+	out, dx  *tensor.Dense
+	have     bool
+	dy       []float32
+	pool     *workerPool
+	portable bool // use the Go kernels even where the assembly ones run (tests)
+
+	geo       convGeometry
+	wPack     []float32   // forward: 4-row panels over Out, columns (c, kh, kw)
+	phaseW    [][]float32 // input gradient, per phase: 4-row panels over In, columns (o, tap)
+	fwdOffs   rowOffsets
+	phaseOffs []rowOffsets
+	xp, dyp   []float32 // phase planes of the input; padded output gradient
+	biasSums  []float32 // per (image, output channel) sums of dY
+	workers   []convWorker
+}
+
+// convKey is what the geometry depends on.
+type convKey struct {
+	cfg     Conv2dConfig
+	n, h, w int
+	workers int
+}
+
+// convPhase is one input phase (rows ≡ rh, columns ≡ rw mod stride) of the
+// input-gradient pass.
+type convPhase struct {
+	rh, rw   int
+	hph, wph int   // its rows and columns
+	taps     []int // the kernel taps kh·K + kw that read it
+	tiles    int   // input-gradient units per image
+}
+
+// convGeometry is what Forward derives from the input shape (see Conv2d).
+type convGeometry struct {
+	key            convKey
+	ho, wo         int
+	a, b           int // padding of the input planes (A) and of dY (B)
+	pitch          int
+	planeX, imgX   int // input phase planes: plane and image strides
+	planeY, imgY   int // padded output gradient
+	qOut, tilesOut int // forward positions (Ho·P) and units per image
+	ones           int // with bias: offset of the row of ones in each image
+	dotLen         int // weight-gradient positions per image, a multiple of 8
+	phases         []convPhase
+	inUnits        int // input-gradient units per image
+	allTaps        bool
+	xpLen, dypLen  int
+}
+
+// convWorker is one worker's scratch.
+type convWorker struct {
+	cTile []float32 // tile results (rows × convTile)
+	sums  [dotRows * dotCols]float32
+	sums6 [2 * dotRows * dotCols]float32
 }
 
 // Work passes run by the worker pool.
 const (
-	opForward = iota
+	opPadInput = iota
+	opForward
+	opPadGrad
 	opWeightGrad
 	opInputGrad
 )
 
 func (c *Conv2d) runTiles(op, w, lo, hi int) {
 	switch op {
+	case opPadInput:
+		c.padInput(lo, hi)
 	case opForward:
 		c.forwardTiles(w, lo, hi)
+	case opPadGrad:
+		c.padGrad(lo, hi)
 	case opWeightGrad:
-		c.weightGradTiles(w, lo, hi)
+		c.weightGrad(w, lo, hi)
 	case opInputGrad:
-		c.inputGradUnits(w, lo, hi)
+		c.inputGrad(w, lo, hi)
 	}
 }
 
@@ -117,28 +196,146 @@ func (c *Conv2d) name() string {
 	return fmt.Sprintf("Conv2d(%d->%d, k=%d, s=%d, p=%d, d=%d)", g.In, g.Out, g.Kernel, g.Stride, g.Padding, g.Dilation)
 }
 
-// ensureScratch sizes the per-worker buffers and starts the worker pool; it
-// returns the number of workers.
-func (c *Conv2d) ensureScratch() int {
+// floorDiv is ⌊e/s⌋ for s > 0.
+func floorDiv(e, s int) int {
+	if e >= 0 {
+		return e / s
+	}
+	return -((-e + s - 1) / s)
+}
+
+// tapPhase splits the input offset t·d − pad of kernel tap t into whole
+// strides and a phase: t·d − pad = s·a + r, 0 ≤ r < s.
+func tapPhase(t int, g Conv2dConfig) (a, r int) {
+	e := t*g.Dilation - g.Padding
+	a = floorDiv(e, g.Stride)
+	return a, e - a*g.Stride
+}
+
+// phaseSize is the number of input rows (or columns) ≡ r mod s among n.
+func phaseSize(n, r, s int) int {
+	if r >= n {
+		return 0
+	}
+	return (n - r + s - 1) / s
+}
+
+// prepare sizes the buffers for an n × In × h × w input (a no-op while the
+// shape and the configuration stay the same) and starts the worker pool.
+func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 	if c.pool == nil {
 		c.pool = newWorkerPool(workers())
 		runtime.AddCleanup(c, (*workerPool).close, c.pool)
 	}
-	nw := c.pool.size
 	g := c.Config
-	ckk := g.In * g.Kernel * g.Kernel
-	if len(c.scratch) > 0 && (len(c.scratch[0]) != ckk*convChunk || len(c.wGrad[0]) != g.Out*ckk) {
-		c.scratch, c.wGrad, c.bGrad = nil, nil, nil // configuration changed
+	key := convKey{cfg: g, n: n, h: h, w: w, workers: c.pool.size}
+	if key == c.geo.key && c.xp != nil {
+		return
 	}
-	for len(c.scratch) < nw {
-		c.scratch = append(c.scratch, make([]float32, ckk*convChunk))
-		c.wGrad = append(c.wGrad, make([]float32, g.Out*ckk))
-		c.bGrad = append(c.bGrad, make([]float32, g.Out))
+	k, s := g.Kernel, g.Stride
+	amin, _ := tapPhase(0, g)
+	amax, _ := tapPhase(k-1, g)
+	geo := convGeometry{key: key, ho: ho, wo: wo, a: -amin, b: max(amax, 0)}
+	A, B := geo.a, geo.b
+	hmax, wmax := phaseSize(h, 0, s), phaseSize(w, 0, s)
+	geo.pitch = max(wo+amax+A, A+wmax, B+wo, wmax+B-amin)
+	rowsX := max(ho+amax+A, A+hmax)
+	rowsY := max(B+ho, hmax+B-amin)
+	geo.planeX = rowsX * geo.pitch
+	geo.imgX = g.In * s * s * geo.planeX
+	// After each plane: the dot kernel's last run reads up to B + 7 past the
+	// data rows, which must be zeros.
+	geo.planeY = rowsY*geo.pitch + B + dotStep
+	geo.imgY = roundUp(g.Out, dotRows) * geo.planeY
+	geo.qOut = ho * geo.pitch
+	if g.Bias {
+		// A row of ones after each image's planes: the bias is the last column
+		// of the packed weights, so the tile kernel adds it and the copy-out is
+		// a plain copy.
+		geo.ones = geo.imgX
+		geo.imgX += roundUp(geo.qOut, convTile)
 	}
-	for len(c.gs) < nw {
-		c.gs = append(c.gs, gemmScratch{portable: c.portable})
+	geo.tilesOut = (geo.qOut + convTile - 1) / convTile
+	geo.dotLen = roundUp(geo.qOut, dotStep)
+
+	ckk := g.In * k * k
+	fwd := make([]int, ckk, ckk+1)
+	for ch := 0; ch < g.In; ch++ {
+		for kh := 0; kh < k; kh++ {
+			ah, rh := tapPhase(kh, g)
+			for kw := 0; kw < k; kw++ {
+				aw, rw := tapPhase(kw, g)
+				fwd[(ch*k+kh)*k+kw] = (ch*s*s+rh*s+rw)*geo.planeX + (ah+A)*geo.pitch + aw + A
+			}
+		}
 	}
-	return nw
+	if g.Bias {
+		fwd = append(fwd, geo.ones)
+	}
+	c.fwdOffs.set(fwd)
+	// Tiles read up to 23 positions past the last output, plus the largest
+	// offset; the dot kernel stays within that.
+	geo.xpLen = n*geo.imgX + max(0, c.fwdOffs.max+roundUp(geo.qOut, tileCols)-geo.imgX)
+
+	c.phaseW, c.phaseOffs = nil, nil
+	geo.allTaps = true
+	tailY := 0
+	for rh := 0; rh < s; rh++ {
+		for rw := 0; rw < s; rw++ {
+			ph := convPhase{rh: rh, rw: rw, hph: phaseSize(h, rh, s), wph: phaseSize(w, rw, s)}
+			for kh := 0; kh < k; kh++ {
+				for kw := 0; kw < k; kw++ {
+					if _, r := tapPhase(kh, g); r != rh {
+						continue
+					}
+					if _, r := tapPhase(kw, g); r != rw {
+						continue
+					}
+					ph.taps = append(ph.taps, kh*k+kw)
+				}
+			}
+			if ph.hph == 0 || ph.wph == 0 {
+				continue
+			}
+			if len(ph.taps) == 0 {
+				geo.allTaps = false // these input pixels are under no tap: dX = 0
+				continue
+			}
+			ph.tiles = (ph.hph*geo.pitch + convTile - 1) / convTile
+			offs := make([]int, g.Out*len(ph.taps))
+			for o := 0; o < g.Out; o++ {
+				for ti, t := range ph.taps {
+					ah, _ := tapPhase(t/k, g)
+					aw, _ := tapPhase(t%k, g)
+					offs[o*len(ph.taps)+ti] = o*geo.planeY + (B-ah)*geo.pitch + B - aw
+				}
+			}
+			var ro rowOffsets
+			ro.set(offs)
+			tailY = max(tailY, ro.max+roundUp(ph.hph*geo.pitch, tileCols)-geo.imgY)
+			c.phaseOffs = append(c.phaseOffs, ro)
+			c.phaseW = append(c.phaseW, make([]float32, roundUp(g.In, tileRows)*len(offs)))
+			geo.phases = append(geo.phases, ph)
+			geo.inUnits += ph.tiles
+		}
+	}
+	geo.dypLen = n*geo.imgY + max(0, tailY)
+	c.geo = geo
+	c.wPack = make([]float32, roundUp(g.Out, tileRows)*len(fwd))
+	c.xp = make([]float32, geo.xpLen)
+	if g.Bias {
+		for n := 0; n < key.n; n++ {
+			ones := c.xp[n*geo.imgX+geo.ones : (n+1)*geo.imgX]
+			for i := range ones {
+				ones[i] = 1
+			}
+		}
+	}
+	c.dyp, c.biasSums = nil, nil // made by the first Backward (inference never needs them)
+	c.workers = make([]convWorker, c.pool.size)
+	for i := range c.workers {
+		c.workers[i].cTile = make([]float32, roundUp(max(g.In, g.Out), tileRows)*convTile)
+	}
 }
 
 // Forward convolves x (N, In, H, W) into (N, Out, Ho, Wo). The returned tensor
@@ -173,137 +370,127 @@ func (c *Conv2d) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	}
 	c.x, c.n, c.h, c.w, c.ho, c.wo, c.have = xs, sh[0], sh[2], sh[3], ho, wo, true
 	y := reuse(&c.out, c.n, g.Out, ho, wo)
-	c.ensureScratch()
-	c.chunksPerN = (ho*wo + convChunk - 1) / convChunk
-	c.pool.run(c, opForward, c.n*c.chunksPerN)
+	c.prepare(c.n, c.h, c.w, ho, wo)
+	c.packForward()
+	c.pool.run(c, opPadInput, c.n*g.In)
+	c.pool.run(c, opForward, c.n*c.geo.tilesOut)
 	return y, nil
 }
 
-// tile returns image n and the output-pixel range [j0, j1) of work unit u.
-func (c *Conv2d) tile(u int) (n, j0, j1 int) {
-	n, t := u/c.chunksPerN, u%c.chunksPerN
-	j0 = t * convChunk
-	return n, j0, min(j0+convChunk, c.ho*c.wo)
-}
-
-func (c *Conv2d) forwardTiles(w, lo, hi int) {
+// packForward packs the weights (and the bias as the last column) into
+// 4-row panels: the weights change between steps, so once per pass, not per
+// tile.
+func (c *Conv2d) packForward() {
 	g := c.Config
 	ckk := g.In * g.Kernel * g.Kernel
-	P := c.ho * c.wo
-	ys, wts := Data(c.out), Data(c.Weight.Value)
+	K := len(c.fwdOffs.offs)
+	wt := Data(c.Weight.Value)
 	var bias []float32
 	if c.Bias != nil {
 		bias = Data(c.Bias.Value)
 	}
-	buf := c.scratch[w]
-	for u := lo; u < hi; u++ {
-		n, j0, j1 := c.tile(u)
-		cw := j1 - j0
-		c.im2col(c.x[n*g.In*c.h*c.w:(n+1)*g.In*c.h*c.w], j0, j1, buf[:ckk*cw])
-		yn := ys[n*g.Out*P : (n+1)*g.Out*P]
-		gemm(&c.gs[w], false, false, g.Out, cw, ckk, wts, ckk, buf, cw, yn[j0:], P, false)
-		for o, b := range bias {
-			row := yn[o*P+j0 : o*P+j1]
-			for j := range row {
-				row[j] += b
+	for ob := 0; ob < g.Out; ob += tileRows {
+		panel := c.wPack[ob*K : (ob+tileRows)*K]
+		for i := 0; i < tileRows; i++ {
+			o := ob + i
+			if o >= g.Out {
+				for l := 0; l < K; l++ {
+					panel[l*tileRows+i] = 0
+				}
+				continue
+			}
+			for l, v := range wt[o*ckk : (o+1)*ckk] {
+				panel[l*tileRows+i] = v
+			}
+			if bias != nil {
+				panel[ckk*tileRows+i] = bias[o]
 			}
 		}
 	}
 }
 
-// im2col writes the patch matrix of output pixels [j0, j1) of one image into
-// buf, row (c, kh, kw), column j − j0, zero where the patch reads padding.
-func (c *Conv2d) im2col(img []float32, j0, j1 int, buf []float32) {
-	c.patches(c.Config.In, j0, j1, func(row []float32, src []float32, stride int) {
-		if src == nil {
-			clear32(row)
-			return
-		}
-		if stride == 1 {
-			copy(row, src[:len(row)])
-			return
-		}
-		for i := range row {
-			row[i] = src[i*stride]
-		}
-	}, img, buf)
-}
-
-// col2im adds the patch-matrix tile buf of nch channels back into the image
-// gradient img (which starts at the first of those channels): the adjoint of
-// im2col.
-func (c *Conv2d) col2im(img []float32, nch, j0, j1 int, buf []float32) {
-	c.patches(nch, j0, j1, func(row []float32, dst []float32, stride int) {
-		if dst == nil {
-			return
-		}
-		if stride == 1 {
-			dst = dst[:len(row)]
-			for i, v := range row {
-				dst[i] += v
-			}
-			return
-		}
-		for i, v := range row {
-			dst[i*stride] += v
-		}
-	}, img, buf)
-}
-
-// patches walks the patch matrix of output pixels [j0, j1) of nch channels of one image in
-// runs: for every patch row (c, kh, kw) and output row segment it calls
-// visit(run, pix, stride) where run is the slice of buf for that segment and
-// pix starts at the image pixel of the run's first element (stride apart), or
-// nil where the run lies in the zero padding. Runs are split at the padding
-// borders so that visit needs no bounds checks.
-func (c *Conv2d) patches(nch, j0, j1 int, visit func(run, pix []float32, stride int), img, buf []float32) {
-	g := c.Config
-	k, s, p, d := g.Kernel, g.Stride, g.Padding, g.Dilation
-	cw := j1 - j0
-	H, W, Wo := c.h, c.w, c.wo
-	for ch := 0; ch < nch; ch++ {
-		plane := img[ch*H*W : (ch+1)*H*W]
-		for kh := 0; kh < k; kh++ {
-			for kw := 0; kw < k; kw++ {
-				r := (ch*k+kh)*k + kw
-				row := buf[r*cw : (r+1)*cw]
-				offW := kw*d - p
-				// Output columns whose input column ow*s + offW lies in [0, W).
-				owLo := 0
-				if offW < 0 {
-					owLo = (-offW + s - 1) / s
-				}
-				owHi := (W - 1 - offW) / s // inclusive
-				if W-1-offW < 0 {
-					owHi = -1
-				}
-				for j := j0; j < j1; {
-					oh, ow := j/Wo, j%Wo
-					end := min(j1, (oh+1)*Wo) // end of this output row within the tile
-					seg := row[j-j0 : end-j0]
-					owEnd := ow + len(seg)
-					ih := oh*s - p + kh*d
-					if ih < 0 || ih >= H {
-						visit(seg, nil, s)
-						j = end
+// padInput copies channels [lo, hi) (image-major) of x into their phase
+// planes; the padding was zeroed when the buffer was made and is never
+// written.
+func (c *Conv2d) padInput(lo, hi int) {
+	g, geo := c.Config, &c.geo
+	s, A := g.Stride, geo.a
+	hw := c.h * c.w
+	for u := lo; u < hi; u++ {
+		n, ch := u/g.In, u%g.In
+		img := c.x[u*hw : (u+1)*hw]
+		for rh := 0; rh < s; rh++ {
+			for rw := 0; rw < s; rw++ {
+				plane := c.xp[n*geo.imgX+(ch*s*s+rh*s+rw)*geo.planeX:]
+				wph := phaseSize(c.w, rw, s)
+				for i := 0; i < phaseSize(c.h, rh, s); i++ {
+					src := img[(s*i+rh)*c.w : (s*i+rh+1)*c.w]
+					dst := plane[(i+A)*geo.pitch+A : (i+A)*geo.pitch+A+wph]
+					if s == 1 {
+						copy(dst, src)
 						continue
 					}
-					line := plane[ih*W : (ih+1)*W]
-					a := min(max(owLo, ow), owEnd) // first valid output column
-					b := min(max(owHi+1, a), owEnd)
-					if a > ow {
-						visit(seg[:a-ow], nil, s)
+					for j := range dst {
+						dst[j] = src[s*j+rw]
 					}
-					if b > a {
-						visit(seg[a-ow:b-ow], line[a*s+offW:], s)
-					}
-					if owEnd > b {
-						visit(seg[b-ow:], nil, s)
-					}
-					j = end
 				}
 			}
 		}
+	}
+}
+
+// forwardTiles computes output-position tiles [lo, hi) (image-major) into the
+// worker's tile buffer and copies the valid columns out, adding the bias.
+func (c *Conv2d) forwardTiles(w, lo, hi int) {
+	g, geo := c.Config, &c.geo
+	K := len(c.fwdOffs.offs)
+	ys := Data(c.out)
+	ct := c.workers[w].cTile
+	for u := lo; u < hi; u++ {
+		n, t := u/geo.tilesOut, u%geo.tilesOut
+		q0 := t * convTile
+		q1 := min(q0+convTile, geo.qOut)
+		xn := c.xp[n*geo.imgX+q0:]
+		for jr, np := 0, roundUp(q1-q0, tileCols); jr < np; {
+			if jr+2*tileCols <= np { // two panels per call where AVX-512 registers allow
+				for ib := 0; ib < g.Out; ib += tileRows {
+					tile2(c.portable, K, c.wPack[ib*K:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
+				}
+				jr += 2 * tileCols
+				continue
+			}
+			for ib := 0; ib < g.Out; ib += tileRows {
+				tile(c.portable, K, c.wPack[ib*K:], xn[jr:], &c.fwdOffs, ct[ib*convTile+jr:], convTile, false)
+			}
+			jr += tileCols
+		}
+		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo)
+	}
+}
+
+// copyOut writes the tile positions [q0, q1) (pitch layout, rows channels)
+// whose row i < lh and column j < lw to dst (rows × dh × dw) at row
+// s·i + rh, column s·j + rw.
+func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, s, rh, rw, lh, lw int) {
+	pitch := c.geo.pitch
+	for q := q0; q < q1; {
+		i, j := q/pitch, q%pitch
+		end := min(q1, (i+1)*pitch)
+		if j < lw && i < lh {
+			seg := min(end, i*pitch+lw) - q
+			for r := 0; r < rows; r++ {
+				src := ct[r*convTile+q-q0 : r*convTile+q-q0+seg]
+				base := (r*dh+s*i+rh)*dw + s*j + rw
+				if s > 1 {
+					for t, v := range src {
+						dst[base+s*t] = v
+					}
+					continue
+				}
+				copy(dst[base:base+seg], src)
+			}
+		}
+		q = end
 	}
 }
 
@@ -317,88 +504,194 @@ func (c *Conv2d) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := c.Config
+	g, geo := c.Config, &c.geo
 	c.dy = gs
-	nw := c.ensureScratch()
-	used := min(nw, c.n*c.chunksPerN)
-	for w := 0; w < used; w++ {
-		clear32(c.wGrad[w])
-		clear32(c.bGrad[w])
+	defer func() { c.dy = nil }() // do not keep the caller's gradient alive
+	if len(c.dyp) != geo.dypLen {
+		c.dyp = make([]float32, geo.dypLen)
+		c.biasSums = make([]float32, c.n*g.Out)
 	}
-	c.pool.run(c, opWeightGrad, c.n*c.chunksPerN)
-	wg := Data(c.Weight.Grad)
-	for w := 0; w < used; w++ {
-		for i, v := range c.wGrad[w] {
-			wg[i] += v
-		}
-	}
-	if c.Bias != nil {
-		bg := Data(c.Bias.Grad)
-		for w := 0; w < used; w++ {
-			for i, v := range c.bGrad[w] {
-				bg[i] += v
+	k := g.Kernel
+	wt := Data(c.Weight.Value)
+	for pi, ph := range geo.phases {
+		// 4-row panels over the input channels, columns (o, tap).
+		K := g.Out * len(ph.taps)
+		pw := c.phaseW[pi]
+		for cb := 0; cb < g.In; cb += tileRows {
+			panel := pw[cb*K : (cb+tileRows)*K]
+			for o := 0; o < g.Out; o++ {
+				for ti, t := range ph.taps {
+					l := o*len(ph.taps) + ti
+					for i := 0; i < tileRows; i++ {
+						v := float32(0)
+						if cb+i < g.In {
+							v = wt[(o*g.In+cb+i)*k*k+t]
+						}
+						panel[l*tileRows+i] = v
+					}
+				}
 			}
 		}
 	}
 	dx := reuse(&c.dx, c.n, g.In, c.h, c.w)
-	clear32(Data(dx))
-	c.pool.run(c, opInputGrad, c.n*c.channelGroups(nw))
-	c.dy = nil // do not keep the caller's gradient alive
+	if !geo.allTaps {
+		clear32(Data(dx))
+	}
+	c.pool.run(c, opPadGrad, c.n*g.Out)
+	c.pool.run(c, opWeightGrad, (g.In*k*k+dotCols-1)/dotCols)
+	c.pool.run(c, opInputGrad, c.n*geo.inUnits)
+	if c.Bias != nil {
+		bg := Data(c.Bias.Grad)
+		for i, v := range c.biasSums {
+			bg[i%g.Out] += v
+		}
+	}
 	return dx, nil
 }
 
-func (c *Conv2d) weightGradTiles(w, lo, hi int) {
+// padGrad copies output-gradient planes [lo, hi) (image-major) into the
+// padded buffer and sums each plane for the bias gradient, row by row as it
+// copies (one read of dY from memory).
+func (c *Conv2d) padGrad(lo, hi int) {
+	geo := &c.geo
 	g := c.Config
-	ckk := g.In * g.Kernel * g.Kernel
 	P := c.ho * c.wo
-	buf, wg, bg := c.scratch[w], c.wGrad[w], c.bGrad[w]
-	for u := lo; u < hi; u++ {
-		n, j0, j1 := c.tile(u)
-		cw := j1 - j0
-		c.im2col(c.x[n*g.In*c.h*c.w:(n+1)*g.In*c.h*c.w], j0, j1, buf[:ckk*cw])
-		dyn := c.dy[n*g.Out*P : (n+1)*g.Out*P]
-		gemm(&c.gs[w], false, true, g.Out, ckk, cw, dyn[j0:], P, buf, cw, wg, ckk, true)
-		if c.Bias != nil {
-			for o := range bg {
-				var s float32
-				for _, v := range dyn[o*P+j0 : o*P+j1] {
-					s += v
+	dst := func(u int) []float32 {
+		n, o := u/g.Out, u%g.Out
+		return c.dyp[n*geo.imgY+o*geo.planeY+geo.b*geo.pitch+geo.b:]
+	}
+	// Each plane's sum is one chain of adds in element order; four planes at
+	// a time keep four chains in flight (the same sums, four times faster
+	// than one chain's add latency allows).
+	u := lo
+	for ; u+4 <= hi; u += 4 {
+		d0, d1, d2, d3 := dst(u), dst(u+1), dst(u+2), dst(u+3)
+		var s0, s1, s2, s3 float32
+		for oh := 0; oh < c.ho; oh++ {
+			r := oh * c.wo
+			p0, p1, p2, p3 := c.dy[u*P+r:u*P+r+c.wo], c.dy[(u+1)*P+r:(u+1)*P+r+c.wo], c.dy[(u+2)*P+r:(u+2)*P+r+c.wo], c.dy[(u+3)*P+r:(u+3)*P+r+c.wo]
+			for t, v := range p0 {
+				s0 += v
+				s1 += p1[t]
+				s2 += p2[t]
+				s3 += p3[t]
+			}
+			q := oh * geo.pitch
+			copy(d0[q:q+c.wo], p0)
+			copy(d1[q:q+c.wo], p1)
+			copy(d2[q:q+c.wo], p2)
+			copy(d3[q:q+c.wo], p3)
+		}
+		c.biasSums[u], c.biasSums[u+1], c.biasSums[u+2], c.biasSums[u+3] = s0, s1, s2, s3
+	}
+	for ; u < hi; u++ {
+		d := dst(u)
+		var sum float32
+		for oh := 0; oh < c.ho; oh++ {
+			row := c.dy[u*P+oh*c.wo : u*P+(oh+1)*c.wo]
+			for _, v := range row {
+				sum += v
+			}
+			copy(d[oh*geo.pitch:oh*geo.pitch+c.wo], row)
+		}
+		c.biasSums[u] = sum
+	}
+}
+
+// weightGrad accumulates dW[:, r] for the patch rows r in blocks [lo, hi) of
+// 3: per image, per run of convQBlock positions, per block of 4 output
+// channels, the dot kernel on the padded output gradient and the windows of
+// the input phase planes. Each patch row has one worker, so the sums do not
+// depend on the number of workers.
+func (c *Conv2d) weightGrad(w, lo, hi int) {
+	g, geo := c.Config, &c.geo
+	ckk := g.In * g.Kernel * g.Kernel
+	wg := Data(c.Weight.Grad)
+	offs := c.fwdOffs.offs
+	base := geo.b*geo.pitch + geo.b
+	wk := &c.workers[w]
+	var a [dotRows][]float32
+	var b [dotCols][]float32
+	var b6 [2 * dotCols][]float32
+	pairs := haveWide && !c.portable // two blocks per kernel call (kernelDot6)
+	for n := 0; n < c.n; n++ {
+		dyn := c.dyp[n*geo.imgY+base:]
+		xn := c.xp[n*geo.imgX:]
+		for q0 := 0; q0 < geo.dotLen; q0 += convQBlock {
+			q1 := min(q0+convQBlock, geo.dotLen)
+			for ob := 0; ob < g.Out; ob += dotRows {
+				for i := range a {
+					// Rows past Out read the zero planes of the padded buffer.
+					a[i] = dyn[(ob+i)*geo.planeY+q0 : (ob+i)*geo.planeY+q1]
 				}
-				bg[o] += s
+				rb := lo
+				for ; pairs && rb+1 < hi; rb += 2 {
+					r0 := rb * dotCols
+					for j := range b6 {
+						r := min(r0+j, ckk-1)
+						b6[j] = xn[offs[r]+q0 : offs[r]+q1]
+					}
+					dot6(c.portable, (q1-q0)/dotStep, &a, &b6, &wk.sums6)
+					for i := 0; i < dotRows && ob+i < g.Out; i++ {
+						row := wg[(ob+i)*ckk:]
+						for j := 0; j < 2*dotCols && r0+j < ckk; j++ {
+							// sums6: the first block's 4x3 sums, then the second's.
+							row[r0+j] += wk.sums6[(j/dotCols)*dotRows*dotCols+i*dotCols+j%dotCols]
+						}
+					}
+				}
+				for ; rb < hi; rb++ {
+					r0 := rb * dotCols
+					for j := range b {
+						r := min(r0+j, ckk-1) // past the last row: repeat it, drop the sums
+						b[j] = xn[offs[r]+q0 : offs[r]+q1]
+					}
+					dot(c.portable, (q1-q0)/dotStep, &a, &b, &wk.sums)
+					for i := 0; i < dotRows && ob+i < g.Out; i++ {
+						row := wg[(ob+i)*ckk:]
+						for j := 0; j < dotCols && r0+j < ckk; j++ {
+							row[r0+j] += wk.sums[i*dotCols+j]
+						}
+					}
+				}
 			}
 		}
 	}
 }
 
-// channelGroups splits the input channels so that the input-gradient pass has
-// a race-free unit of work per (image, channel group) even for a batch of one:
-// col2im of one channel only writes that channel's plane.
-func (c *Conv2d) channelGroups(nw int) int {
-	if c.n >= 2*nw {
-		return 1
-	}
-	return min(c.Config.In, nw)
-}
-
-func (c *Conv2d) inputGradUnits(w, lo, hi int) {
-	g := c.Config
-	kk := g.Kernel * g.Kernel
-	ckk := g.In * kk
-	P, HW := c.ho*c.wo, c.h*c.w
-	groups := c.channelGroups(c.pool.size)
-	buf, wts, dxs := c.scratch[w], Data(c.Weight.Value), Data(c.dx)
+// inputGrad computes input-gradient units [lo, hi): per image, per phase, per
+// tile of that phase's positions, the tile kernel on the padded output
+// gradient with the phase's taps, scattered into dx.
+func (c *Conv2d) inputGrad(w, lo, hi int) {
+	g, geo := c.Config, &c.geo
+	dxs := Data(c.dx)
+	ct := c.workers[w].cTile
 	for u := lo; u < hi; u++ {
-		n, grp := u/groups, u%groups
-		c0, c1 := grp*g.In/groups, (grp+1)*g.In/groups
-		dyn := c.dy[n*g.Out*P : (n+1)*g.Out*P]
-		for j0 := 0; j0 < P; j0 += convChunk {
-			j1 := min(j0+convChunk, P)
-			cw := j1 - j0
-			rows := (c1 - c0) * kk
-			// dcols[c0·kk : c1·kk, j0:j1] = W[:, c0·kk : c1·kk]ᵀ · dy[:, j0:j1]
-			gemm(&c.gs[w], true, false, rows, cw, g.Out, wts[c0*kk:], ckk, dyn[j0:], P, buf, cw, false)
-			c.col2im(dxs[(n*g.In+c0)*HW:(n*g.In+c1)*HW], c1-c0, j0, j1, buf[:rows*cw])
+		n, t := u/geo.inUnits, u%geo.inUnits
+		pi := 0
+		for t >= geo.phases[pi].tiles {
+			t -= geo.phases[pi].tiles
+			pi++
 		}
+		ph := &geo.phases[pi]
+		K := g.Out * len(ph.taps)
+		q0 := t * convTile
+		q1 := min(q0+convTile, ph.hph*geo.pitch)
+		dyn := c.dyp[n*geo.imgY+q0:]
+		for jr, np := 0, roundUp(q1-q0, tileCols); jr < np; {
+			if jr+2*tileCols <= np {
+				for cb := 0; cb < g.In; cb += tileRows {
+					tile2(c.portable, K, c.phaseW[pi][cb*K:], dyn[jr:], &c.phaseOffs[pi], ct[cb*convTile+jr:], convTile, false)
+				}
+				jr += 2 * tileCols
+				continue
+			}
+			for cb := 0; cb < g.In; cb += tileRows {
+				tile(c.portable, K, c.phaseW[pi][cb*K:], dyn[jr:], &c.phaseOffs[pi], ct[cb*convTile+jr:], convTile, false)
+			}
+			jr += tileCols
+		}
+		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph)
 	}
 }
 

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"testing"
@@ -91,55 +92,85 @@ func TestConv2dGradients(t *testing.T) {
 	}
 }
 
-// TestConv2dMatchesNaive covers shapes with several im2col tiles per image and
-// batches larger than the worker count, against the direct loops.
+// TestConv2dMatchesNaive compares Forward and Backward with the direct loops
+// on odd shapes: 1x1, even kernels, stride 2 and 3, dilation 2, padding 0 and
+// the largest allowed padding, channel counts that are not multiples of the
+// kernels' 4-row and 3-column blocks, images narrower than one 24-wide
+// panel, several tiles per image and batches larger than the worker count;
+// each with the assembly kernels (where the CPU has them) and the Go ones.
 func TestConv2dMatchesNaive(t *testing.T) {
 	tests := []struct {
+		name    string
 		cfg     Conv2dConfig
 		n, h, w int
 	}{
-		{Conv2dConfig{In: 5, Out: 7, Kernel: 3, Stride: 1, Padding: 1, Bias: true}, 3, 19, 23},
-		{Conv2dConfig{In: 3, Out: 70, Kernel: 3, Stride: 2, Padding: 1, Dilation: 1, Bias: true}, 1, 33, 41},
-		{Conv2dConfig{In: 1, Out: 2, Kernel: 5, Stride: 1, Padding: 4, Dilation: 2}, 5, 17, 30},
+		{"3x3 p1 5->7 multi-tile", Conv2dConfig{In: 5, Out: 7, Kernel: 3, Stride: 1, Padding: 1, Bias: true}, 3, 19, 23},
+		{"3x3 s2 3->70", Conv2dConfig{In: 3, Out: 70, Kernel: 3, Stride: 2, Padding: 1, Bias: true}, 1, 33, 41},
+		{"5x5 d2 p4 1->2", Conv2dConfig{In: 1, Out: 2, Kernel: 5, Stride: 1, Padding: 4, Dilation: 2}, 5, 17, 30},
+		{"1x1 9->13", Conv2dConfig{In: 9, Out: 13, Kernel: 1, Bias: true}, 2, 7, 11},
+		{"1x1 s2 6->5", Conv2dConfig{In: 6, Out: 5, Kernel: 1, Stride: 2}, 2, 9, 10},
+		{"3x3 d2 p2 11->17", Conv2dConfig{In: 11, Out: 17, Kernel: 3, Padding: 2, Dilation: 2, Bias: true}, 2, 12, 29},
+		{"3x3 d2 p0 valid", Conv2dConfig{In: 3, Out: 6, Kernel: 3, Dilation: 2, Bias: true}, 1, 9, 13},
+		{"3x3 d2 p4 max pad", Conv2dConfig{In: 2, Out: 3, Kernel: 3, Padding: 4, Dilation: 2, Bias: true}, 1, 5, 6},
+		{"3x3 p2 max pad", Conv2dConfig{In: 4, Out: 4, Kernel: 3, Padding: 2}, 3, 4, 5},
+		{"2x2 p1 even", Conv2dConfig{In: 7, Out: 9, Kernel: 2, Padding: 1, Bias: true}, 1, 6, 8},
+		{"4x4 s1 p0 narrow", Conv2dConfig{In: 3, Out: 1, Kernel: 4, Bias: true}, 2, 6, 5},
+		{"3x3 s2 d2 p2 13->11", Conv2dConfig{In: 13, Out: 11, Kernel: 3, Stride: 2, Padding: 2, Dilation: 2, Bias: true}, 3, 21, 37},
+		{"3x3 s3 p1 odd", Conv2dConfig{In: 5, Out: 3, Kernel: 3, Stride: 3, Padding: 1}, 1, 17, 16},
+		{"3x3 p1 33->31 batch 1", Conv2dConfig{In: 33, Out: 31, Kernel: 3, Padding: 1, Bias: true}, 1, 13, 50},
+		{"3x3 p1 1x1 image", Conv2dConfig{In: 2, Out: 5, Kernel: 3, Padding: 1, Bias: true}, 2, 1, 1},
+		// More positions per image (70 rows of pitch 132) than one run of the
+		// weight-gradient dot kernel (convQBlock): two runs, the second short.
+		{"3x3 p1 3->5 two weight-gradient runs", Conv2dConfig{In: 3, Out: 5, Kernel: 3, Padding: 1, Bias: true}, 2, 70, 130},
 	}
 	for i, tc := range tests {
-		c, err := NewConv2d(tc.cfg, testRNG(uint64(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Bias != nil {
-			for j := range Data(c.Bias.Value) {
-				Data(c.Bias.Value)[j] = float32(j) / 10
-			}
-		}
-		x := randDense(testRNG(uint64(10+i)), -1, 1, tc.n, tc.cfg.In, tc.h, tc.w)
-		y, err := c.Forward(x, Train)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dy := randDense(testRNG(uint64(20+i)), -1, 1, y.Shape()...)
-		ZeroGrad(c.Params())
-		dx, err := c.Backward(dy)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wy, wdx, wdw, wdb := naiveConv(c, Data(x), Data(dy), tc.n, tc.h, tc.w)
-		compare := func(what string, got, want []float32) {
-			t.Helper()
-			if len(got) != len(want) {
-				t.Fatalf("case %d %s: %d values, want %d", i, what, len(got), len(want))
-			}
-			for j := range got {
-				if d := math.Abs(float64(got[j] - want[j])); d > 1e-4*(1+math.Abs(float64(want[j]))) {
-					t.Fatalf("case %d %s[%d] = %v, want %v", i, what, j, got[j], want[j])
+		for _, portable := range []bool{false, true} {
+			name := fmt.Sprintf("%s/portable=%v", tc.name, portable)
+			t.Run(name, func(t *testing.T) {
+				c, err := NewConv2d(tc.cfg, testRNG(uint64(i)))
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				c.portable = portable
+				if c.Bias != nil {
+					for j := range Data(c.Bias.Value) {
+						Data(c.Bias.Value)[j] = float32(j) / 10
+					}
+				}
+				x := randDense(testRNG(uint64(10+i)), -1, 1, tc.n, tc.cfg.In, tc.h, tc.w)
+				// Two steps: the second reuses every buffer of the first.
+				for step := 0; step < 2; step++ {
+					y, err := c.Forward(x, Train)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dy := randDense(testRNG(uint64(20+i+step)), -1, 1, y.Shape()...)
+					ZeroGrad(c.Params())
+					dx, err := c.Backward(dy)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wy, wdx, wdw, wdb := naiveConv(c, Data(x), Data(dy), tc.n, tc.h, tc.w)
+					compareConv(t, "y", Data(y), wy)
+					compareConv(t, "dx", Data(dx), wdx)
+					compareConv(t, "dw", Data(c.Weight.Grad), wdw)
+					if c.Bias != nil {
+						compareConv(t, "db", Data(c.Bias.Grad), wdb)
+					}
+				}
+			})
 		}
-		compare("y", Data(y), wy)
-		compare("dx", Data(dx), wdx)
-		compare("dw", Data(c.Weight.Grad), wdw)
-		if c.Bias != nil {
-			compare("db", Data(c.Bias.Grad), wdb)
+	}
+}
+
+func compareConv(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for j := range got {
+		if d := math.Abs(float64(got[j] - want[j])); d > 1e-4*(1+math.Abs(float64(want[j]))) {
+			t.Fatalf("%s[%d] = %v, want %v", what, j, got[j], want[j])
 		}
 	}
 }
@@ -218,5 +249,36 @@ func TestConv2dWorkersReleased(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > base {
 		t.Errorf("%d goroutines remain, %d before the layers were created", n, base)
+	}
+}
+
+// TestConv2dBiasGradientOrder pins the bias gradient's summation order: per
+// image, one float32 chain over the plane in element order, then the images
+// in order (padGrad interleaves four planes' chains without reordering any).
+func TestConv2dBiasGradientOrder(t *testing.T) {
+	c := mustConv(Conv2dConfig{In: 3, Out: 7, Kernel: 3, Padding: 1, Bias: true})
+	x := randDense(testRNG(1), -1, 1, 3, 3, 11, 13)
+	y, err := c.Forward(x, Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dy := randDense(testRNG(2), -1, 1, y.Shape()...)
+	ZeroGrad(c.Params())
+	if _, err := c.Backward(dy); err != nil {
+		t.Fatal(err)
+	}
+	P := 11 * 13
+	for o := 0; o < 7; o++ {
+		var want float32
+		for n := 0; n < 3; n++ {
+			var s float32
+			for _, v := range Data(dy)[(n*7+o)*P : (n*7+o+1)*P] {
+				s += v
+			}
+			want += s
+		}
+		if got := Data(c.Bias.Grad)[o]; got != want {
+			t.Errorf("bias gradient %d = %v, want %v", o, got, want)
+		}
 	}
 }

@@ -16,8 +16,9 @@
 // value is one node of a network: do not use it twice in a Sequential. Layers
 // are not safe for concurrent use; Conv2d parallelizes internally.
 //
-// Layers: Linear, Conv2d (im2col + gonum's float32 GEMM, parallel across
-// GOMAXPROCS), CosineSimilarity (the DIDO head's first layer, on vectors or
+// Layers: Linear, Conv2d (an implicit GEMM on padded phase planes, parallel
+// across GOMAXPROCS; AVX2+FMA or NEON micro-kernels, kernel.go),
+// CosineSimilarity (the DIDO head's first layer, on vectors or
 // per pixel), ReLU, Exp (clamped), Softplus, Upsample (bilinear, half-pixel),
 // Dropout (Eval / Train / MonteCarlo), Concat (several inputs) and Sequential.
 // Optimizers: Adam and AdamW, with the BTS polynomial learning-rate decay.

@@ -3,93 +3,101 @@ package nn
 import (
 	"runtime"
 	"sync"
-
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-)
-
-// Portable path: gonum's Sgemm spawns one goroutine per 64x64 block of C once
-// C spans at least four such blocks. gemm tiles C so that every call stays
-// below that threshold and runs serially, with no allocation; the layers
-// parallelize one level up, across images or columns, with a fixed number of
-// workers.
-const (
-	gemmTileRows = 64
-	gemmTileCols = 192
 )
 
 // gemmScratch holds the packing buffers of one goroutine's GEMM calls, so
 // that steady-state calls allocate nothing. The zero value is ready to use.
 type gemmScratch struct {
 	packA, packB []float32
-	edge         [kernelRows * kernelCols]float32
-	// portable forces gonum's kernel even where the AVX2 kernel runs (tests).
+	rows, panel  rowOffsets // B rows l·ldb (read in place) and l·24 (packed)
+	edge         [tileRows * tileCols]float32
+	// portable forces the Go kernels even where the assembly ones run (tests).
 	portable bool
 }
 
-// Blocking of the packed GEMM: a kc×(n rounded up to 16) B block stays in L2
-// and a 6×kc A panel in L1 while the micro-kernel streams.
+// Blocking of the packed GEMM: an mc×kc A block stays in L2, the A panel
+// (4×kc) and the B rows a tile reads in L1/L2. blockK is also the summation
+// structure: every element of C is C + Σ_{k in block} a·b, one FMA chain per
+// block of 512 in increasing k, which is what the GEMM before the 4x24 kernel
+// computed too (its results are reproduced bit for bit).
 const (
-	kernelRows = 6
-	kernelCols = 16
-	blockK     = 512
-	blockM     = 72
-	blockN     = 3072
+	blockK = 512
+	blockM = 128
+	blockN = 24 * 100
 )
 
 // gemm computes C = op(A) op(B) (+ C when accumulate) for row-major matrices,
-// where op(A) is m x k and op(B) is k x n. It runs on the calling goroutine:
-// with the AVX2+FMA micro-kernel where the CPU has it, else with gonum's.
+// where op(A) is m x k and op(B) is k x n, on the calling goroutine. op(A) is
+// packed into panels of 4 rows; a non-transposed B is read in place (only a
+// last panel narrower than 24 columns is copied), a transposed B is packed
+// into panels of 24 columns; both go through the tile kernel.
 func gemm(s *gemmScratch, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
 	if m == 0 || n == 0 {
 		return
 	}
-	if haveKernel && !s.portable && k > 0 {
-		gemmPacked(s, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate)
-		return
-	}
-	if k == 0 {
-		if !accumulate {
-			for i := 0; i < m; i++ {
-				clear32(c[i*ldc : i*ldc+n])
-			}
+	if !accumulate {
+		// C = 0 + Σ, not Σ: the same value but for the sign of an exact zero,
+		// as the earlier GEMM computed it.
+		for i := 0; i < m; i++ {
+			clear32(c[i*ldc : i*ldc+n])
 		}
-		return
 	}
-	_ = s
-	var impl gonum.Implementation
-	ta, tb := blas.NoTrans, blas.NoTrans
-	if transA {
-		ta = blas.Trans
-	}
-	if transB {
-		tb = blas.Trans
-	}
-	beta := float32(0)
-	if accumulate {
-		beta = 1
-	}
-	for i0 := 0; i0 < m; i0 += gemmTileRows {
-		mi := min(gemmTileRows, m-i0)
-		// Row i0 of op(A): element (i0, 0).
-		var aSub []float32
-		if transA {
-			aSub = a[i0:]
-		} else {
-			aSub = a[i0*lda:]
+	for pc := 0; pc < k; pc += blockK {
+		kc := min(blockK, k-pc)
+		const acc = true
+		s.panel.strided(kc, tileCols)
+		if !transB {
+			s.rows.strided(kc, ldb)
 		}
-		for j0 := 0; j0 < n; j0 += gemmTileCols {
-			nj := min(gemmTileCols, n-j0)
-			var bSub []float32
-			if transB {
-				bSub = b[j0*ldb:]
-			} else {
-				bSub = b[j0:]
+		for jc := 0; jc < n; jc += blockN {
+			nc := min(blockN, n-jc)
+			full := nc / tileCols * tileCols // columns in whole panels
+			var pb []float32
+			switch {
+			case transB:
+				pb = grow(&s.packB, kc*roundUp(nc, tileCols))
+				packB(pb, true, b, ldb, pc, kc, jc, nc)
+			case full < nc:
+				pb = grow(&s.packB, kc*tileCols)
+				packB(pb, false, b, ldb, pc, kc, jc+full, nc-full)
 			}
-			impl.Sgemm(ta, tb, mi, nj, k, 1, aSub, lda, bSub, ldb, beta, c[i0*ldc+j0:], ldc)
+			for ic := 0; ic < m; ic += blockM {
+				mc := min(blockM, m-ic)
+				pa := grow(&s.packA, kc*roundUp(mc, tileRows))
+				packA(pa, transA, a, lda, ic, mc, pc, kc)
+				for jr := 0; jr < nc; jr += tileCols {
+					nr := min(tileCols, nc-jr)
+					bp, offs := pb, &s.panel
+					switch {
+					case transB:
+						bp = pb[jr*kc:]
+					case nr == tileCols:
+						bp, offs = b[pc*ldb+jc+jr:], &s.rows
+					}
+					for ir := 0; ir < mc; ir += tileRows {
+						mr := min(tileRows, mc-ir)
+						ap := pa[ir*kc:]
+						ci := (ic+ir)*ldc + jc + jr
+						if mr == tileRows && nr == tileCols {
+							tile(s.portable, kc, ap, bp, offs, c[ci:], ldc, acc)
+							continue
+						}
+						e := s.edge[:]
+						tile(s.portable, kc, ap, bp, offs, e, tileCols, false)
+						for r := 0; r < mr; r++ {
+							row := c[ci+r*ldc : ci+r*ldc+nr]
+							for j := range row {
+								row[j] += e[r*tileCols+j]
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
 
 // workers is the number of goroutines a layer splits its work across.
 func workers() int { return max(1, runtime.GOMAXPROCS(0)) }
@@ -151,77 +159,28 @@ func (p *workerPool) run(r tileRunner, op, n int) {
 	p.wg.Wait()
 }
 
-// gemmPacked is a BLIS-style GEMM: blocks of op(B) and op(A) are packed into
-// panels of 16 columns and 6 rows (zero-padded at the edges) and multiplied by
-// kernel6x16; edge tiles go through a small buffer.
-func gemmPacked(s *gemmScratch, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	if !accumulate {
-		for i := 0; i < m; i++ {
-			clear32(c[i*ldc : i*ldc+n])
-		}
-	}
-	for jc := 0; jc < n; jc += blockN {
-		nc := min(blockN, n-jc)
-		ncPad := (nc + kernelCols - 1) / kernelCols * kernelCols
-		for pc := 0; pc < k; pc += blockK {
-			kc := min(blockK, k-pc)
-			pb := grow(&s.packB, kc*ncPad)
-			packB(pb, transB, b, ldb, pc, kc, jc, nc)
-			for ic := 0; ic < m; ic += blockM {
-				mc := min(blockM, m-ic)
-				mcPad := (mc + kernelRows - 1) / kernelRows * kernelRows
-				pa := grow(&s.packA, kc*mcPad)
-				packA(pa, transA, a, lda, ic, mc, pc, kc)
-				for jr := 0; jr < nc; jr += kernelCols {
-					bp := pb[jr*kc:]
-					nr := min(kernelCols, nc-jr)
-					for ir := 0; ir < mc; ir += kernelRows {
-						ap := pa[ir*kc:]
-						mr := min(kernelRows, mc-ir)
-						ci := (ic+ir)*ldc + jc + jr
-						if mr == kernelRows && nr == kernelCols {
-							_ = c[ci+(kernelRows-1)*ldc+kernelCols-1] // the kernel writes 6 rows of 16
-							kernel6x16(kc, &ap[0], &bp[0], &c[ci], ldc)
-							continue
-						}
-						e := s.edge[:]
-						clear32(e)
-						kernel6x16(kc, &ap[0], &bp[0], &e[0], kernelCols)
-						for r := 0; r < mr; r++ {
-							row := c[ci+r*ldc : ci+r*ldc+nr]
-							for j := range row {
-								row[j] += e[r*kernelCols+j]
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
 // packA writes rows [i0, i0+mc) × columns [p0, p0+kc) of op(A) as panels of
-// 6 rows: panel q holds, for each l, the values of rows 6q..6q+5 (0 past mc).
+// 4 rows: panel q holds, for each l, the values of rows 4q..4q+3 (0 past mc).
 func packA(dst []float32, trans bool, a []float32, lda, i0, mc, p0, kc int) {
-	for q := 0; q*kernelRows < mc; q++ {
-		panel := dst[q*kernelRows*kc : (q+1)*kernelRows*kc]
-		rows := min(kernelRows, mc-q*kernelRows)
-		for r := 0; r < kernelRows; r++ {
+	for q := 0; q*tileRows < mc; q++ {
+		panel := dst[q*tileRows*kc : (q+1)*tileRows*kc]
+		rows := min(tileRows, mc-q*tileRows)
+		for r := 0; r < tileRows; r++ {
 			if r >= rows {
 				for l := 0; l < kc; l++ {
-					panel[l*kernelRows+r] = 0
+					panel[l*tileRows+r] = 0
 				}
 				continue
 			}
-			i := i0 + q*kernelRows + r
+			i := i0 + q*tileRows + r
 			if trans { // op(A)(i, l) = a[l*lda + i]
 				for l := 0; l < kc; l++ {
-					panel[l*kernelRows+r] = a[(p0+l)*lda+i]
+					panel[l*tileRows+r] = a[(p0+l)*lda+i]
 				}
 			} else {
 				src := a[i*lda+p0 : i*lda+p0+kc]
 				for l, v := range src {
-					panel[l*kernelRows+r] = v
+					panel[l*tileRows+r] = v
 				}
 			}
 		}
@@ -229,15 +188,15 @@ func packA(dst []float32, trans bool, a []float32, lda, i0, mc, p0, kc int) {
 }
 
 // packB writes rows [p0, p0+kc) × columns [j0, j0+nc) of op(B) as panels of
-// 16 columns: panel q holds, for each l, columns 16q..16q+15 (0 past nc).
+// 24 columns: panel q holds, for each l, columns 24q..24q+23 (0 past nc).
 func packB(dst []float32, trans bool, b []float32, ldb, p0, kc, j0, nc int) {
-	for q := 0; q*kernelCols < nc; q++ {
-		panel := dst[q*kernelCols*kc : (q+1)*kernelCols*kc]
-		cols := min(kernelCols, nc-q*kernelCols)
-		jq := j0 + q*kernelCols
+	for q := 0; q*tileCols < nc; q++ {
+		panel := dst[q*tileCols*kc : (q+1)*tileCols*kc]
+		cols := min(tileCols, nc-q*tileCols)
+		jq := j0 + q*tileCols
 		if !trans {
 			for l := 0; l < kc; l++ {
-				out := panel[l*kernelCols : (l+1)*kernelCols]
+				out := panel[l*tileCols : (l+1)*tileCols]
 				src := b[(p0+l)*ldb+jq:]
 				copy(out[:cols], src[:cols])
 				clear32(out[cols:])
@@ -245,16 +204,16 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, kc, j0, nc int) {
 			continue
 		}
 		// op(B)(l, j) = b[j*ldb + l]
-		for j := 0; j < kernelCols; j++ {
+		for j := 0; j < tileCols; j++ {
 			if j >= cols {
 				for l := 0; l < kc; l++ {
-					panel[l*kernelCols+j] = 0
+					panel[l*tileCols+j] = 0
 				}
 				continue
 			}
 			src := b[(jq+j)*ldb+p0 : (jq+j)*ldb+p0+kc]
 			for l, v := range src {
-				panel[l*kernelCols+j] = v
+				panel[l*tileCols+j] = v
 			}
 		}
 	}

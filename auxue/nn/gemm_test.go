@@ -7,7 +7,7 @@ import (
 )
 
 func TestGemmAgainstNaive(t *testing.T) {
-	t.Logf("AVX2+FMA micro-kernel available: %v", haveKernel)
+	t.Logf("micro-kernels: %s", KernelName())
 	shapes := [][3]int{ // m, n, k
 		{1, 1, 1}, {6, 16, 1}, {7, 17, 3}, {5, 15, 300}, {73, 33, 257}, {32, 192, 288},
 		{288, 192, 32}, {13, 3100, 5}, {2, 40, 600},
@@ -84,8 +84,9 @@ func checkGemm(t *testing.T, name string, portable, ta, tb bool, m, n, k int, ac
 	}
 }
 
-// TestConv2dPortableKernelAgrees runs the gonum-kernel path (the one arm64
-// uses) against the default path on the same convolution.
+// TestConv2dPortableKernelAgrees runs the Go-kernel path (the one CPUs
+// without AVX2+FMA or NEON use) against the default path on the same
+// convolution.
 func TestConv2dPortableKernelAgrees(t *testing.T) {
 	cfg := Conv2dConfig{In: 5, Out: 9, Kernel: 3, Stride: 1, Padding: 1, Bias: true}
 	fast, slow := mustConv(cfg), mustConv(cfg)
@@ -106,6 +107,86 @@ func TestConv2dPortableKernelAgrees(t *testing.T) {
 		for i := range pair[0] {
 			if d := math.Abs(float64(pair[0][i] - pair[1][i])); d > 1e-4 {
 				t.Fatalf("kernels disagree at %d: %v vs %v", i, pair[0][i], pair[1][i])
+			}
+		}
+	}
+}
+
+// TestKernelsAgainstGo compares the assembly kernels with the Go ones and
+// with float64 sums: the tile kernel on offset tables that are not monotonic
+// (the flipped taps of the input gradient), odd and even step counts, both
+// accumulate modes and a padded C; the dot kernel on unaligned rows.
+func TestKernelsAgainstGo(t *testing.T) {
+	if !haveKernel {
+		t.Skipf("no assembly kernels on this CPU (%s): the Go kernels are the only path", KernelName())
+	}
+	rng := testRNG(5)
+	buf := make([]float32, 4000)
+	for i := range buf {
+		buf[i] = rng.Float32()*2 - 1
+	}
+	for _, k := range []int{1, 2, 3, 16, 37} {
+		a := buf[:4*k]
+		offs := make([]int, k)
+		for l := range offs {
+			offs[l] = rng.IntN(len(buf) - tileCols)
+		}
+		var ro rowOffsets
+		ro.set(offs)
+		for _, acc := range []bool{false, true} {
+			const ldc = 31
+			c0 := make([]float32, 3*ldc+tileCols+2)
+			for i := range c0 {
+				c0[i] = rng.Float32()
+			}
+			cAsm, cGo := append([]float32(nil), c0...), append([]float32(nil), c0...)
+			tile(false, k, a, buf, &ro, cAsm, ldc, acc)
+			tile(true, k, a, buf, &ro, cGo, ldc, acc)
+			for i := range c0 {
+				r, j := i/ldc, i%ldc
+				if r >= tileRows || j >= tileCols {
+					if cAsm[i] != c0[i] {
+						t.Fatalf("k=%d: tile kernel wrote C[%d] outside its block", k, i)
+					}
+					continue
+				}
+				var want float64
+				if acc {
+					want = float64(c0[i])
+				}
+				for l := 0; l < k; l++ {
+					want += float64(a[4*l+r]) * float64(buf[offs[l]+j])
+				}
+				if math.Abs(float64(cAsm[i])-want) > 1e-5*float64(k+1) || math.Abs(float64(cGo[i])-want) > 1e-5*float64(k+1) {
+					t.Fatalf("k=%d acc=%v C[%d,%d]: asm %v, Go %v, want %v", k, acc, r, j, cAsm[i], cGo[i], want)
+				}
+			}
+		}
+	}
+	for _, n8 := range []int{1, 2, 7, 40} {
+		n := n8 * dotStep
+		var a [dotRows][]float32
+		var b [dotCols][]float32
+		for i := range a {
+			o := 1 + rng.IntN(len(buf)-n-1) // unaligned
+			a[i] = buf[o : o+n]
+		}
+		for j := range b {
+			o := 1 + rng.IntN(len(buf)-n-1)
+			b[j] = buf[o : o+n]
+		}
+		var sAsm, sGo [dotRows * dotCols]float32
+		dot(false, n8, &a, &b, &sAsm)
+		dot(true, n8, &a, &b, &sGo)
+		for i := range a {
+			for j := range b {
+				var want float64
+				for t := 0; t < n; t++ {
+					want += float64(a[i][t]) * float64(b[j][t])
+				}
+				if math.Abs(float64(sAsm[3*i+j])-want) > 1e-5*float64(n) || math.Abs(float64(sGo[3*i+j])-want) > 1e-5*float64(n) {
+					t.Fatalf("n=%d (%d,%d): asm %v, Go %v, want %v", n, i, j, sAsm[3*i+j], sGo[3*i+j], want)
+				}
 			}
 		}
 	}

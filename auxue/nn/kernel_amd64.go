@@ -2,12 +2,39 @@ package nn
 
 import "golang.org/x/sys/cpu"
 
-// haveKernel reports whether the AVX2+FMA micro-kernel can run here.
+// haveKernel reports whether the AVX2+FMA micro-kernels can run here. The
+// kernels use 256-bit registers only: on CPUs with AVX-512 (Zen 4, recent
+// Xeons) they run unchanged, and on Zen 4 a 512-bit FMA has the same
+// throughput in flops as two 256-bit ones.
 var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// kernel6x16 adds the product of a packed 6×k A panel and a packed k×16 B
-// panel into the 6×16 block of C at c (row stride ldc elements). The caller
-// guarantees the panels hold k steps and that c has 6 rows of 16 values.
+// haveWide reports whether kernelTile48 (AVX-512 registers) can run; x/sys/cpu
+// also checks that the OS saves the 512-bit state.
+var haveWide = haveKernel && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+// kernelArch names the micro-kernels haveKernel selects, for reports.
+const kernelArch = "amd64 AVX2+FMA"
+
+// kernelTile is the tile kernel (kernel.go): C[0:4, 0:24] (+)= A·B with B row
+// l at b + offs[l] elements; acc = 0 overwrites C. The caller checks bounds.
 //
 //go:noescape
-func kernel6x16(k int, a, b, c *float32, ldc int)
+func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
+
+// kernelTile48 is the tile kernel on two adjacent panels (C[0:4, 0:48]) in
+// AVX-512 registers, with exactly kernelTile's sums.
+//
+//go:noescape
+func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
+
+// kernelDot6 is two dot kernels sharing the a rows (AVX-512VL's 32 ymm
+// registers), with exactly kernelDot's sums: out[0:12] against b0..b2,
+// out[12:24] against b3..b5.
+//
+//go:noescape
+func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
+
+// kernelDot is the dot kernel (kernel.go) over 8·n8 elements.
+//
+//go:noescape
+func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32)

@@ -1,10 +1,18 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package nn
 
-// haveKernel is false off amd64: gemm uses gonum's kernel there.
+// haveKernel is false where no assembly kernel exists: the Go kernels run.
 const haveKernel = false
 
-func kernel6x16(k int, a, b, c *float32, ldc int) {
-	panic("nn: kernel6x16 is amd64 only")
-}
+const kernelArch = "portable Go"
+
+const haveWide = false
+
+func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int) {}
+
+func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32) {}
+
+func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int) {}
+
+func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32) {}

@@ -204,3 +204,24 @@ func TestUpsampleErrors(t *testing.T) {
 		t.Error("wrong gradient shape accepted")
 	}
 }
+
+// widen2 must reproduce the table-driven interpolation exactly.
+func TestWiden2MatchesTables(t *testing.T) {
+	rng := testRNG(8)
+	for _, w := range []int{1, 2, 3, 17, 160} {
+		u := &Upsample{Factor: 2}
+		halfPixelTable(w, 2, &u.colLo, &u.colHi, &u.colWt)
+		sr := make([]float32, w)
+		for i := range sr {
+			sr[i] = rng.Float32()*200 - 100
+		}
+		got, want := make([]float32, 2*w), make([]float32, 2*w)
+		widen2(got, sr)
+		u.widen(want, sr)
+		for j := range got {
+			if got[j] != want[j] {
+				t.Fatalf("w=%d column %d: %v, tables %v", w, j, got[j], want[j])
+			}
+		}
+	}
+}

@@ -21,6 +21,9 @@ type Upsample struct {
 	tabH, tabW, tabF           int
 	out, dx                    *tensor.Dense
 	have                       bool
+	// rows holds horizontally interpolated (forward) or vertically gathered
+	// (backward) source rows of one plane, W·Factor values each.
+	rows []float32
 }
 
 func (u *Upsample) name() string { return fmt.Sprintf("Upsample(x%d)", u.Factor) }
@@ -63,21 +66,71 @@ func (u *Upsample) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	H, W := u.h*f, u.w*f
 	y := reuse(&u.out, u.n, u.c, H, W)
 	ys := Data(y)
+	// Each output row blends two source rows already interpolated along the
+	// width: every source row is interpolated once (into one of two slots),
+	// not once per output row that reads it. The arithmetic per value is
+	// unchanged: top = r0[l] + b(r0[h] − r0[l]), out = top + a(bot − top).
+	rows := grow(&u.rows, 2*W)
 	for p := 0; p < u.n*u.c; p++ {
 		src, dst := xs[p*u.h*u.w:(p+1)*u.h*u.w], ys[p*H*W:(p+1)*H*W]
+		slot := [2]int{-1, -1}
+		row := func(r int) []float32 {
+			for k := range slot {
+				if slot[k] == r {
+					return rows[k*W : (k+1)*W]
+				}
+			}
+			k := 0
+			if slot[0] >= 0 && (slot[1] < 0 || slot[1] < slot[0]) {
+				k = 1 // replace the older (lower) row
+			}
+			slot[k] = r
+			h, sr := rows[k*W:(k+1)*W], src[r*u.w:(r+1)*u.w]
+			if f == 2 {
+				widen2(h, sr)
+			} else {
+				u.widen(h, sr)
+			}
+			return h
+		}
 		for i := 0; i < H; i++ {
-			r0, r1 := src[u.rowLo[i]*u.w:], src[u.rowHi[i]*u.w:]
+			top, bot := row(u.rowLo[i]), row(u.rowHi[i])
 			a := u.rowWt[i]
 			out := dst[i*W : (i+1)*W]
+			bot = bot[:len(out)]
+			top = top[:len(out)]
 			for j := range out {
-				l, h, b := u.colLo[j], u.colHi[j], u.colWt[j]
-				top := r0[l] + b*(r0[h]-r0[l])
-				bot := r1[l] + b*(r1[h]-r1[l])
-				out[j] = top + a*(bot-top)
+				out[j] = top[j] + a*(bot[j]-top[j])
 			}
 		}
 	}
 	return y, nil
+}
+
+// widen interpolates one source row sr along the width into h (the tables'
+// source columns and weights).
+func (u *Upsample) widen(h, sr []float32) {
+	for j := range h {
+		l, hi, b := u.colLo[j], u.colHi[j], u.colWt[j]
+		h[j] = sr[l] + b*(sr[hi]-sr[l])
+	}
+}
+
+// widen2 is widen for factor 2 without the tables: output column 2m+1
+// samples m + 1/4 and column 2m samples m − 1/4, so the pairs are
+// (m, m+1, 1/4) and (m−1, m, 3/4), clamped at the borders: the tables'
+// exact values and the same arithmetic.
+func widen2(h, sr []float32) {
+	w := len(sr)
+	h = h[:2*w]
+	last := sr[w-1]
+	h[0] = sr[0] + 0*(sr[min(1, w-1)]-sr[0])
+	for m := 0; m < w-1; m++ {
+		a, b := sr[m], sr[m+1]
+		h[2*m+1] = a + 0.25*(b-a)
+		h[2*m+2] = a + 0.75*(b-a)
+	}
+	h[2*w-1] = last + 0.25*(last-last)
 }
 
 // Backward distributes each output gradient to its four source pixels with the
@@ -96,19 +149,29 @@ func (u *Upsample) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 	dx := reuse(&u.dx, u.n, u.c, u.h, u.w)
 	dxs := Data(dx)
 	clear32(dxs)
+	// The adjoint in two passes: gather each output row into its two source
+	// rows with the row weights (1 − a, a), then spread each gathered row to
+	// its source columns with the column weights (1 − b, b).
+	gath := grow(&u.rows, u.h*W)
 	for p := 0; p < u.n*u.c; p++ {
 		src, dst := g[p*H*W:(p+1)*H*W], dxs[p*u.h*u.w:(p+1)*u.h*u.w]
+		clear32(gath)
 		for i := 0; i < H; i++ {
-			r0, r1 := dst[u.rowLo[i]*u.w:], dst[u.rowHi[i]*u.w:]
 			a := u.rowWt[i]
 			in := src[i*W : (i+1)*W]
+			r0, r1 := gath[u.rowLo[i]*W:(u.rowLo[i]+1)*W], gath[u.rowHi[i]*W:(u.rowHi[i]+1)*W]
+			r0, r1 = r0[:len(in)], r1[:len(in)]
 			for j, v := range in {
+				r0[j] += v * (1 - a)
+				r1[j] += v * a
+			}
+		}
+		for r := 0; r < u.h; r++ {
+			row, out := gath[r*W:(r+1)*W], dst[r*u.w:(r+1)*u.w]
+			for j, v := range row {
 				l, h, b := u.colLo[j], u.colHi[j], u.colWt[j]
-				top, bot := v*(1-a), v*a
-				r0[l] += top * (1 - b)
-				r0[h] += top * b
-				r1[l] += bot * (1 - b)
-				r1[h] += bot * b
+				out[l] += v * (1 - b)
+				out[h] += v * b
 			}
 		}
 	}

@@ -335,7 +335,17 @@ func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed i
 	if err := nn.SaveCheckpointFile(path, auxCheckpointParams(m), map[string]string{"variant": v.id(), "seed": fmt.Sprint(seed)}); err != nil {
 		return nil, false, err
 	}
-	return m, false, nil
+	// Evaluate a fresh copy read back from the checkpoint, as a cached model
+	// is: the trained layers keep their training-batch activations and
+	// gradients (48 models of the full protocol hold hundreds of MB).
+	fresh, err := newAuxModel(c, v, in, seed)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := nn.LoadCheckpointFile(path, auxCheckpointParams(fresh)); err != nil {
+		return nil, false, fmt.Errorf("trained auxue %s: %w", v.id(), err)
+	}
+	return fresh, false, nil
 }
 
 // auxReadout runs an AuxUE on one frame's features on the f x f block grid

@@ -32,6 +32,10 @@ type seedWorker struct {
 	spars                 metrics.Sparsifier
 	accs                  []*methodAcc           // per method, the current condition
 	dc                    []metrics.BinaryScores // per method, the dataset-change pool (clean outdoor and indoor)
+	// sortBuf is the radix-sort scratch every pool of this worker shares:
+	// finalize sorts them one after the other, so one buffer the size of the
+	// largest class serves the 2 x methods pools.
+	sortBuf metrics.SortBuffer
 }
 
 // frameInputs is what every seed reads of one frame (read-only while the
@@ -110,6 +114,9 @@ func newSeedWorker(p *evalPlan, si int, models []*auxue.Model, ens []*depthModel
 		w.unc[i] = make([]float32, hw)
 	}
 	w.dc = make([]metrics.BinaryScores, len(p.methods))
+	for i := range w.dc {
+		w.dc[i].UseBuffer(&w.sortBuf)
+	}
 	return w, nil
 }
 
@@ -126,6 +133,9 @@ func newAccs(n int) []*methodAcc {
 func (w *seedWorker) resetAccs(n int) {
 	if w.accs == nil {
 		w.accs = newAccs(n)
+		for _, a := range w.accs {
+			a.sky.UseBuffer(&w.sortBuf)
+		}
 		return
 	}
 	for _, a := range w.accs {
@@ -389,6 +399,7 @@ func (w *seedWorker) finalize(p *evalPlan, tab *table, corr string, sev int, cle
 			if v, err := dc.AUPR(); err == nil {
 				tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "aupr"}, w.si, v)
 			}
+			dc.Release() // complete after the clean condition: free its pixels
 		}
 	}
 	return nil

@@ -25,6 +25,11 @@ func TestMeanStd(t *testing.T) {
 			t.Errorf("meanStd(%v) = %v %v %d, want %v %v %d", tc.in, m, s, n, tc.mean, tc.std, tc.n)
 		}
 	}
+	// Equal values (a frozen model seen by every seed) give exactly that
+	// value and no spread, although (0.1+0.1+0.1)/3 != 0.1.
+	if m, s, n := meanStd([]float64{0.1, math.NaN(), 0.1, 0.1}); m != 0.1 || s != 0 || n != 3 {
+		t.Errorf("meanStd of equal values = %v %v %d, want 0.1 0 3", m, s, n)
+	}
 }
 
 func TestCorruptionMeansAndSchema(t *testing.T) {

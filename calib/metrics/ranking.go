@@ -11,15 +11,29 @@ import (
 // the uncertainty as the score (higher = more likely OOD). Reset it to reuse
 // its buffers. Not safe for concurrent use.
 //
-// A sample is stored as one uint64: the score's order-preserving key in the
-// high bits and the class in the lowest bit, so that a radix sort orders the
-// pool by score in linear time (the evaluation pools millions of pixels per
-// method and condition) and tied scores stay adjacent.
+// Each class is stored as the scores' order-preserving 32-bit keys (4 bytes
+// a sample: the evaluation pools millions of pixels per method, condition
+// and seed), radix-sorted in linear time when an area is asked for, and the
+// two sorted lists are merged so that tied scores of both classes form one
+// group, exactly as in one sorted pool.
 type BinaryScores struct {
-	items   []uint64
-	scratch []uint64
-	pos     int
-	sorted  bool
+	pos, neg []uint32
+	own      SortBuffer
+	shared   *SortBuffer
+	sorted   bool
+}
+
+// SortBuffer is the scratch space of the radix sort. Pools that are never
+// sorted at the same time can share one (UseBuffer), so that a set of pools
+// needs one buffer as large as its largest class instead of one per pool.
+type SortBuffer struct{ tmp []uint32 }
+
+// UseBuffer makes b sort through s instead of a buffer of its own (nil:
+// its own again). The caller keeps pools that share s from sorting
+// concurrently.
+func (b *BinaryScores) UseBuffer(s *SortBuffer) {
+	b.shared = s
+	b.own.tmp = nil
 }
 
 // scoreKey maps a finite float32 to a uint32 with the same order (IEEE 754
@@ -36,13 +50,11 @@ func scoreKey(s float32) uint32 {
 	return b | 1<<31
 }
 
-// sample packs a score key and a class into one sortable word.
-func sample(s float32, positive bool) uint64 {
-	v := uint64(scoreKey(s)) << 1
+func (b *BinaryScores) class(positive bool) *[]uint32 {
 	if positive {
-		v |= 1
+		return &b.pos
 	}
-	return v
+	return &b.neg
 }
 
 // Add records one sample; non-finite scores are an error (they have no rank).
@@ -50,10 +62,8 @@ func (b *BinaryScores) Add(score float32, positive bool) error {
 	if math.IsNaN(float64(score)) || math.IsInf(float64(score), 0) {
 		return fmt.Errorf("binary scores: score %v is not finite", score)
 	}
-	b.items = append(b.items, sample(score, positive))
-	if positive {
-		b.pos++
-	}
+	c := b.class(positive)
+	*c = append(*c, scoreKey(score))
 	b.sorted = false
 	return nil
 }
@@ -70,8 +80,8 @@ func (b *BinaryScores) AddMasked(scores []float32, mask []bool, positive bool) (
 			n++
 		}
 	}
-	b.items = slices.Grow(b.items, n)
-	added := 0
+	c := b.class(positive)
+	*c = slices.Grow(*c, n)
 	for i, s := range scores {
 		if !mask[i] {
 			continue
@@ -80,43 +90,49 @@ func (b *BinaryScores) AddMasked(scores []float32, mask []bool, positive bool) (
 			skipped++
 			continue
 		}
-		b.items = append(b.items, sample(s, positive))
-		added++
-	}
-	if positive {
-		b.pos += added
+		*c = append(*c, scoreKey(s))
 	}
 	b.sorted = false
 	return skipped, nil
 }
 
 // Reset empties the pool, keeping its buffers.
-func (b *BinaryScores) Reset() { b.items, b.pos, b.sorted = b.items[:0], 0, false }
+func (b *BinaryScores) Reset() { b.pos, b.neg, b.sorted = b.pos[:0], b.neg[:0], false }
+
+// Release empties the pool and drops its buffers (a pool that will not be
+// filled again).
+func (b *BinaryScores) Release() { b.pos, b.neg, b.own.tmp, b.sorted = nil, nil, nil, false }
 
 // Counts returns the number of positive and negative samples.
-func (b *BinaryScores) Counts() (pos, neg int) { return b.pos, len(b.items) - b.pos }
+func (b *BinaryScores) Counts() (pos, neg int) { return len(b.pos), len(b.neg) }
 
 func (b *BinaryScores) sort() error {
-	if b.pos == 0 || b.pos == len(b.items) {
-		return fmt.Errorf("binary scores: need both classes, have %d positive and %d negative", b.pos, len(b.items)-b.pos)
+	if len(b.pos) == 0 || len(b.neg) == 0 {
+		return fmt.Errorf("binary scores: need both classes, have %d positive and %d negative", len(b.pos), len(b.neg))
 	}
 	if !b.sorted {
-		if cap(b.scratch) < len(b.items) {
-			b.scratch = make([]uint64, len(b.items))
+		buf := &b.own
+		if b.shared != nil {
+			buf = b.shared
 		}
-		radixSort33(b.items, b.scratch[:len(b.items)])
+		need := max(len(b.pos), len(b.neg))
+		if cap(buf.tmp) < need {
+			buf.tmp = make([]uint32, need)
+		}
+		radixSort32(b.pos, buf.tmp[:len(b.pos)])
+		radixSort32(b.neg, buf.tmp[:len(b.neg)])
 		b.sorted = true
 	}
 	return nil
 }
 
-// radixSort33 sorts the 33-bit words of a (key and class bit) in place with
-// three stable 11-bit counting passes through tmp (len(tmp) == len(a)).
-func radixSort33(a, tmp []uint64) {
+// radixSort32 sorts a in place with three stable 11-bit counting passes
+// through tmp (len(tmp) == len(a)).
+func radixSort32(a, tmp []uint32) {
 	const bits, buckets = 11, 1 << 11
 	var count [buckets]int
 	src, dst := a, tmp
-	for shift := 0; shift < 33; shift += bits {
+	for shift := 0; shift < 32; shift += bits {
 		clear(count[:])
 		for _, v := range src {
 			count[(v>>shift)&(buckets-1)]++
@@ -137,8 +153,54 @@ func radixSort33(a, tmp []uint64) {
 	copy(a, src)
 }
 
-// score of a stored sample, for the tie test (equal keys = equal scores).
-func key(v uint64) uint64 { return v >> 1 }
+// groups visits the distinct scores in increasing order (descending when
+// down) with the number of positives and negatives that have each.
+func (b *BinaryScores) groups(down bool, visit func(p, n int)) {
+	P, N := b.pos, b.neg
+	if !down {
+		i, j := 0, 0
+		for i < len(P) || j < len(N) {
+			var k uint32
+			switch {
+			case i == len(P):
+				k = N[j]
+			case j == len(N):
+				k = P[i]
+			default:
+				k = min(P[i], N[j])
+			}
+			p, n := 0, 0
+			for i < len(P) && P[i] == k {
+				i, p = i+1, p+1
+			}
+			for j < len(N) && N[j] == k {
+				j, n = j+1, n+1
+			}
+			visit(p, n)
+		}
+		return
+	}
+	i, j := len(P)-1, len(N)-1
+	for i >= 0 || j >= 0 {
+		var k uint32
+		switch {
+		case i < 0:
+			k = N[j]
+		case j < 0:
+			k = P[i]
+		default:
+			k = max(P[i], N[j])
+		}
+		p, n := 0, 0
+		for i >= 0 && P[i] == k {
+			i, p = i-1, p+1
+		}
+		for j >= 0 && N[j] == k {
+			j, n = j-1, n+1
+		}
+		visit(p, n)
+	}
+}
 
 // AUC is the area under the ROC curve, computed from ranks (the
 // Mann-Whitney U statistic; Hanley & McNeil 1982): with R the sum of the
@@ -154,21 +216,14 @@ func (b *BinaryScores) AUC() (float64, error) {
 		return math.NaN(), err
 	}
 	var rankSum float64
-	n := len(b.items)
-	for i := 0; i < n; {
-		j := i
-		p := 0
-		for j < n && key(b.items[j]) == key(b.items[i]) {
-			if b.items[j]&1 == 1 {
-				p++
-			}
-			j++
-		}
+	i := 0 // samples below the current group
+	b.groups(false, func(p, n int) {
+		j := i + p + n
 		// ranks i+1 .. j share the average (i+1+j)/2
 		rankSum += float64(p) * float64(i+1+j) / 2
 		i = j
-	}
-	P, N := float64(b.pos), float64(n-b.pos)
+	})
+	P, N := float64(len(b.pos)), float64(len(b.neg))
 	return (rankSum - P*(P+1)/2) / (P * N), nil
 }
 
@@ -189,22 +244,14 @@ func (b *BinaryScores) AUPR() (float64, error) {
 	var ap float64
 	tp, fp := 0, 0
 	prevRecall := 0.0
-	P := float64(b.pos)
-	for j := len(b.items) - 1; j >= 0; {
-		i := j
-		for i >= 0 && key(b.items[i]) == key(b.items[j]) {
-			if b.items[i]&1 == 1 {
-				tp++
-			} else {
-				fp++
-			}
-			i--
-		}
+	P := float64(len(b.pos))
+	b.groups(true, func(p, n int) {
+		tp += p
+		fp += n
 		recall := float64(tp) / P
 		precision := float64(tp) / float64(tp+fp)
 		ap += (recall - prevRecall) * precision
 		prevRecall = recall
-		j = i
-	}
+	})
 	return ap, nil
 }

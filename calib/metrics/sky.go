@@ -19,14 +19,22 @@ func SkyAll(unc []float32, labels []uint8, skyID uint8) (score float64, ok bool,
 	if len(unc) != len(labels) {
 		return 0, false, fmt.Errorf("sky-all: %d uncertainties, %d labels", len(unc), len(labels))
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	// Min and max over the finite values (exponent bits not all ones), with
+	// plain comparisons: the evaluation calls this for every map of every
+	// frame. ±0 may come out as either zero, which changes no difference.
+	lo32, hi32 := float32(math.Inf(1)), float32(math.Inf(-1))
 	for _, u := range unc {
-		v := float64(u)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if math.Float32bits(u)&0x7f800000 == 0x7f800000 {
 			continue
 		}
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		if u < lo32 {
+			lo32 = u
+		}
+		if u > hi32 {
+			hi32 = u
+		}
 	}
+	lo, hi := float64(lo32), float64(hi32)
 	span := hi - lo
 	var sum float64
 	n := 0

@@ -54,15 +54,30 @@ type Sparsification struct {
 
 // Sparsifier computes sparsification curves; it keeps its buffers between
 // calls, so a warm Sparsifier allocates nothing. Not safe for concurrent use.
+//
+// An evaluation calls it for many maps of the same image: every method's
+// uncertainty against one depth (the oracle, which only depends on the
+// depth's errors, is the same for all of them) and each map twice (RMSE and
+// AbsRel: the removal order is the same). It keeps the last orders and
+// oracle curves with the values they were computed from and reuses them when
+// the new values are equal, element by element; the results are the same as
+// without the reuse.
 type Sparsifier struct {
 	// Step is the removal step in (0, 1); 0 means DefaultSparsStep.
 	Step float64
 
-	order         []keyed
-	unc, val      []float64
-	prefix        []float64
-	fractions     []float64
-	curve, oracle []float64
+	order      []keyed
+	unc, val   []float64
+	prefix     []float64
+	fractions  []float64
+	curve      []float64
+	radix      []uint64 // (key, pixel) words of the uncertainty order, and scratch
+	uncOrder   []int32  // pixels by increasing uncertainty, ties by index
+	lastUnc    []float64
+	lastOracle [2]struct {
+		val, curve []float64
+		step       float64
+	}
 }
 
 // Evaluate computes the curves of one image on the pixels with gt > 0 and a
@@ -113,25 +128,80 @@ func (s *Sparsifier) Evaluate(pred, gt, unc []float32, metric SparsMetric) (Spar
 		res.Full, res.AreaCurve, res.AreaOracle, res.AUSE, res.AURG = nan, nan, nan, nan, nan
 		return res, nil
 	}
-	s.curve = s.curveFor(s.curve[:0], s.unc, metric)
-	s.oracle = s.curveFor(s.oracle[:0], s.val, metric)
-	res.Curve, res.Oracle = s.curve, s.oracle
+	s.curve = s.curveAlong(s.curve[:0], s.uncertaintyOrder(), metric)
+	oracle := s.oracleCurve(metric, step)
+	res.Curve, res.Oracle = s.curve, oracle
 	res.Full = s.curve[0]
 	res.AreaCurve = trapezoid(s.fractions, s.curve)
-	res.AreaOracle = trapezoid(s.fractions, s.oracle)
+	res.AreaOracle = trapezoid(s.fractions, oracle)
 	res.AUSE = res.AreaCurve - res.AreaOracle
 	res.AURG = res.Full - res.AreaCurve
 	return res, nil
 }
 
-// curveFor sorts the pixels by increasing key (so the most uncertain, or
-// most wrong, come last and are removed first) and evaluates the metric on
-// the kept prefix at every fraction.
-func (s *Sparsifier) curveFor(dst []float64, key []float64, metric SparsMetric) []float64 {
+// uncertaintyOrder returns the pixels (indices into s.val) by increasing
+// uncertainty, ties by pixel index: a stable LSD radix sort on the
+// uncertainties' order-preserving 32-bit keys (they are float32 values), so
+// the order is exactly the comparison sort's. The last order is reused when
+// the uncertainties are the same.
+func (s *Sparsifier) uncertaintyOrder() []int32 {
+	n := len(s.unc)
+	if slices.Equal(s.unc, s.lastUnc) && len(s.uncOrder) == n {
+		return s.uncOrder
+	}
+	s.lastUnc = append(s.lastUnc[:0], s.unc...)
+	if cap(s.radix) < 2*n {
+		s.radix = make([]uint64, 2*n)
+	}
+	a, tmp := s.radix[:n], s.radix[n:2*n]
+	for i, u := range s.unc {
+		a[i] = uint64(sortKey32(float32(u)))<<32 | uint64(i)
+	}
+	// Three 11-bit passes over the key (bits 32..63); the pixel index in the
+	// low bits is already in increasing order and the passes are stable.
+	const bits, buckets = 11, 1 << 11
+	var count [buckets]int
+	src, dst := a, tmp
+	for shift := 32; shift < 64; shift += bits {
+		clear(count[:])
+		for _, v := range src {
+			count[(v>>shift)&(buckets-1)]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, v := range src {
+			d := (v >> shift) & (buckets - 1)
+			dst[count[d]] = v
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	s.uncOrder = s.uncOrder[:0]
+	for _, v := range src {
+		s.uncOrder = append(s.uncOrder, int32(uint32(v)))
+	}
+	return s.uncOrder
+}
+
+// sortKey32 maps a float32 to a uint32 of the same order, ±0 to one key (as
+// the comparison sort treats them): scoreKey.
+func sortKey32(f float32) uint32 { return scoreKey(f) }
+
+// oracleCurve returns the curve of removal by decreasing true error, reusing
+// the last one of this metric when the errors (s.val) and the step are the
+// same: every uncertainty map of one image and depth shares it.
+func (s *Sparsifier) oracleCurve(metric SparsMetric, step float64) []float64 {
+	c := &s.lastOracle[metric]
+	if c.step == step && len(c.curve) > 0 && slices.Equal(c.val, s.val) {
+		return c.curve
+	}
 	n := len(s.val)
 	s.order = s.order[:0]
 	for i := 0; i < n; i++ {
-		s.order = append(s.order, keyed{key[i], int32(i)})
+		s.order = append(s.order, keyed{s.val[i], int32(i)})
 	}
 	// Ties broken by pixel index: the order of a stable sort, at the speed
 	// of an unstable one.
@@ -141,14 +211,42 @@ func (s *Sparsifier) curveFor(dst []float64, key []float64, metric SparsMetric) 
 		}
 		return cmp.Compare(a.i, b.i)
 	})
+	c.val = append(c.val[:0], s.val...)
+	c.step = step
+	c.curve = s.curveAlongKeyed(c.curve[:0], s.order, metric)
+	return c.curve
+}
+
+// curveAlong evaluates the metric on the kept prefix of the pixels in the
+// given order (the last ones are removed first) at every fraction.
+func (s *Sparsifier) curveAlong(dst []float64, order []int32, metric SparsMetric) []float64 {
+	n := len(s.val)
 	if cap(s.prefix) < n+1 {
 		s.prefix = make([]float64, n+1)
 	}
 	s.prefix = s.prefix[:n+1]
 	s.prefix[0] = 0
-	for i, o := range s.order {
+	for i, o := range order {
+		s.prefix[i+1] = s.prefix[i] + s.val[o]
+	}
+	return s.fromPrefix(dst, metric)
+}
+
+func (s *Sparsifier) curveAlongKeyed(dst []float64, order []keyed, metric SparsMetric) []float64 {
+	n := len(s.val)
+	if cap(s.prefix) < n+1 {
+		s.prefix = make([]float64, n+1)
+	}
+	s.prefix = s.prefix[:n+1]
+	s.prefix[0] = 0
+	for i, o := range order {
 		s.prefix[i+1] = s.prefix[i] + s.val[o.i]
 	}
+	return s.fromPrefix(dst, metric)
+}
+
+func (s *Sparsifier) fromPrefix(dst []float64, metric SparsMetric) []float64 {
+	n := len(s.val)
 	for _, f := range s.fractions {
 		keep := n - int(math.Floor(f*float64(n)+1e-9))
 		if keep <= 0 {

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/auxue/nn/nnbench"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
@@ -18,11 +21,15 @@ import (
 
 // runBench measures the running system: `bench latency` (frame to MQTT
 // subscriber, and its ratio to inference time), `bench soak` (RSS and
-// goroutines over a long run) and `bench scenario` (alert episodes against
-// a scripted drive with ground truth).
+// goroutines over a long run), `bench scenario` (alert episodes against
+// a scripted drive with ground truth) and the training kernels: `bench
+// kernels` (auxue/nn against PyTorch on this CPU).
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 && args[0] == "kernels" {
+		return runBenchKernels(ctx, env, args[1:])
+	}
 	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak" && args[0] != "scenario") {
-		return errors.New("usage: didoedge bench latency|soak|scenario [flags]")
+		return errors.New("usage: didoedge bench latency|soak|scenario|kernels [flags]")
 	}
 	mode := args[0]
 	if mode == "scenario" {
@@ -212,5 +219,57 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprint(w, r.Markdown())
 	fmt.Fprintf(w, "\nwrote %s/report.md, report.json, timeline.png, messages.jsonl, frames.jsonl\n", *out)
+	return nil
+}
+
+// runBenchKernels checks and times auxue/nn's layers against PyTorch
+// (auxue/nn/nnbench) and prints the table: GFLOP/s of both, their ratio and
+// their fractions of the measured FMA peak.
+func runBenchKernels(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "bench kernels")
+	threads := fs.String("threads", "1,2", "comma-separated thread counts (GOMAXPROCS and torch.set_num_threads)")
+	rounds := fs.Int("rounds", 5, "interleaved Go/PyTorch rounds per case; the table shows medians")
+	minTime := fs.Duration("min-time", 300*time.Millisecond, "time per measurement")
+	python := fs.String("python", "/usr/bin/python3", "Python interpreter with PyTorch (Debian's python3-torch)")
+	only := fs.String("only", "", "run only the cases whose name contains this text")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o := nnbench.Options{Rounds: *rounds, MinTime: *minTime, Python: *python, Log: env.log}
+	for _, f := range strings.Split(*threads, ",") {
+		t, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || t < 1 {
+			return fmt.Errorf("--threads: %q is not a positive integer", f)
+		}
+		o.Threads = append(o.Threads, t)
+	}
+	for _, c := range nnbench.DefaultCases() {
+		if strings.Contains(c.Name, *only) {
+			o.Cases = append(o.Cases, c)
+		}
+	}
+	if len(o.Cases) == 0 {
+		return fmt.Errorf("--only %q matches no case", *only)
+	}
+	r, err := nnbench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if err := r.WriteTable(env.stdout); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
+	}
 	return nil
 }
