@@ -149,6 +149,24 @@ func dot6(portable bool, n8 int, a *[dotRows][]float32, b *[2 * dotCols][]float3
 	kernelDot6(n8, &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &out[0])
 }
 
+// dot6Runs adds to out, run after run, dot6's sums over consecutive runs of
+// 8·run8 elements (the last one shorter) of 8·n8: for every k, out[k] =
+// (((out[k] + run₀) + run₁) + …), the same additions as calling dot6 per run
+// and adding its results to out. Only where haveWide (one kernel call).
+func dot6Runs(n8, run8 int, a *[dotRows][]float32, b *[2 * dotCols][]float32, out *[2 * dotRows * dotCols]float32) {
+	if n8 == 0 {
+		return
+	}
+	n := n8 * dotStep
+	for i := range a {
+		_ = a[i][n-1]
+	}
+	for j := range b {
+		_ = b[j][n-1]
+	}
+	kernelDot6Runs(n8, max(run8, 1), &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &out[0])
+}
+
 // tileGo is the portable tile kernel: 24-wide accumulator rows updated per
 // step, the same sums as the assembly (in a different order of additions).
 func tileGo(k int, a, b []float32, offs []int, c []float32, ldc int, acc bool) {

@@ -34,6 +34,12 @@ func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
 //go:noescape
 func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
 
+// kernelDot6Runs is kernelDot6 over 8·n8 elements in runs of 8·run8, each
+// run's sums added to out in turn (see kernel_amd64.s).
+//
+//go:noescape
+func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
+
 // kernelDot is the dot kernel (kernel.go) over 8·n8 elements.
 //
 //go:noescape

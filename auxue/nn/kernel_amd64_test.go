@@ -109,3 +109,57 @@ func TestDot6IsIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestDot6RunsIsIdentical checks that kernelDot6Runs adds each run's sums to
+// out exactly as a loop of dot6 calls and float32 additions does (runs that
+// divide the length and runs that leave a short last one).
+func TestDot6RunsIsIdentical(t *testing.T) {
+	if !cpuHasWide() {
+		t.Skip("no AVX-512 on this CPU: the wide kernel does not run")
+	}
+	rng := testRNG(12)
+	buf := make([]float32, 30000)
+	for i := range buf {
+		buf[i] = rng.Float32()*2 - 1
+	}
+	for _, c := range []struct{ n8, run8 int }{{1, 1}, {5, 2}, {128, 128}, {300, 128}, {1000, 7}} {
+		n := c.n8 * dotStep
+		var a [dotRows][]float32
+		var b [2 * dotCols][]float32
+		for i := range a {
+			s := rng.IntN(len(buf) - n)
+			a[i] = buf[s : s+n]
+		}
+		for j := range b {
+			s := rng.IntN(len(buf) - n)
+			b[j] = buf[s : s+n]
+		}
+		var got, want [2 * dotRows * dotCols]float32
+		for k := range got {
+			got[k] = rng.Float32()
+			want[k] = got[k]
+		}
+		dot6Runs(c.n8, c.run8, &a, &b, &got)
+		for r0 := 0; r0 < c.n8; r0 += c.run8 {
+			r1 := min(r0+c.run8, c.n8)
+			var ra [dotRows][]float32
+			var rb [2 * dotCols][]float32
+			for i := range a {
+				ra[i] = a[i][r0*dotStep : r1*dotStep]
+			}
+			for j := range b {
+				rb[j] = b[j][r0*dotStep : r1*dotStep]
+			}
+			var sums [2 * dotRows * dotCols]float32
+			dot6(false, r1-r0, &ra, &rb, &sums)
+			for k, v := range sums {
+				want[k] += v
+			}
+		}
+		for k := range got {
+			if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+				t.Fatalf("n8=%d run8=%d out[%d]: runs kernel %v, dot6 per run %v", c.n8, c.run8, k, got[k], want[k])
+			}
+		}
+	}
+}
