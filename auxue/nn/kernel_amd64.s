@@ -303,149 +303,17 @@ overwrite48:
 	VZEROUPPER
 	RET
 
-// func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
-//
-// Two dot kernels sharing the a rows: out[3i+j] = Σ a_i·b_j (j < 3) and
-// out[12+3i+j] = Σ a_i·b_(3+j), with AVX-512VL's 32 ymm registers. The
-// accumulators of b0..b2 are Y0..Y11 as in kernelDot, those of b3..b5
-// Y16..Y27; the b rows are in Y12..Y14 and Y28..Y30, the a row in Y15. Each
-// sum is the same chain of FMAs and the same horizontal reduction as in
-// kernelDot, so the results are identical; per 8 elements it loads 10
-// vectors for 24 FMAs instead of 14 for two calls.
-TEXT ·kernelDot6(SB), NOSPLIT, $0-96
-	MOVQ n8+0(FP), CX
-	MOVQ a0+8(FP), SI
-	MOVQ a1+16(FP), DI
-	MOVQ a2+24(FP), R8
-	MOVQ a3+32(FP), R9
-	MOVQ b0+40(FP), R10
-	MOVQ b1+48(FP), R11
-	MOVQ b2+56(FP), R12
-	MOVQ b3+64(FP), R13
-	MOVQ b4+72(FP), BX
-	MOVQ b5+80(FP), DX
-	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
-	VPXORD Y20, Y20, Y20
-	VPXORD Y21, Y21, Y21
-	VPXORD Y22, Y22, Y22
-	VPXORD Y23, Y23, Y23
-	VPXORD Y24, Y24, Y24
-	VPXORD Y25, Y25, Y25
-	VPXORD Y26, Y26, Y26
-	VPXORD Y27, Y27, Y27
-dot6loop:
-	VMOVUPS (R10)(AX*1), Y12
-	VMOVUPS (R11)(AX*1), Y13
-	VMOVUPS (R12)(AX*1), Y14
-	VMOVUPS (R13)(AX*1), Y28
-	VMOVUPS (BX)(AX*1), Y29
-	VMOVUPS (DX)(AX*1), Y30
-	VMOVUPS (SI)(AX*1), Y15
-	VFMADD231PS Y12, Y15, Y0
-	VFMADD231PS Y13, Y15, Y1
-	VFMADD231PS Y14, Y15, Y2
-	VFMADD231PS Y28, Y15, Y16
-	VFMADD231PS Y29, Y15, Y17
-	VFMADD231PS Y30, Y15, Y18
-	VMOVUPS (DI)(AX*1), Y15
-	VFMADD231PS Y12, Y15, Y3
-	VFMADD231PS Y13, Y15, Y4
-	VFMADD231PS Y14, Y15, Y5
-	VFMADD231PS Y28, Y15, Y19
-	VFMADD231PS Y29, Y15, Y20
-	VFMADD231PS Y30, Y15, Y21
-	VMOVUPS (R8)(AX*1), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VFMADD231PS Y14, Y15, Y8
-	VFMADD231PS Y28, Y15, Y22
-	VFMADD231PS Y29, Y15, Y23
-	VFMADD231PS Y30, Y15, Y24
-	VMOVUPS (R9)(AX*1), Y15
-	VFMADD231PS Y12, Y15, Y9
-	VFMADD231PS Y13, Y15, Y10
-	VFMADD231PS Y14, Y15, Y11
-	VFMADD231PS Y28, Y15, Y25
-	VFMADD231PS Y29, Y15, Y26
-	VFMADD231PS Y30, Y15, Y27
-	ADDQ $32, AX
-	DECQ CX
-	JNE  dot6loop
-	MOVQ out+88(FP), DX
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(DX)
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(DX)
-	VHADDPS Y9, Y8, Y8
-	VHADDPS Y11, Y10, Y10
-	VHADDPS Y10, Y8, Y8
-	VEXTRACTF128 $1, Y8, X9
-	VADDPS X9, X8, X8
-	VMOVUPS X8, 32(DX)
-	VMOVAPS Y16, Y0
-	VMOVAPS Y17, Y1
-	VMOVAPS Y18, Y2
-	VMOVAPS Y19, Y3
-	VMOVAPS Y20, Y4
-	VMOVAPS Y21, Y5
-	VMOVAPS Y22, Y6
-	VMOVAPS Y23, Y7
-	VMOVAPS Y24, Y8
-	VMOVAPS Y25, Y9
-	VMOVAPS Y26, Y10
-	VMOVAPS Y27, Y11
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, 48(DX)
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X5
-	VADDPS X5, X4, X4
-	VMOVUPS X4, 64(DX)
-	VHADDPS Y9, Y8, Y8
-	VHADDPS Y11, Y10, Y10
-	VHADDPS Y10, Y8, Y8
-	VEXTRACTF128 $1, Y8, X9
-	VADDPS X9, X8, X8
-	VMOVUPS X8, 80(DX)
-	VZEROUPPER
-	RET
-
 // func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
 //
-// kernelDot6 over 8·n8 elements in runs of 8·run8 (the last run shorter):
-// each run's 24 sums, reduced exactly as in kernelDot6, are added to out
-// (out[k] = out[k] + run sum, run after run), the same float32 additions as
-// a caller adding each run's kernelDot6 results to out, without a call per
-// run.
+// Two dot kernels sharing the a rows, over 8·n8 elements in runs of 8·run8
+// (the last run shorter), with AVX-512VL's 32 ymm registers: accumulators of
+// b0..b2 in Y0..Y11 as in kernelDot, of b3..b5 in Y16..Y27; the b rows in
+// Y12..Y14 and Y28..Y30, the a row in Y15 (10 loads per 24 FMAs instead of
+// 14 for two kernelDot steps). At the end of each run the 24 sums are reduced
+// exactly as in kernelDot (Y16..Y27 moved down first) and added to out
+// (out[k] = out[k] + run sum, run after run): the same float32 additions as
+// a caller adding each run's kernelDot results to out, without a call and a
+// scatter per run.
 TEXT ·kernelDot6Runs(SB), NOSPLIT, $0-104
 	MOVQ n8+0(FP), CX
 	MOVQ a0+16(FP), SI

@@ -70,49 +70,10 @@ func TestWideTileKernelIsIdentical(t *testing.T) {
 
 func cpuHasWide() bool { return haveWide }
 
-// TestDot6IsIdentical checks that the AVX-512VL dot kernel on six b rows
-// gives bit-identical sums to two AVX2 dot-kernel calls (odd lengths,
-// unaligned rows).
-func TestDot6IsIdentical(t *testing.T) {
-	if !cpuHasWide() {
-		t.Skip("no AVX-512 on this CPU: the wide kernel does not run")
-	}
-	rng := testRNG(11)
-	buf := make([]float32, 20000)
-	for i := range buf {
-		buf[i] = rng.Float32()*2 - 1
-	}
-	for _, n8 := range []int{1, 3, 129, 1000} {
-		n := n8 * dotStep
-		var a [dotRows][]float32
-		var b [2 * dotCols][]float32
-		for i := range a {
-			s := rng.IntN(len(buf) - n)
-			a[i] = buf[s : s+n]
-		}
-		for j := range b {
-			s := rng.IntN(len(buf) - n)
-			b[j] = buf[s : s+n]
-		}
-		var wide [2 * dotRows * dotCols]float32
-		dot6(false, n8, &a, &b, &wide)
-		for half := 0; half < 2; half++ {
-			var bb [dotCols][]float32
-			copy(bb[:], b[half*dotCols:])
-			var two [dotRows * dotCols]float32
-			dot(false, n8, &a, &bb, &two)
-			for i, v := range two {
-				if w := wide[half*dotRows*dotCols+i]; math.Float32bits(w) != math.Float32bits(v) {
-					t.Fatalf("n8=%d half %d sum %d: wide %v, AVX2 %v", n8, half, i, w, v)
-				}
-			}
-		}
-	}
-}
-
-// TestDot6RunsIsIdentical checks that kernelDot6Runs adds each run's sums to
-// out exactly as a loop of dot6 calls and float32 additions does (runs that
-// divide the length and runs that leave a short last one).
+// TestDot6RunsIsIdentical checks that the AVX-512VL kernelDot6Runs adds each
+// run's sums to out exactly as two AVX2 dot-kernel calls per run and float32
+// additions do (odd lengths, unaligned rows, runs that divide the length and
+// runs that leave a short last one).
 func TestDot6RunsIsIdentical(t *testing.T) {
 	if !cpuHasWide() {
 		t.Skip("no AVX-512 on this CPU: the wide kernel does not run")
@@ -143,22 +104,24 @@ func TestDot6RunsIsIdentical(t *testing.T) {
 		for r0 := 0; r0 < c.n8; r0 += c.run8 {
 			r1 := min(r0+c.run8, c.n8)
 			var ra [dotRows][]float32
-			var rb [2 * dotCols][]float32
 			for i := range a {
 				ra[i] = a[i][r0*dotStep : r1*dotStep]
 			}
-			for j := range b {
-				rb[j] = b[j][r0*dotStep : r1*dotStep]
-			}
-			var sums [2 * dotRows * dotCols]float32
-			dot6(false, r1-r0, &ra, &rb, &sums)
-			for k, v := range sums {
-				want[k] += v
+			for half := 0; half < 2; half++ {
+				var rb [dotCols][]float32
+				for j := range rb {
+					rb[j] = b[half*dotCols+j][r0*dotStep : r1*dotStep]
+				}
+				var sums [dotRows * dotCols]float32
+				dot(false, r1-r0, &ra, &rb, &sums)
+				for k, v := range sums {
+					want[half*dotRows*dotCols+k] += v
+				}
 			}
 		}
 		for k := range got {
 			if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
-				t.Fatalf("n8=%d run8=%d out[%d]: runs kernel %v, dot6 per run %v", c.n8, c.run8, k, got[k], want[k])
+				t.Fatalf("n8=%d run8=%d out[%d]: runs kernel %v, AVX2 dot per run %v", c.n8, c.run8, k, got[k], want[k])
 			}
 		}
 	}
