@@ -119,8 +119,8 @@ func TestConv2dMatchesNaive(t *testing.T) {
 		{"3x3 s3 p1 odd", Conv2dConfig{In: 5, Out: 3, Kernel: 3, Stride: 3, Padding: 1}, 1, 17, 16},
 		{"3x3 p1 33->31 batch 1", Conv2dConfig{In: 33, Out: 31, Kernel: 3, Padding: 1, Bias: true}, 1, 13, 50},
 		{"3x3 p1 1x1 image", Conv2dConfig{In: 2, Out: 5, Kernel: 3, Padding: 1, Bias: true}, 2, 1, 1},
-		// More positions per image (70 rows of pitch 132) than one run of the
-		// weight-gradient dot kernel (convQBlock): two runs, the second short.
+		// More positions per image (70 rows of pitch 132) than several runs
+		// of the weight-gradient dot kernel (convQBlock), the last one short.
 		{"3x3 p1 3->5 two weight-gradient runs", Conv2dConfig{In: 3, Out: 5, Kernel: 3, Padding: 1, Bias: true}, 2, 70, 130},
 	}
 	for i, tc := range tests {

@@ -127,16 +127,13 @@ func dot(portable bool, n8 int, a *[dotRows][]float32, b *[dotCols][]float32, ou
 	dotGo(n, a, b, out)
 }
 
-// dot6 is dot on six b rows: out[0:12] against b[0:3], out[12:24] against
-// b[3:6], in one kernel call where AVX-512VL registers allow (the same sums
-// as two calls of dot).
-func dot6(portable bool, n8 int, a *[dotRows][]float32, b *[2 * dotCols][]float32, out *[2 * dotRows * dotCols]float32) {
-	if n8 == 0 || !haveWide || portable {
-		var lo, hi [dotCols][]float32
-		copy(lo[:], b[:dotCols])
-		copy(hi[:], b[dotCols:])
-		dot(portable, n8, a, &lo, (*[dotRows * dotCols]float32)(out[:dotRows*dotCols]))
-		dot(portable, n8, a, &hi, (*[dotRows * dotCols]float32)(out[dotRows*dotCols:]))
+// dot6Runs adds to out, run after run, the dot kernel's sums of a against
+// b[0:3] (out[0:12]) and b[3:6] (out[12:24]) over consecutive runs of 8·run8
+// elements (the last one shorter) of 8·n8: for every k, out[k] =
+// (((out[k] + run₀) + run₁) + …), the same additions as calling dot twice per
+// run and adding its results to out. Only where haveWide (one kernel call).
+func dot6Runs(n8, run8 int, a *[dotRows][]float32, b *[2 * dotCols][]float32, out *[2 * dotRows * dotCols]float32) {
+	if n8 == 0 {
 		return
 	}
 	n := n8 * dotStep
@@ -146,7 +143,7 @@ func dot6(portable bool, n8 int, a *[dotRows][]float32, b *[2 * dotCols][]float3
 	for j := range b {
 		_ = b[j][n-1]
 	}
-	kernelDot6(n8, &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &out[0])
+	kernelDot6Runs(n8, max(run8, 1), &a[0][0], &a[1][0], &a[2][0], &a[3][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], &b[4][0], &b[5][0], &out[0])
 }
 
 // tileGo is the portable tile kernel: 24-wide accumulator rows updated per

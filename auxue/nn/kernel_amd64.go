@@ -27,12 +27,13 @@ func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
 //go:noescape
 func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
 
-// kernelDot6 is two dot kernels sharing the a rows (AVX-512VL's 32 ymm
-// registers), with exactly kernelDot's sums: out[0:12] against b0..b2,
-// out[12:24] against b3..b5.
+// kernelDot6Runs is two dot kernels sharing the a rows (AVX-512VL's 32 ymm
+// registers: sums against b0..b2, then b3..b5) over 8·n8 elements in runs of
+// 8·run8, each run's 24 sums, reduced exactly as in kernelDot, added to out
+// in turn (see kernel_amd64.s).
 //
 //go:noescape
-func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
+func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
 
 // kernelDot is the dot kernel (kernel.go) over 8·n8 elements.
 //

@@ -303,28 +303,35 @@ overwrite48:
 	VZEROUPPER
 	RET
 
-// func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
+// func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32)
 //
-// Two dot kernels sharing the a rows: out[3i+j] = Σ a_i·b_j (j < 3) and
-// out[12+3i+j] = Σ a_i·b_(3+j), with AVX-512VL's 32 ymm registers. The
-// accumulators of b0..b2 are Y0..Y11 as in kernelDot, those of b3..b5
-// Y16..Y27; the b rows are in Y12..Y14 and Y28..Y30, the a row in Y15. Each
-// sum is the same chain of FMAs and the same horizontal reduction as in
-// kernelDot, so the results are identical; per 8 elements it loads 10
-// vectors for 24 FMAs instead of 14 for two calls.
-TEXT ·kernelDot6(SB), NOSPLIT, $0-96
+// Two dot kernels sharing the a rows, over 8·n8 elements in runs of 8·run8
+// (the last run shorter), with AVX-512VL's 32 ymm registers: accumulators of
+// b0..b2 in Y0..Y11 as in kernelDot, of b3..b5 in Y16..Y27; the b rows in
+// Y12..Y14 and Y28..Y30, the a row in Y15 (10 loads per 24 FMAs instead of
+// 14 for two kernelDot steps). At the end of each run the 24 sums are reduced
+// exactly as in kernelDot (Y16..Y27 moved down first) and added to out
+// (out[k] = out[k] + run sum, run after run): the same float32 additions as
+// a caller adding each run's kernelDot results to out, without a call and a
+// scatter per run.
+TEXT ·kernelDot6Runs(SB), NOSPLIT, $0-104
 	MOVQ n8+0(FP), CX
-	MOVQ a0+8(FP), SI
-	MOVQ a1+16(FP), DI
-	MOVQ a2+24(FP), R8
-	MOVQ a3+32(FP), R9
-	MOVQ b0+40(FP), R10
-	MOVQ b1+48(FP), R11
-	MOVQ b2+56(FP), R12
-	MOVQ b3+64(FP), R13
-	MOVQ b4+72(FP), BX
-	MOVQ b5+80(FP), DX
+	MOVQ a0+16(FP), SI
+	MOVQ a1+24(FP), DI
+	MOVQ a2+32(FP), R8
+	MOVQ a3+40(FP), R9
+	MOVQ b0+48(FP), R10
+	MOVQ b1+56(FP), R11
+	MOVQ b2+64(FP), R12
+	MOVQ b3+72(FP), R13
+	MOVQ b4+80(FP), BX
+	MOVQ b5+88(FP), DX
 	XORQ AX, AX
+runs6:
+	MOVQ run8+8(FP), R14
+	CMPQ R14, CX
+	CMOVQGT CX, R14
+	SUBQ R14, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -349,7 +356,7 @@ TEXT ·kernelDot6(SB), NOSPLIT, $0-96
 	VPXORD Y25, Y25, Y25
 	VPXORD Y26, Y26, Y26
 	VPXORD Y27, Y27, Y27
-dot6loop:
+runloop6:
 	VMOVUPS (R10)(AX*1), Y12
 	VMOVUPS (R11)(AX*1), Y13
 	VMOVUPS (R12)(AX*1), Y14
@@ -385,27 +392,30 @@ dot6loop:
 	VFMADD231PS Y29, Y15, Y26
 	VFMADD231PS Y30, Y15, Y27
 	ADDQ $32, AX
-	DECQ CX
-	JNE  dot6loop
-	MOVQ out+88(FP), DX
+	DECQ R14
+	JNE  runloop6
+	MOVQ out+96(FP), R15
 	VHADDPS Y1, Y0, Y0
 	VHADDPS Y3, Y2, Y2
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 0(DX)
+	VADDPS 0(R15), X0, X0
+	VMOVUPS X0, 0(R15)
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS X5, X4, X4
-	VMOVUPS X4, 16(DX)
+	VADDPS 16(R15), X4, X4
+	VMOVUPS X4, 16(R15)
 	VHADDPS Y9, Y8, Y8
 	VHADDPS Y11, Y10, Y10
 	VHADDPS Y10, Y8, Y8
 	VEXTRACTF128 $1, Y8, X9
 	VADDPS X9, X8, X8
-	VMOVUPS X8, 32(DX)
+	VADDPS 32(R15), X8, X8
+	VMOVUPS X8, 32(R15)
 	VMOVAPS Y16, Y0
 	VMOVAPS Y17, Y1
 	VMOVAPS Y18, Y2
@@ -423,18 +433,23 @@ dot6loop:
 	VHADDPS Y2, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, 48(DX)
+	VADDPS 48(R15), X0, X0
+	VMOVUPS X0, 48(R15)
 	VHADDPS Y5, Y4, Y4
 	VHADDPS Y7, Y6, Y6
 	VHADDPS Y6, Y4, Y4
 	VEXTRACTF128 $1, Y4, X5
 	VADDPS X5, X4, X4
-	VMOVUPS X4, 64(DX)
+	VADDPS 64(R15), X4, X4
+	VMOVUPS X4, 64(R15)
 	VHADDPS Y9, Y8, Y8
 	VHADDPS Y11, Y10, Y10
 	VHADDPS Y10, Y8, Y8
 	VEXTRACTF128 $1, Y8, X9
 	VADDPS X9, X8, X8
-	VMOVUPS X8, 80(DX)
+	VADDPS 80(R15), X8, X8
+	VMOVUPS X8, 80(R15)
+	TESTQ CX, CX
+	JNE  runs6
 	VZEROUPPER
 	RET

@@ -70,20 +70,21 @@ func TestWideTileKernelIsIdentical(t *testing.T) {
 
 func cpuHasWide() bool { return haveWide }
 
-// TestDot6IsIdentical checks that the AVX-512VL dot kernel on six b rows
-// gives bit-identical sums to two AVX2 dot-kernel calls (odd lengths,
-// unaligned rows).
-func TestDot6IsIdentical(t *testing.T) {
+// TestDot6RunsIsIdentical checks that the AVX-512VL kernelDot6Runs adds each
+// run's sums to out exactly as two AVX2 dot-kernel calls per run and float32
+// additions do (odd lengths, unaligned rows, runs that divide the length and
+// runs that leave a short last one).
+func TestDot6RunsIsIdentical(t *testing.T) {
 	if !cpuHasWide() {
 		t.Skip("no AVX-512 on this CPU: the wide kernel does not run")
 	}
-	rng := testRNG(11)
-	buf := make([]float32, 20000)
+	rng := testRNG(12)
+	buf := make([]float32, 30000)
 	for i := range buf {
 		buf[i] = rng.Float32()*2 - 1
 	}
-	for _, n8 := range []int{1, 3, 129, 1000} {
-		n := n8 * dotStep
+	for _, c := range []struct{ n8, run8 int }{{1, 1}, {5, 2}, {128, 128}, {300, 128}, {1000, 7}} {
+		n := c.n8 * dotStep
 		var a [dotRows][]float32
 		var b [2 * dotCols][]float32
 		for i := range a {
@@ -94,17 +95,33 @@ func TestDot6IsIdentical(t *testing.T) {
 			s := rng.IntN(len(buf) - n)
 			b[j] = buf[s : s+n]
 		}
-		var wide [2 * dotRows * dotCols]float32
-		dot6(false, n8, &a, &b, &wide)
-		for half := 0; half < 2; half++ {
-			var bb [dotCols][]float32
-			copy(bb[:], b[half*dotCols:])
-			var two [dotRows * dotCols]float32
-			dot(false, n8, &a, &bb, &two)
-			for i, v := range two {
-				if w := wide[half*dotRows*dotCols+i]; math.Float32bits(w) != math.Float32bits(v) {
-					t.Fatalf("n8=%d half %d sum %d: wide %v, AVX2 %v", n8, half, i, w, v)
+		var got, want [2 * dotRows * dotCols]float32
+		for k := range got {
+			got[k] = rng.Float32()
+			want[k] = got[k]
+		}
+		dot6Runs(c.n8, c.run8, &a, &b, &got)
+		for r0 := 0; r0 < c.n8; r0 += c.run8 {
+			r1 := min(r0+c.run8, c.n8)
+			var ra [dotRows][]float32
+			for i := range a {
+				ra[i] = a[i][r0*dotStep : r1*dotStep]
+			}
+			for half := 0; half < 2; half++ {
+				var rb [dotCols][]float32
+				for j := range rb {
+					rb[j] = b[half*dotCols+j][r0*dotStep : r1*dotStep]
 				}
+				var sums [dotRows * dotCols]float32
+				dot(false, r1-r0, &ra, &rb, &sums)
+				for k, v := range sums {
+					want[half*dotRows*dotCols+k] += v
+				}
+			}
+		}
+		for k := range got {
+			if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+				t.Fatalf("n8=%d run8=%d out[%d]: runs kernel %v, AVX2 dot per run %v", c.n8, c.run8, k, got[k], want[k])
 			}
 		}
 	}

@@ -12,7 +12,7 @@ const haveWide = false
 
 func kernelTile48(k int, a, b *float32, offs *int, c *float32, ldc int, acc int) {}
 
-func kernelDot6(n8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32) {}
+func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *float32) {}
 
 // kernelTile is the tile kernel (kernel.go) in NEON: 24 FMLAs by element per
 // step into 24 accumulators of 4 lanes. The caller checks bounds.
