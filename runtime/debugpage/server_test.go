@@ -23,7 +23,8 @@ type fakePipeline struct {
 	mu        sync.RWMutex
 	snap      runtime.Snapshot
 	events    []runtime.EventRecord
-	metrics   runtime.Metrics
+	metrics   *runtime.Metrics
+	cam       *runtime.CameraMetrics
 	ready     bool
 	watched   int
 	sick      string // a failing health check's detail; "" when healthy
@@ -40,7 +41,8 @@ func (f *fakePipeline) Health() runtime.Health {
 }
 
 func newFake(w, h int) *fakePipeline {
-	f := &fakePipeline{ready: true}
+	f := &fakePipeline{ready: true, metrics: runtime.NewMetrics()}
+	f.cam = f.metrics.AddCamera("front")
 	s := &f.snap
 	s.ImageW, s.ImageH, s.MapW, s.MapH = w, h, w, h
 	s.RGB = make([]uint8, 3*w*h)
@@ -77,22 +79,28 @@ func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.snap.Levels[zone] = l
-	f.events = append(f.events, runtime.EventRecord{Seq: uint64(len(f.events) + 1), Type: "new", Kind: "zone",
+	f.events = append(f.events, runtime.EventRecord{Seq: uint64(len(f.events) + 1), Camera: "front", Type: "new", Kind: "zone",
 		Zone: f.snap.Zones[zone].Name, Level: l.String(), Previous: "ok", Reasons: "ood_fraction"})
 }
 
 func (f *fakePipeline) Watch() { f.mu.Lock(); f.watched++; f.mu.Unlock() }
-func (f *fakePipeline) View(fn func(*runtime.Snapshot)) {
+func (f *fakePipeline) Cameras() []string { return []string{"front"} }
+func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool {
+	if name != "front" {
+		return false
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	fn(&f.snap)
+	return true
 }
+func (f *fakePipeline) CameraReady() map[string]bool { return map[string]bool{"front": f.Ready()} }
 func (f *fakePipeline) Events() []runtime.EventRecord {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return append([]runtime.EventRecord(nil), f.events...)
 }
-func (f *fakePipeline) Metrics() *runtime.Metrics { return &f.metrics }
+func (f *fakePipeline) Metrics() *runtime.Metrics { return f.metrics }
 func (f *fakePipeline) EventSnapshot(id string) ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -131,7 +139,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 func TestEndpoints(t *testing.T) {
 	f := newFake(64, 32)
 	f.frame(1)
-	f.metrics.Dropped.Add(2)
+	f.cam.Dropped.Add(2)
 	base := startServer(t, f)
 	tests := []struct {
 		path        string
@@ -140,9 +148,12 @@ func TestEndpoints(t *testing.T) {
 		contains    string
 	}{
 		{"/", 200, "text/html; charset=utf-8", `id="img-epistemic"`},
-		{"/metrics", 200, "text/plain; version=0.0.4; charset=utf-8", "didoedge_frames_dropped_total 2"},
+		{"/metrics", 200, "text/plain; version=0.0.4; charset=utf-8; escaping=underscores", `didoedge_frames_dropped_total{camera="front"} 2`},
 		{"/healthz", 200, "text/plain; charset=utf-8", "ok\nframes: ok last frame 10ms ago"},
-		{"/readyz", 200, "text/plain; charset=utf-8", "ready"},
+		{"/readyz", 200, "text/plain; charset=utf-8", "ready\ncamera front: ready\n"},
+		{"/api/state?camera=front", 200, "application/json", `"cameras":[{"name":"front"`},
+		{"/api/state?camera=rear", 404, "", "unknown camera"},
+		{"/img/frame.jpg?camera=rear", 404, "", ""},
 		{"/api/state", 200, "application/json", `"name":"r0c1"`},
 		{"/api/state", 200, "application/json", `"fused_ood":0.25`},
 		{"/api/events/front-r0c0-1-1/snapshot.jpg", 200, "image/jpeg", "\xff\xd8\xff\xd9"},
