@@ -28,14 +28,14 @@ type Config struct {
 	// Cameras is the multi-camera form (exclusive with Camera): every
 	// camera has its name, source, and optionally its own zones, ignore
 	// masks and calibration (default: the alerts section's).
-	Cameras   []CameraEntry  `yaml:"cameras"`
+	Cameras   []CameraEntry   `yaml:"cameras"`
 	Scheduler SchedulerConfig `yaml:"scheduler"`
-	Inference infer.Config   `yaml:"inference"`
-	Depth     ModelConfig    `yaml:"depth"`
-	AuxUE     AuxUEConfig    `yaml:"auxue"`
-	Alerts    yaml.Node      `yaml:"alerts"` // an alerts.Config; parsed into AlertsConfig
-	HTTP      HTTPConfig     `yaml:"http"`
-	Pipeline  PipelineConfig `yaml:"pipeline"`
+	Inference infer.Config    `yaml:"inference"`
+	Depth     ModelConfig     `yaml:"depth"`
+	AuxUE     AuxUEConfig     `yaml:"auxue"`
+	Alerts    yaml.Node       `yaml:"alerts"` // an alerts.Config; parsed into AlertsConfig
+	HTTP      HTTPConfig      `yaml:"http"`
+	Pipeline  PipelineConfig  `yaml:"pipeline"`
 
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.

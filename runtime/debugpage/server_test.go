@@ -83,7 +83,7 @@ func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
 		Zone: f.snap.Zones[zone].Name, Level: l.String(), Previous: "ok", Reasons: "ood_fraction"})
 }
 
-func (f *fakePipeline) Watch() { f.mu.Lock(); f.watched++; f.mu.Unlock() }
+func (f *fakePipeline) Watch()            { f.mu.Lock(); f.watched++; f.mu.Unlock() }
 func (f *fakePipeline) Cameras() []string { return []string{"front"} }
 func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool {
 	if name != "front" {
