@@ -57,7 +57,7 @@ func (c *cameraPipe) openCamera(log *slog.Logger) error {
 	}
 	src, err := camera.NewRTSPSource(camera.RTSPConfig{URL: s.URL, SourceID: c.spec.Name, UDP: s.UDP,
 		StallTimeout: s.StallTimeout, BackoffMin: s.BackoffMin, BackoffMax: s.BackoffMax,
-		RequestTimeout: s.RequestTimeout, Logger: log.With("camera", c.spec.Name)})
+		RequestTimeout: s.RequestTimeout, Logger: log})
 	if err != nil {
 		return fmt.Errorf("%s.url: %w", c.spec.Key, err)
 	}
