@@ -25,6 +25,7 @@ type fakePipeline struct {
 	events    []runtime.EventRecord
 	metrics   *runtime.Metrics
 	cam       *runtime.CameraMetrics
+	rear      *runtime.Snapshot // a second camera, "rear", when set (addRear)
 	ready     bool
 	watched   int
 	sick      string // a failing health check's detail; "" when healthy
@@ -84,17 +85,47 @@ func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
 }
 
 func (f *fakePipeline) Watch()            { f.mu.Lock(); f.watched++; f.mu.Unlock() }
-func (f *fakePipeline) Cameras() []string { return []string{"front"} }
-func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool {
-	if name != "front" {
-		return false
+// addRear adds a second camera, "rear", with a w x h frame and zone r0c0
+// critical.
+func (f *fakePipeline) addRear(w, h int) {
+	r := &runtime.Snapshot{Seq: 1, Capture: time.Now(), ImageW: w, ImageH: h, MapW: w, MapH: h, RGB: make([]uint8, 3*w*h),
+		Depth: make([]float32, w*h), Scale: make([]float32, w*h), Epistemic: make([]float32, w*h)}
+	for i := range r.Depth {
+		r.Depth[i], r.Scale[i], r.Epistemic[i] = 10, 1, 0.9
 	}
+	r.Zones = []alerts.Zone{{Name: "r0c0", Polygon: [][2]float64{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}
+	r.Levels = []alerts.Level{alerts.LevelCritical}
+	r.Status = []alerts.ZoneStatus{{Name: "r0c0", Level: alerts.LevelCritical}}
+	f.mu.Lock()
+	f.rear = r
+	f.mu.Unlock()
+	f.metrics.AddCamera("rear")
+}
+
+func (f *fakePipeline) Cameras() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	fn(&f.snap)
+	if f.rear != nil {
+		return []string{"front", "rear"}
+	}
+	return []string{"front"}
+}
+func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	switch {
+	case name == "front":
+		fn(&f.snap)
+	case name == "rear" && f.rear != nil:
+		fn(f.rear)
+	default:
+		return false
+	}
 	return true
 }
-func (f *fakePipeline) CameraReady() map[string]bool { return map[string]bool{"front": f.Ready()} }
+func (f *fakePipeline) CameraReady() map[string]bool {
+	return map[string]bool{"front": f.Ready(), "rear": f.Ready()}
+}
 func (f *fakePipeline) Events() []runtime.EventRecord {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
