@@ -80,6 +80,9 @@ func (m *Models) Share() (*Models, error) {
 	return &Models{cfg: m.cfg, models: v, depth: m.depth, aux: m.aux, inW: m.inW, inH: m.inH}, nil
 }
 
+// Provider names the depth model's execution provider.
+func (m *Models) Provider() string { return m.depth.Provider() }
+
 // InputSize is the depth model's input width and height.
 func (m *Models) InputSize() (w, h int) { return m.inW, m.inH }
 

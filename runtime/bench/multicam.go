@@ -1,0 +1,332 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/demo"
+)
+
+// MulticamOptions configure one multi-camera measurement.
+type MulticamOptions struct {
+	ModelsDir string
+	// Cameras is the number of cameras of the simulated rig (demo.RigCamera).
+	Cameras  int
+	Duration time.Duration // measured time
+	Warmup   time.Duration // discarded start (default 5 s)
+	// FPS is each camera's frame rate (default 30: more than the pipeline
+	// serves, so that the pipeline, not the cameras, sets the pace).
+	FPS float64
+	// Frames is how many frames each camera pre-renders and loops
+	// (default 8): the cameras cost no CPU beyond copying a frame.
+	Frames int
+	Log    *slog.Logger
+}
+
+func (o *MulticamOptions) defaults() {
+	if o.Warmup == 0 {
+		o.Warmup = 5 * time.Second
+	}
+	if o.FPS == 0 {
+		o.FPS = 30
+	}
+	if o.Frames == 0 {
+		o.Frames = 8
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// CameraRate is one camera's share of a multi-camera run.
+type CameraRate struct {
+	Name    string  `json:"name"`
+	FPS     float64 `json:"fps"`
+	Frames  uint64  `json:"frames"`
+	Dropped uint64  `json:"dropped"`
+}
+
+// MulticamResult is one multi-camera measurement.
+type MulticamResult struct {
+	Cameras      int          `json:"cameras"`
+	AggregateFPS float64      `json:"aggregate_fps"`
+	PerCamera    []CameraRate `json:"per_camera"`
+	// Spread is (max - min) / mean of the per-camera fps.
+	Spread float64 `json:"spread"`
+	// Latency is capture to the frame's alerts assessed and its events
+	// queued in the outbox (the frame's publish point), over every frame
+	// of the measured window.
+	LatencyP50 time.Duration `json:"latency_p50_ns"`
+	LatencyP99 time.Duration `json:"latency_p99_ns"`
+	// RSSBytes is the process's resident set at the end of the window.
+	RSSBytes int64 `json:"rss_bytes"`
+	// AllocsPerFrame is the process's heap allocations in the window
+	// (every goroutine: cameras, MQTT, broker) per processed frame.
+	AllocsPerFrame float64 `json:"allocs_per_frame"`
+	Provider       string  `json:"provider"`
+}
+
+// BoundResult is the single-session throughput bound: the models run
+// back to back on the rig's frames, without cameras, scheduler or alerts.
+type BoundResult struct {
+	FPS      float64       `json:"fps"`
+	Frames   int           `json:"frames"`
+	MeanTime time.Duration `json:"mean_ns"`
+	RSSBytes int64         `json:"rss_bytes"`
+	Provider string        `json:"provider"`
+}
+
+// quietCalibration never alarms: the steady state has no events.
+const quietCalibration = `version: 1
+tau_e: 1
+tau_a: 1000
+scale_correction: 1
+coverage: 0.9
+levels:
+  ood_fraction: {warn: {enter: 0.5, exit: 0.4}, critical: {enter: 0.9, exit: 0.8}}
+`
+
+// rigFrames renders frames RGB8 frames of each of n rig cameras (their
+// own heading and seed) at the models' input size.
+func rigFrames(n, frames, w, h int) ([][][]uint8, error) {
+	out := make([][][]uint8, n)
+	for i := range n {
+		_, heading, off := demo.RigCamera(i)
+		r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Seed: 1 + off, Heading: heading})
+		if err != nil {
+			return nil, err
+		}
+		f := sim.NewFrame(w, h)
+		for k := range frames {
+			if err := r.Render(5*k, f); err != nil {
+				return nil, err
+			}
+			out[i] = append(out[i], append([]uint8(nil), f.RGB...))
+		}
+	}
+	return out, nil
+}
+
+// multicamConfig is the demo's runtime config for n cameras fed by the
+// benchmark (the URLs are never dialled), with a calibration that never
+// alarms and the HTTP server off.
+func multicamConfig(modelsDir, tmp string, n int) (*runtime.Config, *demo.Reference, error) {
+	ref, err := demo.ReadReference(modelsDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cal := filepath.Join(tmp, "quiet.yaml")
+	if err := os.WriteFile(cal, []byte(quietCalibration), 0o644); err != nil {
+		return nil, nil, err
+	}
+	var cams []*demo.Camera
+	for i := range n {
+		name, _, _ := demo.RigCamera(i)
+		cams = append(cams, &demo.Camera{Name: name, URL: "rtsp://127.0.0.1:1/" + name})
+	}
+	do := demo.Options{ModelsDir: modelsDir, WorkDir: tmp, BrokerListen: "127.0.0.1:0", HTTP: runtime.HTTPOff, Calibration: cal}
+	cfg, err := demo.ConfigForCameras(do, ref, cams)
+	return cfg, ref, err
+}
+
+// Multicam runs the reference models on o.Cameras simulated cameras in one
+// runtime (one session per model) and measures throughput, fairness,
+// latency, memory and allocations.
+func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
+	o.defaults()
+	if o.Cameras < 1 || o.Cameras > demo.MaxCameras {
+		return nil, fmt.Errorf("bench multicam: %d cameras outside [1, %d]", o.Cameras, demo.MaxCameras)
+	}
+	tmp, err := os.MkdirTemp("", "didoedge-multicam-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	cfg, ref, err := multicamConfig(o.ModelsDir, tmp, o.Cameras)
+	if err != nil {
+		return nil, err
+	}
+	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
+	frames, err := rigFrames(o.Cameras, o.Frames, w, h)
+	if err != nil {
+		return nil, err
+	}
+	boxes := make([]*camera.Mailbox, o.Cameras)
+	sources := make([]camera.Source, o.Cameras)
+	for i := range boxes {
+		boxes[i] = camera.NewMailbox()
+		sources[i] = boxes[i]
+	}
+	// Latencies of the measured window, preallocated: OnFrame runs on the
+	// pipeline goroutine and must not allocate.
+	lat := make([]time.Duration, 0, 1<<20)
+	var measuring atomic.Bool
+	onFrame := func(ft runtime.FrameTiming) {
+		if measuring.Load() && len(lat) < cap(lat) {
+			lat = append(lat, ft.Done.Sub(ft.Capture))
+		}
+	}
+	p, err := runtime.New(ctx, cfg, runtime.Options{Sources: sources, Logger: o.Log, OnFrame: onFrame})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx) }()
+	var producers sync.WaitGroup
+	for i, mb := range boxes {
+		producers.Go(func() { produce(rctx, mb, frames[i], w, h, o.FPS) })
+	}
+	stop := func() error {
+		cancel()
+		producers.Wait()
+		return <-done
+	}
+	if err := sleep(ctx, o.Warmup); err != nil {
+		stop()
+		return nil, err
+	}
+	cams := p.Metrics().Cameras()
+	startFrames := make([]uint64, len(cams))
+	startDropped := make([]uint64, len(cams))
+	var ms0, ms1 goruntime.MemStats
+	goruntime.ReadMemStats(&ms0)
+	for i, cm := range cams {
+		startFrames[i], startDropped[i] = cm.Frames.Load(), cm.Dropped.Load()
+	}
+	measuring.Store(true)
+	t0 := time.Now()
+	if err := sleep(ctx, o.Duration); err != nil {
+		stop()
+		return nil, err
+	}
+	measuring.Store(false)
+	elapsed := time.Since(t0)
+	goruntime.ReadMemStats(&ms1)
+	res := &MulticamResult{Cameras: o.Cameras}
+	res.Provider, _ = p.Providers()
+	var total uint64
+	lo, hi := 0.0, 0.0
+	for i, cm := range cams {
+		n := cm.Frames.Load() - startFrames[i]
+		r := CameraRate{Name: cm.Camera, Frames: n, Dropped: cm.Dropped.Load() - startDropped[i], FPS: float64(n) / elapsed.Seconds()}
+		res.PerCamera = append(res.PerCamera, r)
+		total += n
+		if i == 0 || r.FPS < lo {
+			lo = r.FPS
+		}
+		hi = max(hi, r.FPS)
+	}
+	res.AggregateFPS = float64(total) / elapsed.Seconds()
+	if mean := res.AggregateFPS / float64(len(cams)); mean > 0 {
+		res.Spread = (hi - lo) / mean
+	}
+	if total > 0 {
+		res.AllocsPerFrame = float64(ms1.Mallocs-ms0.Mallocs) / float64(total)
+	}
+	if res.RSSBytes, err = rssBytes(); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := stop(); err != nil {
+		return nil, err
+	}
+	if len(lat) == 0 {
+		return nil, errors.New("bench multicam: no frame processed in the measured window")
+	}
+	res.LatencyP50, res.LatencyP99 = quantile(lat, 0.50), quantile(lat, 0.99)
+	return res, nil
+}
+
+// produce publishes the camera's frames at fps into its mailbox, as a
+// camera would (the mailbox keeps the newest; the pipeline counts the
+// frames it never took as dropped).
+func produce(ctx context.Context, mb *camera.Mailbox, frames [][]uint8, w, h int, fps float64) {
+	defer mb.Close(nil)
+	f := camera.Frame{Width: w, Height: h}
+	t := time.NewTicker(time.Duration(float64(time.Second) / fps))
+	defer t.Stop()
+	for seq := uint64(1); ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		src := frames[int(seq)%len(frames)]
+		if cap(f.RGB) < len(src) {
+			f.RGB = make([]uint8, len(src))
+		}
+		f.RGB = f.RGB[:len(src)]
+		copy(f.RGB, src)
+		now := time.Now()
+		f.Seq, f.Capture, f.Decoded = seq, now, now
+		mb.Publish(&f)
+	}
+}
+
+// InferenceBound runs the reference models back to back on the rig's
+// frames (cameras 0..cameras-1 in turn) for o.Duration after o.Warmup: the
+// most frames per second one session per model can give, which no
+// scheduler can beat. The reference models have a fixed batch of 1, so
+// this is one run per frame.
+func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*BoundResult, error) {
+	o.defaults()
+	tmp, err := os.MkdirTemp("", "didoedge-bound-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	cfg, ref, err := multicamConfig(o.ModelsDir, tmp, 1)
+	if err != nil {
+		return nil, err
+	}
+	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
+	frames, err := rigFrames(max(cameras, 1), o.Frames, w, h)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.OpenModels(ctx, cfg, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	run := func(d time.Duration) (int, time.Duration, error) {
+		t0 := time.Now()
+		n := 0
+		for time.Since(t0) < d {
+			if err := ctx.Err(); err != nil {
+				return n, 0, err
+			}
+			src := frames[n%len(frames)][(n/len(frames))%o.Frames]
+			if _, err := m.Infer(ctx, src, w, h); err != nil {
+				return n, 0, err
+			}
+			n++
+		}
+		return n, time.Since(t0), nil
+	}
+	if _, _, err := run(o.Warmup); err != nil {
+		return nil, err
+	}
+	n, el, err := run(o.Duration)
+	if err != nil {
+		return nil, err
+	}
+	res := &BoundResult{FPS: float64(n) / el.Seconds(), Frames: n, MeanTime: el / time.Duration(max(n, 1))}
+	res.Provider = m.Provider()
+	if res.RSSBytes, err = rssBytes(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
