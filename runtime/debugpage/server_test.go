@@ -84,7 +84,8 @@ func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
 		Zone: f.snap.Zones[zone].Name, Level: l.String(), Previous: "ok", Reasons: "ood_fraction"})
 }
 
-func (f *fakePipeline) Watch()            { f.mu.Lock(); f.watched++; f.mu.Unlock() }
+func (f *fakePipeline) Watch() { f.mu.Lock(); f.watched++; f.mu.Unlock() }
+
 // addRear adds a second camera, "rear", with a w x h frame and zone r0c0
 // critical.
 func (f *fakePipeline) addRear(w, h int) {
