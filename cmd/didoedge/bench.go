@@ -280,7 +280,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(w, "single-session bound (models back to back, one run per frame, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
 		bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
-	fmt.Fprintf(w, "%7s %9s %7s %7s %10s %10s %9s %12s  %s\n", "cameras", "aggregate", "/bound", "spread", "p50", "p99", "rss MiB", "allocs/frame", "per camera fps (dropped)")
+	fmt.Fprintf(w, "%7s %9s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "/bound", "spread", "p50", "p99", "rss MiB",
+		"allocs/frame", "less idle", "per camera fps (dropped)")
 	var rss1 int64
 	for _, n := range counts {
 		var r bench.MulticamResult
@@ -294,8 +295,10 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		for _, c := range r.PerCamera {
 			per = append(per, fmt.Sprintf("%s %.2f (%d)", c.Name, c.FPS, c.Dropped))
 		}
-		fmt.Fprintf(w, "%7d %9.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f  %s\n", n, r.AggregateFPS, r.AggregateFPS/bound.FPS, 100*r.Spread,
-			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, strings.Join(per, ", "))
+		fmt.Fprintf(w, "%7d %9.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS, r.AggregateFPS/bound.FPS, 100*r.Spread,
+			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, r.FrameAllocs,
+			strings.Join(per, ", "))
+		fmt.Fprintf(w, "        idle process allocations (broker $SYS, MQTT, stats; no frames): %.0f/s\n", r.IdleAllocsPerSec)
 		if n > 1 && rss1 > 0 {
 			fmt.Fprintf(w, "        rss %d cameras / 1 camera: %.3f\n", n, float64(r.RSSBytes)/float64(rss1))
 		}

@@ -74,7 +74,13 @@ type MulticamResult struct {
 	// AllocsPerFrame is the process's heap allocations in the window
 	// (every goroutine: cameras, MQTT, broker) per processed frame.
 	AllocsPerFrame float64 `json:"allocs_per_frame"`
-	Provider       string  `json:"provider"`
+	// IdleAllocsPerSec is the process's allocation rate before the
+	// cameras start (the embedded broker's $SYS topics, MQTT keep-alives,
+	// stats and retained states); FrameAllocs is AllocsPerFrame less that
+	// background, an estimate of what the frames themselves allocate.
+	IdleAllocsPerSec float64 `json:"idle_allocs_per_sec"`
+	FrameAllocs      float64 `json:"frame_allocs_estimate"`
+	Provider         string  `json:"provider"`
 }
 
 // BoundResult is the single-session throughput bound: the models run
@@ -184,6 +190,20 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(rctx) }()
+	// The background allocation rate: everything but frames.
+	var idle0, idle1 goruntime.MemStats
+	if err := sleep(ctx, time.Second); err != nil {
+		cancel()
+		return nil, errors.Join(err, <-done)
+	}
+	goruntime.ReadMemStats(&idle0)
+	ti := time.Now()
+	if err := sleep(ctx, 3*time.Second); err != nil {
+		cancel()
+		return nil, errors.Join(err, <-done)
+	}
+	goruntime.ReadMemStats(&idle1)
+	idleRate := float64(idle1.Mallocs-idle0.Mallocs) / time.Since(ti).Seconds()
 	var producers sync.WaitGroup
 	for i, mb := range boxes {
 		producers.Go(func() { produce(rctx, mb, frames[i], w, h, o.FPS) })
@@ -214,7 +234,7 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	measuring.Store(false)
 	elapsed := time.Since(t0)
 	goruntime.ReadMemStats(&ms1)
-	res := &MulticamResult{Cameras: o.Cameras}
+	res := &MulticamResult{Cameras: o.Cameras, IdleAllocsPerSec: idleRate}
 	res.Provider, _ = p.Providers()
 	var total uint64
 	lo, hi := 0.0, 0.0
@@ -234,6 +254,7 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	}
 	if total > 0 {
 		res.AllocsPerFrame = float64(ms1.Mallocs-ms0.Mallocs) / float64(total)
+		res.FrameAllocs = (float64(ms1.Mallocs-ms0.Mallocs) - idleRate*elapsed.Seconds()) / float64(total)
 	}
 	if res.RSSBytes, err = rssBytes(); err != nil {
 		stop()
