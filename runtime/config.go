@@ -28,14 +28,13 @@ type Config struct {
 	// Cameras is the multi-camera form (exclusive with Camera): every
 	// camera has its name, source, and optionally its own zones, ignore
 	// masks and calibration (default: the alerts section's).
-	Cameras   []CameraEntry   `yaml:"cameras"`
-	Scheduler SchedulerConfig `yaml:"scheduler"`
-	Inference infer.Config    `yaml:"inference"`
-	Depth     ModelConfig     `yaml:"depth"`
-	AuxUE     AuxUEConfig     `yaml:"auxue"`
-	Alerts    yaml.Node       `yaml:"alerts"` // an alerts.Config; parsed into AlertsConfig
-	HTTP      HTTPConfig      `yaml:"http"`
-	Pipeline  PipelineConfig  `yaml:"pipeline"`
+	Cameras   []CameraEntry  `yaml:"cameras"`
+	Inference infer.Config   `yaml:"inference"`
+	Depth     ModelConfig    `yaml:"depth"`
+	AuxUE     AuxUEConfig    `yaml:"auxue"`
+	Alerts    yaml.Node      `yaml:"alerts"` // an alerts.Config; parsed into AlertsConfig
+	HTTP      HTTPConfig     `yaml:"http"`
+	Pipeline  PipelineConfig `yaml:"pipeline"`
 
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.
@@ -70,14 +69,6 @@ type CameraEntry struct {
 	// the alerts section's zones (and its ignore masks, unless the camera
 	// gives its own) apply.
 	alerts.ZoneSet `yaml:",inline"`
-}
-
-// SchedulerConfig tunes how the cameras share the model sessions.
-type SchedulerConfig struct {
-	// BatchSize is the most frames of different cameras run as one batch
-	// when the models' batch dimension is dynamic (default 1: one run per
-	// frame; the reference models have a fixed batch of 1).
-	BatchSize int `yaml:"batch_size"`
 }
 
 // CameraSpec is one camera of a configuration after defaults: its source
@@ -211,9 +202,6 @@ func (c *Config) finish(name, dir string) error {
 		}
 		abs(&c.Cameras[i].Calibration)
 	}
-	if c.Scheduler.BatchSize == 0 {
-		c.Scheduler.BatchSize = 1
-	}
 	if c.Inference.Library != "" {
 		abs(&c.Inference.Library)
 	}
@@ -256,9 +244,6 @@ func (c *Config) finish(name, dir string) error {
 			seen[e.Name] = i
 		}
 		add(e.CameraConfig.validate(key))
-	}
-	if c.Scheduler.BatchSize < 1 || c.Scheduler.BatchSize > 64 {
-		add(fmt.Errorf("scheduler.batch_size: %d outside [1, 64]", c.Scheduler.BatchSize))
 	}
 	if err := c.Inference.Validate(); err != nil {
 		add(fmt.Errorf("inference.%w", err))

@@ -78,9 +78,6 @@ func TestCamerasConfig(t *testing.T) {
 			t.Errorf("camera %d: %s calibration %s zones %v ignore %d key %s, want %+v", i, cs.Name, cs.Alerts.Calibration, names, len(es.Ignore), cs.Key, want)
 		}
 	}
-	if cfg.Scheduler.BatchSize != 1 {
-		t.Errorf("scheduler.batch_size default %d, want 1", cfg.Scheduler.BatchSize)
-	}
 
 	for _, tc := range []struct {
 		name, cameras, zones string
@@ -106,8 +103,6 @@ func TestCamerasConfig(t *testing.T) {
 		{"unknown key", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", zoom: 2}\n", testZones, "", []string{"zoom"}},
 		{"camera and cameras", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n", testZones, "camera: {url: \"rtsp://127.0.0.1:1/x\"}\n",
 			[]string{"camera and cameras are exclusive"}},
-		{"batch size", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n", testZones, "scheduler: {batch_size: 100}\n",
-			[]string{"scheduler.batch_size: 100 outside [1, 64]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := multiConfig(t, s.dir, tc.cameras, "quiet.yaml", tc.zones)
