@@ -232,9 +232,23 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ac, err := alerts.ParseConfig(name+": alerts", alertsYAML)
+		parse := alerts.ParseConfig
+		if len(c.Cameras) > 0 {
+			parse = alerts.ParseSharedConfig
+		}
+		ac, err := parse(name+": alerts", alertsYAML)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		for i, e := range c.Cameras {
+			if err := alerts.ValidCamera(e.Name); err != nil {
+				t.Fatalf("%s: cameras[%d].name: %v", name, i, err)
+			}
+			if e.HasZones() {
+				if err := e.ZoneSet.Validate(fmt.Sprintf("cameras[%d]", i)); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
 		}
 		// The shipped configs spell out the defaults chosen with the
 		// scenario benchmark (docs/alerts.md).
