@@ -504,6 +504,7 @@ func (p *Pipeline) reload() error {
 		byName[cs.Name] = cs
 	}
 	engineSpecs := make([]alerts.EngineSpec, len(p.cams))
+	restart := false
 	for i, c := range p.cams {
 		cs, ok := byName[c.spec.Name]
 		if !ok {
@@ -512,9 +513,10 @@ func (p *Pipeline) reload() error {
 		if engineSpecs[i], err = cs.EngineSpec(); err != nil {
 			return fail(err)
 		}
-		if p.sink.restartOnly(cs.Alerts) {
-			p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
-		}
+		restart = restart || p.sink.restartOnly(cs.Alerts)
+	}
+	if restart {
+		p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
 	}
 	if len(specs) != len(p.cams) {
 		p.log.Warn("reload: added cameras need a restart")
@@ -596,9 +598,9 @@ func (p *Pipeline) closeModels() error {
 	if p.models == nil {
 		return nil
 	}
-	for _, c := range p.cams[1:] {
-		if c.models != nil {
-			c.models.Close()
+	for i, c := range p.cams {
+		if i > 0 && c.models != nil {
+			c.models.Close() // a view: releases nothing but its reference
 		}
 	}
 	err := p.models.Close()
