@@ -263,6 +263,8 @@ func FuzzParseConfig(f *testing.F) {
 	dir := configDir(f)
 	f.Add(validConfig())
 	f.Add("camera: {url: rtsp://x}\n")
+	f.Add("cameras:\n  - {name: a, url: \"rtsp://127.0.0.1/a\", zones: [{name: z, polygon: [[0, 0], [1, 0], [1, 1]]}]}\n  - {name: a}\n")
+	f.Add("cameras: [{name: b/c, sequence: {dir: frames}, grid: {rows: 99}}]\ncamera: {url: rtsp://x}\n")
 	f.Add("alerts: [1, 2]\n")
 	f.Add("depth: {io: {input: {name: a, height: -1, width: 0}}}\n")
 	f.Add("camera:\n  sequence: {dir: frames, fps: -3}\nhttp: {max_fps: .nan}\n")
