@@ -249,7 +249,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 			v, err = bench.InferenceBound(ctx, o, slices.Max(counts))
 		} else {
 			o.Cameras = *child
-			v, err = bench.Multicam(ctx, o)
+			v, err = bench.MulticamWithBound(ctx, o)
 		}
 		if err != nil {
 			return err
@@ -278,16 +278,18 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	if err := runChild(0, &bound); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "single-session bound (models back to back, one run per frame, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
+	fmt.Fprintf(w, "single-session bound alone (models back to back, one run per frame, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
 		bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
-	fmt.Fprintf(w, "%7s %9s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "/bound", "spread", "p50", "p99", "rss MiB",
+	fmt.Fprintf(w, "each row: the bound for %v right before and right after the run, in the same process; /bound = aggregate over their mean\n", *duration/2)
+	fmt.Fprintf(w, "%7s %9s %13s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "bound b/a", "/bound", "spread", "p50", "p99", "rss MiB",
 		"allocs/frame", "less idle", "per camera fps (dropped)")
 	var rss1 int64
 	for _, n := range counts {
-		var r bench.MulticamResult
-		if err := runChild(n, &r); err != nil {
+		var run bench.MulticamRun
+		if err := runChild(n, &run); err != nil {
 			return err
 		}
+		r := run.Result
 		if n == 1 {
 			rss1 = r.RSSBytes
 		}
@@ -295,7 +297,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		for _, c := range r.PerCamera {
 			per = append(per, fmt.Sprintf("%s %.2f (%d)", c.Name, c.FPS, c.Dropped))
 		}
-		fmt.Fprintf(w, "%7d %9.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS, r.AggregateFPS/bound.FPS, 100*r.Spread,
+		fmt.Fprintf(w, "%7d %9.2f %6.2f/%6.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS,
+			run.BoundBefore.FPS, run.BoundAfter.FPS, run.Ratio, 100*r.Spread,
 			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, r.FrameAllocs,
 			strings.Join(per, ", "))
 		fmt.Fprintf(w, "        idle process allocations (broker $SYS, MQTT, stats; no frames): %.0f/s\n", r.IdleAllocsPerSec)

@@ -351,3 +351,40 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 	}
 	return res, nil
 }
+
+// MulticamRun is a multi-camera measurement with the single-session bound
+// measured in the same process right before and right after it, so that
+// the ratio compares figures taken under the same machine load.
+type MulticamRun struct {
+	Result      MulticamResult `json:"result"`
+	BoundBefore BoundResult    `json:"bound_before"`
+	BoundAfter  BoundResult    `json:"bound_after"`
+	// Ratio is the aggregate fps over the mean of the two bounds.
+	Ratio float64 `json:"ratio"`
+}
+
+// MulticamWithBound runs InferenceBound for half of o.Duration, then
+// Multicam, then InferenceBound again (the RSS reported is the
+// pipeline's, taken before the second bound).
+func MulticamWithBound(ctx context.Context, o MulticamOptions) (*MulticamRun, error) {
+	o.defaults()
+	bo := o
+	bo.Duration, bo.Warmup = max(o.Duration/2, time.Second), min(o.Warmup, 2*time.Second)
+	before, err := InferenceBound(ctx, bo, o.Cameras)
+	if err != nil {
+		return nil, err
+	}
+	r, err := Multicam(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	after, err := InferenceBound(ctx, bo, o.Cameras)
+	if err != nil {
+		return nil, err
+	}
+	run := &MulticamRun{Result: *r, BoundBefore: *before, BoundAfter: *after}
+	if b := (before.FPS + after.FPS) / 2; b > 0 {
+		run.Ratio = r.AggregateFPS / b
+	}
+	return run, nil
+}

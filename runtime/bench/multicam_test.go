@@ -12,9 +12,13 @@ import (
 func TestMulticamMeasures(t *testing.T) {
 	dir := testModels(t)
 	o := MulticamOptions{ModelsDir: dir, Cameras: 3, Duration: 2 * time.Second, Warmup: time.Second, Frames: 2}
-	r, err := Multicam(context.Background(), o)
+	run, err := MulticamWithBound(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	r := &run.Result
+	if b := (run.BoundBefore.FPS + run.BoundAfter.FPS) / 2; run.Ratio <= 0 || run.Ratio-r.AggregateFPS/b > 1e-9 || r.AggregateFPS/b-run.Ratio > 1e-9 {
+		t.Fatalf("ratio %g, aggregate %g, bounds %g and %g", run.Ratio, r.AggregateFPS, run.BoundBefore.FPS, run.BoundAfter.FPS)
 	}
 	if len(r.PerCamera) != 3 || r.PerCamera[0].Name != "front" || r.PerCamera[1].Name != "left" || r.PerCamera[2].Name != "right" {
 		t.Fatalf("cameras %+v", r.PerCamera)
