@@ -91,9 +91,13 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	defer phases.Wait()
 	defer stopPhases()
 	started := func(p *runtime.Pipeline, page string) {
-		for _, c := range cams {
-			fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s %s (heading %+g deg, seed %d, %dx%d, %g fps)\n",
-				c.Name, c.URL, c.Heading, c.Seed, spec.Input.Width, spec.Input.Height, *fps)
+		if len(cams) == 1 {
+			fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
+		} else {
+			for _, c := range cams {
+				fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s %s (heading %+g deg, seed %d, %dx%d, %g fps)\n",
+					c.Name, c.URL, c.Heading, c.Seed, spec.Input.Width, spec.Input.Height, *fps)
+			}
 		}
 		if b := p.BrokerAddr(); b != "" {
 			host, port := splitHostPort(b)
