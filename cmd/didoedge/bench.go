@@ -220,6 +220,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	warmup := fs.Duration("warmup", 5*time.Second, "discarded start of each run")
 	fps := fs.Float64("fps", 30, "each simulated camera's frame rate (above what the pipeline serves, so the pipeline sets the pace)")
 	frames := fs.Int("frames", 8, "frames each camera pre-renders and loops")
+	nSlices := fs.Int("slices", 5, "alternations of pipeline and bound within each run")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -241,7 +242,10 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	if _, err := demo.ReadReference(*models); err != nil {
 		return err
 	}
-	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Log: env.log}
+	if *nSlices < 1 || *nSlices > 100 {
+		return fmt.Errorf("--slices %d: want 1..100", *nSlices)
+	}
+	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, Log: env.log}
 	if *child >= 0 {
 		var v any
 		var err error
@@ -249,7 +253,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 			v, err = bench.InferenceBound(ctx, o, slices.Max(counts))
 		} else {
 			o.Cameras = *child
-			v, err = bench.MulticamWithBound(ctx, o)
+			v, err = bench.Multicam(ctx, o)
 		}
 		if err != nil {
 			return err
@@ -263,7 +267,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	runChild := func(n int, into any) error {
 		cmd := exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
 			"--duration", duration.String(), "--warmup", warmup.String(), "--fps", strconv.FormatFloat(*fps, 'g', -1, 64),
-			"--frames", strconv.Itoa(*frames), "--child", strconv.Itoa(n))
+			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--child", strconv.Itoa(n))
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
@@ -280,16 +284,15 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(w, "single-session bound alone (models back to back, one run per frame, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
 		bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
-	fmt.Fprintf(w, "each row: the bound for %v right before and right after the run, in the same process; /bound = aggregate over their mean\n", *duration/2)
-	fmt.Fprintf(w, "%7s %9s %13s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "bound b/a", "/bound", "spread", "p50", "p99", "rss MiB",
+	fmt.Fprintf(w, "each row: the pipeline and the bound (models back to back on sessions of their own) in %d alternating slices in the same process; /bound = aggregate over that bound\n", *nSlices)
+	fmt.Fprintf(w, "%7s %9s %7s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "bound", "/bound", "spread", "p50", "p99", "rss MiB",
 		"allocs/frame", "less idle", "per camera fps (dropped)")
 	var rss1 int64
 	for _, n := range counts {
-		var run bench.MulticamRun
-		if err := runChild(n, &run); err != nil {
+		var r bench.MulticamResult
+		if err := runChild(n, &r); err != nil {
 			return err
 		}
-		r := run.Result
 		if n == 1 {
 			rss1 = r.RSSBytes
 		}
@@ -297,8 +300,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		for _, c := range r.PerCamera {
 			per = append(per, fmt.Sprintf("%s %.2f (%d)", c.Name, c.FPS, c.Dropped))
 		}
-		fmt.Fprintf(w, "%7d %9.2f %6.2f/%6.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS,
-			run.BoundBefore.FPS, run.BoundAfter.FPS, run.Ratio, 100*r.Spread,
+		fmt.Fprintf(w, "%7d %9.2f %7.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS,
+			r.BoundFPS, r.Ratio, 100*r.Spread,
 			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, r.FrameAllocs,
 			strings.Join(per, ", "))
 		fmt.Fprintf(w, "        idle process allocations (broker $SYS, MQTT, stats; no frames): %.0f/s\n", r.IdleAllocsPerSec)

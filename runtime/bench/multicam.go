@@ -31,6 +31,10 @@ type MulticamOptions struct {
 	// Frames is how many frames each camera pre-renders and loops
 	// (default 8): the cameras cost no CPU beyond copying a frame.
 	Frames int
+	// Slices is how many times the measured window alternates between
+	// the pipeline and the bound (default 5): on a shared machine both
+	// then see the same load.
+	Slices int
 	Log    *slog.Logger
 }
 
@@ -43,6 +47,9 @@ func (o *MulticamOptions) defaults() {
 	}
 	if o.Frames == 0 {
 		o.Frames = 8
+	}
+	if o.Slices == 0 {
+		o.Slices = 5
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -64,12 +71,18 @@ type MulticamResult struct {
 	PerCamera    []CameraRate `json:"per_camera"`
 	// Spread is (max - min) / mean of the per-camera fps.
 	Spread float64 `json:"spread"`
+	// BoundFPS is the single-session bound measured in the same process,
+	// in slices alternating with the pipeline's (InferenceBound's loop on
+	// sessions of its own); Ratio is AggregateFPS / BoundFPS.
+	BoundFPS float64 `json:"bound_fps"`
+	Ratio    float64 `json:"ratio"`
 	// Latency is capture to the frame's alerts assessed and its events
 	// queued in the outbox (the frame's publish point), over every frame
 	// of the measured window.
 	LatencyP50 time.Duration `json:"latency_p50_ns"`
 	LatencyP99 time.Duration `json:"latency_p99_ns"`
-	// RSSBytes is the process's resident set at the end of the window.
+	// RSSBytes is the process's resident set after the warm-up and the
+	// first pipeline slice, before the bound's sessions are opened.
 	RSSBytes int64 `json:"rss_bytes"`
 	// AllocsPerFrame is the process's heap allocations in the window
 	// (every goroutine: cameras, MQTT, broker) per processed frame.
@@ -205,8 +218,9 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	goruntime.ReadMemStats(&idle1)
 	idleRate := float64(idle1.Mallocs-idle0.Mallocs) / time.Since(ti).Seconds()
 	var producers sync.WaitGroup
+	var paused atomic.Bool
 	for i, mb := range boxes {
-		producers.Go(func() { produce(rctx, mb, frames[i], w, h, o.FPS) })
+		producers.Go(func() { produce(rctx, mb, frames[i], w, h, o.FPS, &paused) })
 	}
 	stop := func() error {
 		cancel()
@@ -218,31 +232,83 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 		return nil, err
 	}
 	cams := p.Metrics().Cameras()
-	startFrames := make([]uint64, len(cams))
-	startDropped := make([]uint64, len(cams))
-	var ms0, ms1 goruntime.MemStats
-	goruntime.ReadMemStats(&ms0)
-	for i, cm := range cams {
-		startFrames[i], startDropped[i] = cm.Frames.Load(), cm.Dropped.Load()
-	}
-	measuring.Store(true)
-	t0 := time.Now()
-	if err := sleep(ctx, o.Duration); err != nil {
-		stop()
-		return nil, err
-	}
-	measuring.Store(false)
-	elapsed := time.Since(t0)
-	goruntime.ReadMemStats(&ms1)
+	frames0 := make([]uint64, len(cams))
+	dropped0 := make([]uint64, len(cams))
+	perFrames := make([]uint64, len(cams))
+	perDropped := make([]uint64, len(cams))
 	res := &MulticamResult{Cameras: o.Cameras, IdleAllocsPerSec: idleRate}
 	res.Provider, _ = p.Providers()
+	slice := max(o.Duration/time.Duration(o.Slices), time.Second)
+	var bound *runtime.Models
+	defer func() {
+		if bound != nil {
+			bound.Close()
+		}
+	}()
+	var elapsed, boundTime time.Duration
+	var mallocs uint64
+	boundFrames, bi := 0, 0
+	for sl := range o.Slices {
+		// A pipeline slice.
+		var ms0, ms1 goruntime.MemStats
+		goruntime.ReadMemStats(&ms0)
+		for i, cm := range cams {
+			frames0[i], dropped0[i] = cm.Frames.Load(), cm.Dropped.Load()
+		}
+		measuring.Store(true)
+		t0 := time.Now()
+		if err := sleep(ctx, slice); err != nil {
+			stop()
+			return nil, err
+		}
+		measuring.Store(false)
+		elapsed += time.Since(t0)
+		goruntime.ReadMemStats(&ms1)
+		mallocs += ms1.Mallocs - ms0.Mallocs
+		for i, cm := range cams {
+			perFrames[i] += cm.Frames.Load() - frames0[i]
+			perDropped[i] += cm.Dropped.Load() - dropped0[i]
+		}
+		if sl == 0 {
+			if res.RSSBytes, err = rssBytes(); err != nil {
+				stop()
+				return nil, err
+			}
+			if bound, err = runtime.OpenModels(ctx, cfg, o.Log); err != nil {
+				stop()
+				return nil, err
+			}
+		}
+		// Pause the cameras, let the pipeline finish the frames it holds,
+		// then a bound slice: the models back to back on sessions of their own.
+		paused.Store(true)
+		if err := drain(ctx, cams); err != nil {
+			stop()
+			return nil, err
+		}
+		tb := time.Now()
+		for time.Since(tb) < slice {
+			cam := bi % o.Cameras
+			if _, err := bound.Infer(ctx, frames[cam][(bi/o.Cameras)%len(frames[cam])], w, h); err != nil {
+				stop()
+				return nil, err
+			}
+			bi++
+			boundFrames++
+		}
+		boundTime += time.Since(tb)
+		paused.Store(false)
+		if err := sleep(ctx, 200*time.Millisecond); err != nil { // the cameras deliver again
+			stop()
+			return nil, err
+		}
+	}
 	var total uint64
 	lo, hi := 0.0, 0.0
 	for i, cm := range cams {
-		n := cm.Frames.Load() - startFrames[i]
-		r := CameraRate{Name: cm.Camera, Frames: n, Dropped: cm.Dropped.Load() - startDropped[i], FPS: float64(n) / elapsed.Seconds()}
+		r := CameraRate{Name: cm.Camera, Frames: perFrames[i], Dropped: perDropped[i], FPS: float64(perFrames[i]) / elapsed.Seconds()}
 		res.PerCamera = append(res.PerCamera, r)
-		total += n
+		total += perFrames[i]
 		if i == 0 || r.FPS < lo {
 			lo = r.FPS
 		}
@@ -252,13 +318,13 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	if mean := res.AggregateFPS / float64(len(cams)); mean > 0 {
 		res.Spread = (hi - lo) / mean
 	}
-	if total > 0 {
-		res.AllocsPerFrame = float64(ms1.Mallocs-ms0.Mallocs) / float64(total)
-		res.FrameAllocs = (float64(ms1.Mallocs-ms0.Mallocs) - idleRate*elapsed.Seconds()) / float64(total)
+	res.BoundFPS = float64(boundFrames) / boundTime.Seconds()
+	if res.BoundFPS > 0 {
+		res.Ratio = res.AggregateFPS / res.BoundFPS
 	}
-	if res.RSSBytes, err = rssBytes(); err != nil {
-		stop()
-		return nil, err
+	if total > 0 {
+		res.AllocsPerFrame = float64(mallocs) / float64(total)
+		res.FrameAllocs = (float64(mallocs) - idleRate*elapsed.Seconds()) / float64(total)
 	}
 	if err := stop(); err != nil {
 		return nil, err
@@ -273,17 +339,22 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 // produce publishes the camera's frames at fps into its mailbox, as a
 // camera would (the mailbox keeps the newest; the pipeline counts the
 // frames it never took as dropped).
-func produce(ctx context.Context, mb *camera.Mailbox, frames [][]uint8, w, h int, fps float64) {
+func produce(ctx context.Context, mb *camera.Mailbox, frames [][]uint8, w, h int, fps float64, paused *atomic.Bool) {
 	defer mb.Close(nil)
 	f := camera.Frame{Width: w, Height: h}
 	t := time.NewTicker(time.Duration(float64(time.Second) / fps))
 	defer t.Stop()
-	for seq := uint64(1); ; seq++ {
+	var seq uint64
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if paused.Load() {
+			continue // no frame, no seq: a pause is not a drop
+		}
+		seq++
 		src := frames[int(seq)%len(frames)]
 		if cap(f.RGB) < len(src) {
 			f.RGB = make([]uint8, len(src))
@@ -294,6 +365,29 @@ func produce(ctx context.Context, mb *camera.Mailbox, frames [][]uint8, w, h int
 		f.Seq, f.Capture, f.Decoded = seq, now, now
 		mb.Publish(&f)
 	}
+}
+
+// drain waits until no camera's frame counter moved for 150 ms: the
+// pipeline finished the frames it held.
+func drain(ctx context.Context, cams []*runtime.CameraMetrics) error {
+	sum := func() (n uint64) {
+		for _, c := range cams {
+			n += c.Frames.Load() + c.Errors.Load() + c.Invalid.Load()
+		}
+		return n
+	}
+	last, still := sum(), 0
+	for still < 3 {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+		if n := sum(); n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
+	return nil
 }
 
 // InferenceBound runs the reference models back to back on the rig's
@@ -350,41 +444,4 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 		return nil, err
 	}
 	return res, nil
-}
-
-// MulticamRun is a multi-camera measurement with the single-session bound
-// measured in the same process right before and right after it, so that
-// the ratio compares figures taken under the same machine load.
-type MulticamRun struct {
-	Result      MulticamResult `json:"result"`
-	BoundBefore BoundResult    `json:"bound_before"`
-	BoundAfter  BoundResult    `json:"bound_after"`
-	// Ratio is the aggregate fps over the mean of the two bounds.
-	Ratio float64 `json:"ratio"`
-}
-
-// MulticamWithBound runs InferenceBound for half of o.Duration, then
-// Multicam, then InferenceBound again (the RSS reported is the
-// pipeline's, taken before the second bound).
-func MulticamWithBound(ctx context.Context, o MulticamOptions) (*MulticamRun, error) {
-	o.defaults()
-	bo := o
-	bo.Duration, bo.Warmup = max(o.Duration/2, time.Second), min(o.Warmup, 2*time.Second)
-	before, err := InferenceBound(ctx, bo, o.Cameras)
-	if err != nil {
-		return nil, err
-	}
-	r, err := Multicam(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	after, err := InferenceBound(ctx, bo, o.Cameras)
-	if err != nil {
-		return nil, err
-	}
-	run := &MulticamRun{Result: *r, BoundBefore: *before, BoundAfter: *after}
-	if b := (before.FPS + after.FPS) / 2; b > 0 {
-		run.Ratio = r.AggregateFPS / b
-	}
-	return run, nil
 }
