@@ -218,7 +218,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	camList := fs.String("cameras", "1,2,4", "camera counts to measure, comma-separated")
 	duration := fs.Duration("duration", 20*time.Second, "measured time per camera count (after the warm-up)")
 	warmup := fs.Duration("warmup", 5*time.Second, "discarded start of each run")
-	fps := fs.Float64("fps", 30, "each simulated camera's frame rate (above what the pipeline serves, so the pipeline sets the pace)")
+	fps := fs.Float64("fps", 0, "each simulated camera's frame rate; 0: free-running cameras (a frame is captured whenever the pipeline asks, so the pipeline alone sets the pace)")
 	frames := fs.Int("frames", 8, "frames each camera pre-renders and loops")
 	nSlices := fs.Int("slices", 5, "alternations of pipeline and bound within each run")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
@@ -276,8 +276,12 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		return json.Unmarshal(out.Bytes(), into)
 	}
 	w := env.stdout
-	fmt.Fprintf(w, "bench multicam: models %s, simulated rig (pre-rendered frames, %g fps per camera, in-process sources), %v per run after %v warm-up, each run in its own process\n",
-		*models, *fps, *duration, *warmup)
+	rate := fmt.Sprintf("%g fps per camera", *fps)
+	if *fps == 0 {
+		rate = "free-running cameras"
+	}
+	fmt.Fprintf(w, "bench multicam: models %s, simulated rig (pre-rendered frames, %s, in-process sources), %v per run after %v warm-up, each run in its own process\n",
+		*models, rate, *duration, *warmup)
 	var bound bench.BoundResult
 	if err := runChild(0, &bound); err != nil {
 		return err

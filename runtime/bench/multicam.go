@@ -25,8 +25,11 @@ type MulticamOptions struct {
 	Cameras  int
 	Duration time.Duration // measured time
 	Warmup   time.Duration // discarded start (default 5 s)
-	// FPS is each camera's frame rate (default 30: more than the pipeline
-	// serves, so that the pipeline, not the cameras, sets the pace).
+	// FPS is each camera's frame rate; 0 (the default) makes every camera
+	// free-running: a new frame is captured whenever the pipeline asks
+	// for one, so the pipeline alone sets the pace (what the comparison
+	// with the bound needs: a camera rate below the models' rate at a
+	// quiet moment would cap the pipeline and not the bound).
 	FPS float64
 	// Frames is how many frames each camera pre-renders and loops
 	// (default 8): the cameras cost no CPU beyond copying a frame.
@@ -41,9 +44,6 @@ type MulticamOptions struct {
 func (o *MulticamOptions) defaults() {
 	if o.Warmup == 0 {
 		o.Warmup = 5 * time.Second
-	}
-	if o.FPS == 0 {
-		o.FPS = 30
 	}
 	if o.Frames == 0 {
 		o.Frames = 8
@@ -181,11 +181,16 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var paused atomic.Bool
 	boxes := make([]*camera.Mailbox, o.Cameras)
 	sources := make([]camera.Source, o.Cameras)
 	for i := range boxes {
-		boxes[i] = camera.NewMailbox()
-		sources[i] = boxes[i]
+		if o.FPS > 0 {
+			boxes[i] = camera.NewMailbox()
+			sources[i] = boxes[i]
+		} else {
+			sources[i] = &freeRunning{frames: frames[i], w: w, h: h, paused: &paused}
+		}
 	}
 	// Latencies of the measured window, preallocated: OnFrame runs on the
 	// pipeline goroutine and must not allocate.
@@ -218,9 +223,10 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	goruntime.ReadMemStats(&idle1)
 	idleRate := float64(idle1.Mallocs-idle0.Mallocs) / time.Since(ti).Seconds()
 	var producers sync.WaitGroup
-	var paused atomic.Bool
 	for i, mb := range boxes {
-		producers.Go(func() { produce(rctx, mb, frames[i], w, h, o.FPS, &paused) })
+		if mb != nil {
+			producers.Go(func() { produce(rctx, mb, frames[i], w, h, o.FPS, &paused) })
+		}
 	}
 	stop := func() error {
 		cancel()
@@ -365,6 +371,37 @@ func produce(ctx context.Context, mb *camera.Mailbox, frames [][]uint8, w, h int
 		f.Seq, f.Capture, f.Decoded = seq, now, now
 		mb.Publish(&f)
 	}
+}
+
+// freeRunning is a camera that captures a frame whenever it is asked
+// (Next): its next pre-rendered frame, stamped now. While paused, Next
+// waits.
+type freeRunning struct {
+	frames [][]uint8
+	w, h   int
+	seq    uint64
+	paused *atomic.Bool
+}
+
+func (f *freeRunning) Next(ctx context.Context, dst *camera.Frame) error {
+	for f.paused.Load() {
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	src := f.frames[int(f.seq)%len(f.frames)]
+	if cap(dst.RGB) < len(src) {
+		dst.RGB = make([]uint8, len(src))
+	}
+	dst.RGB = dst.RGB[:len(src)]
+	copy(dst.RGB, src)
+	f.seq++
+	now := time.Now()
+	dst.Width, dst.Height, dst.Seq, dst.Capture, dst.Decoded = f.w, f.h, f.seq, now, now
+	return nil
 }
 
 // drain waits until no camera's frame counter moved for 150 ms: the

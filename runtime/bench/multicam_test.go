@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -11,8 +12,13 @@ import (
 // the cameras' sum, and the figures are consistent.
 func TestMulticamMeasures(t *testing.T) {
 	dir := testModels(t)
-	o := MulticamOptions{ModelsDir: dir, Cameras: 3, Duration: 2 * time.Second, Warmup: time.Second, Frames: 2}
-	o.Slices = 2
+	for _, fps := range []float64{0, 30} { // free-running cameras, and 30 fps cameras
+		t.Run(fmt.Sprintf("fps %g", fps), func(t *testing.T) { multicamMeasures(t, dir, fps) })
+	}
+}
+
+func multicamMeasures(t *testing.T, dir string, fps float64) {
+	o := MulticamOptions{ModelsDir: dir, Cameras: 3, Duration: 2 * time.Second, Warmup: time.Second, Frames: 2, FPS: fps, Slices: 2}
 	r, err := Multicam(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
