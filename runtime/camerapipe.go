@@ -29,9 +29,9 @@ type cameraPipe struct {
 	rl      *lograte.Limiter
 	times   StageTimes
 
-	// bufs are the two frames that circulate between the fetcher and the
-	// scheduler; want hands the fetcher the one to fill.
-	bufs    [2]camera.Frame
+	// bufs[0] is the frame that circulates between the fetcher and the
+	// scheduler; want hands it to the fetcher to fill.
+	bufs    [1]camera.Frame
 	want    chan *camera.Frame
 	ended   bool         // the source ended (io.EOF)
 	image   alerts.Image // the frame as the engine sees it (for snapshots)

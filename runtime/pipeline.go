@@ -328,9 +328,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 
 	// Each camera's fetcher waits for its frames so that the scheduler can
 	// serve the other cameras, ticks and reloads meanwhile. A fetcher asks
-	// its source for the next frame as soon as the scheduler took the
-	// previous one, so that decoding overlaps the other cameras' inference;
-	// the source's mailbox keeps the newest frame until then.
+	// its source for the next frame once the scheduler processed the
+	// previous one; the source's mailbox keeps the newest frame until then.
 	got := make(chan fetch, len(p.cams))
 	var fetchWG sync.WaitGroup
 	for _, c := range p.cams {
@@ -424,14 +423,11 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 		c := p.cams[i]
 		f := s.take(i)
-		// Hand the fetcher the other buffer at once: the next frame is
-		// decoded while this one runs.
-		other := &c.bufs[0]
-		if f == other {
-			other = &c.bufs[1]
-		}
-		c.want <- other
 		c.process(work, f)
+		// Only now the camera's fetcher asks for its next frame: it is
+		// the newest when this camera's turn comes again, and it is
+		// fetched while the other cameras' frames run.
+		c.want <- f
 	}
 }
 
