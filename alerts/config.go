@@ -237,6 +237,36 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	return c, nil
 }
 
+// ParseSharedConfig parses the alerts section of a multi-camera runtime:
+// the cameras are named elsewhere (each with its zones or the section's),
+// so camera must be absent and zones may be. Everything else is defaulted
+// and validated as ParseConfig does.
+func ParseSharedConfig(name string, data []byte) (Config, error) {
+	var c Config
+	if err := yamlstrict.Decode(data, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.Camera != "" {
+		return Config{}, fmt.Errorf("%s: camera: %q: with a cameras list each camera is named by its own name key; leave camera out", name, c.Camera)
+	}
+	c.applyDefaults()
+	if err := c.validate(false); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+// HasZones reports whether the set names any zone (zones or grid).
+func (zs ZoneSet) HasZones() bool { return len(zs.Zones) > 0 || zs.Grid != nil }
+
+// ValidCamera checks a camera id (a topic level and part of episode ids).
+func ValidCamera(id string) error {
+	if !cameraPattern.MatchString(id) {
+		return fmt.Errorf("%q must match %s", id, cameraPattern)
+	}
+	return nil
+}
+
 func (c *Config) applyDefaults() {
 	if c.TopicPrefix == "" {
 		c.TopicPrefix = "didoedge"
@@ -311,18 +341,24 @@ func (c *Config) applyDefaults() {
 }
 
 // Validate checks the config; errors name the key path.
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(true) }
+
+// validate checks the config; single is false for the shared section of a
+// multi-camera runtime (no camera id, zones optional).
+func (c *Config) validate(single bool) error {
 	if !vehiclePattern.MatchString(c.Vehicle) {
 		return fmt.Errorf("vehicle: %q must match %s", c.Vehicle, vehiclePattern)
 	}
-	if !cameraPattern.MatchString(c.Camera) {
+	if single && !cameraPattern.MatchString(c.Camera) {
 		return fmt.Errorf("camera: %q must match %s", c.Camera, cameraPattern)
 	}
 	if !prefixPattern.MatchString(c.TopicPrefix) {
 		return fmt.Errorf("topic_prefix: %q must match %s (no wildcards)", c.TopicPrefix, prefixPattern)
 	}
-	if err := c.ZoneSet.Validate(""); err != nil {
-		return err
+	if single || c.ZoneSet.HasZones() || len(c.ZoneSet.Ignore) > 0 {
+		if err := c.ZoneSet.Validate(""); err != nil {
+			return err
+		}
 	}
 	e := c.Events
 	if e.InertiaFrames != nil {

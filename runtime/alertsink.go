@@ -2,43 +2,39 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"time"
+	"slices"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/alerts/snapshot"
 )
 
-// alertSink wires the alert domain into the pipeline: the camera's engine,
-// which owns its episodes, and the sinks it delivers to, in order: the
-// snapshot renderer and store (when alerts.snapshots.dir is set), the MQTT
-// service (outbox, retained states and snapshots, Home Assistant
-// discovery), and the pipeline's own hook (counts, printing, the debug
-// page's event list), which thus sees every event with its seq. A
-// multi-camera runtime keeps one engine per camera over the same sinks.
-// The engine is used from the pipeline goroutine only; the snapshot store
-// is safe for concurrent use (the debug page reads it).
+// alertSink wires the alert domain into the pipeline: one engine per
+// camera, each owning its episodes, and the sinks they share, in order:
+// the snapshot renderer and store (when alerts.snapshots.dir is set), the
+// MQTT service (one client id, one availability topic, one outbox with one
+// seq space for the process), and the camera's own hook (counts,
+// printing, the debug page's event list), which thus sees every event with
+// its seq. The engines are used from the pipeline goroutine only; the
+// snapshot store is safe for concurrent use (the debug page reads it).
 type alertSink struct {
-	cfg    alerts.Config // as started
+	cfg    alerts.Config // the shared settings as started
 	log    *slog.Logger
-	engine *alerts.Engine
 	svc    *mqttpub.Service
 	snaps  *snapshot.Store // nil without snapshots
 	render *snapshot.Sink  // nil without snapshots
+	sinks  alerts.Sinks    // renderer and MQTT service
 }
 
 // openAlerts starts the MQTT service (embedded broker when configured,
-// outbox, publisher), the snapshot store and the engine; onEvent sees
-// every event after it was queued; extra sinks (the recorder) come last.
-func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEvent func(*alerts.Event), extra ...alerts.Sink) (*alertSink, error) {
-	spec, err := cfg.EngineSpec("alerts")
-	if err != nil {
-		return nil, err
-	}
+// outbox, publisher) and the snapshot store; newEngine adds the cameras.
+// Extra sinks (the recorder) see every event after the MQTT service, so
+// with its outbox seq.
+func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, extra ...alerts.Sink) (*alertSink, error) {
 	s := &alertSink{cfg: cfg, log: log}
+	var err error
 	if s.svc, err = mqttpub.Start(ctx, cfg, log); err != nil {
 		return nil, err
 	}
@@ -55,19 +51,18 @@ func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, onEven
 		}
 		sinks = append(sinks, s.render)
 	}
-	sinks = append(sinks, s.svc, alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error {
-		if onEvent != nil {
-			onEvent(ev)
-		}
+	s.sinks = append(append(sinks, s.svc), extra...)
+	return s, nil
+}
+
+// newEngine builds a camera's engine over the shared sinks; onEvent sees
+// every event of the camera after it was queued.
+func (s *alertSink) newEngine(spec alerts.EngineSpec, onEvent func(*alerts.Event)) (*alerts.Engine, error) {
+	sinks := append(slices.Clone(s.sinks), alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error {
+		onEvent(ev)
 		return nil
 	}})
-	sinks = append(sinks, extra...)
-	if s.engine, err = alerts.NewEngine(spec, sinks); err != nil {
-		s.closeRender()
-		s.svc.Close(ctx)
-		return nil, err
-	}
-	return s, nil
+	return alerts.NewEngine(spec, sinks)
 }
 
 func (s *alertSink) closeRender() {
@@ -76,34 +71,15 @@ func (s *alertSink) closeRender() {
 	}
 }
 
-// zones are the zones assessed now.
-func (s *alertSink) zones() []alerts.Zone { return s.engine.Zones() }
-
-// calibration is the calibration in use.
-func (s *alertSink) calibration() alerts.Calibration { return s.engine.Calibration() }
-
 // brokerAddr is the embedded broker's address, "" without one.
 func (s *alertSink) brokerAddr() string { return s.svc.BrokerAddr() }
 
-// frame assesses one frame and delivers its events.
-func (s *alertSink) frame(f alerts.Frame, m alerts.Maps) error { return s.engine.Observe(f, m) }
-
-// tick runs stall detection, and stats and states when due.
-func (s *alertSink) tick(now time.Time) error { return s.engine.Tick(now) }
-
-// reload swaps in the zones, calibration and event settings of cfg (see
-// alerts.Engine.Reload: open episodes are ended).
-func (s *alertSink) reload(cfg alerts.Config, now time.Time) error {
-	spec, err := cfg.EngineSpec("alerts")
-	if err != nil {
-		return err
-	}
+// restartOnly reports whether cfg changes settings that a reload does not
+// apply (they need a restart).
+func (s *alertSink) restartOnly(cfg alerts.Config) bool {
 	o := s.cfg
-	if cfg.Vehicle != o.Vehicle || cfg.Camera != o.Camera || cfg.TopicPrefix != o.TopicPrefix || cfg.MQTT != o.MQTT ||
-		cfg.Outbox != o.Outbox || cfg.Snapshots != o.Snapshots || cfg.HomeAssistant != o.HomeAssistant {
-		s.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, camera, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
-	}
-	return s.engine.Reload(spec, now)
+	return cfg.Vehicle != o.Vehicle || cfg.TopicPrefix != o.TopicPrefix || cfg.MQTT != o.MQTT ||
+		cfg.Outbox != o.Outbox || cfg.Snapshots != o.Snapshots || cfg.HomeAssistant != o.HomeAssistant
 }
 
 // snapshot returns the stored snapshot of an event id.
@@ -120,11 +96,10 @@ func (s *alertSink) pending() int { return s.svc.Publisher().Pending() }
 // connected reports whether the MQTT publisher is connected.
 func (s *alertSink) connected() bool { return s.svc.Publisher().Connected() }
 
-// close ends the open episodes, renders the snapshots still queued, then
-// flushes the outbox within mqtt.close_timeout and closes the outbox and
-// the embedded broker.
+// close renders the snapshots still queued, then flushes the outbox
+// within mqtt.close_timeout and closes the outbox and the embedded broker.
+// The engines are closed (their open episodes ended) before.
 func (s *alertSink) close(ctx context.Context) error {
-	err := s.engine.Close(time.Now())
 	s.closeRender()
-	return errors.Join(err, s.svc.Close(ctx))
+	return s.svc.Close(ctx)
 }

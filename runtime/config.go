@@ -23,7 +23,13 @@ import (
 // inference, alerts and HTTP sections. See configs/vehicle.yaml and
 // docs/runtime.md for every key.
 type Config struct {
-	Camera    CameraConfig   `yaml:"camera"`
+	// Camera is the single-camera form; its id is alerts.camera and its
+	// zones and calibration are the alerts section's.
+	Camera CameraConfig `yaml:"camera"`
+	// Cameras is the multi-camera form (exclusive with Camera): every
+	// camera has its name, source, and optionally its own zones, ignore
+	// masks and calibration (default: the alerts section's).
+	Cameras   []CameraEntry  `yaml:"cameras"`
 	Inference infer.Config   `yaml:"inference"`
 	Depth     ModelConfig    `yaml:"depth"`
 	AuxUE     AuxUEConfig    `yaml:"auxue"`
@@ -52,6 +58,46 @@ type CameraConfig struct {
 	RequestTimeout time.Duration `yaml:"request_timeout"` // RTSP requests (5s)
 	// Sequence plays a directory of PNG/JPEG images instead of RTSP.
 	Sequence *SequenceConfig `yaml:"sequence"`
+}
+
+// CameraEntry is one camera of the cameras list.
+type CameraEntry struct {
+	// Name is the camera id in topics, events, metrics and episode ids.
+	Name         string `yaml:"name"`
+	CameraConfig `yaml:",inline"`
+	// Calibration is the camera's calibration file (didoedge calibrate);
+	// empty: alerts.calibration.
+	Calibration string `yaml:"calibration"`
+	// Zones, grid and ignore masks of the camera; without zones and grid
+	// the alerts section's zones (and its ignore masks, unless the camera
+	// gives its own) apply.
+	alerts.ZoneSet `yaml:",inline"`
+}
+
+// CameraSpec is one camera of a configuration after defaults: its source
+// and the alerts config its engine is built from (camera id, zones,
+// ignore masks and calibration resolved).
+type CameraSpec struct {
+	Name   string
+	Source CameraConfig
+	Alerts alerts.Config
+	// Key is the config key that describes it ("camera" or "cameras[i]"),
+	// for messages; ZoneKey prefixes its zone errors ("alerts" for the
+	// single camera form).
+	Key, ZoneKey string
+}
+
+// EngineSpec loads the camera's calibration and resolves its zones.
+func (cs CameraSpec) EngineSpec() (alerts.EngineSpec, error) {
+	spec, err := cs.Alerts.EngineSpec(cs.ZoneKey)
+	if err != nil && !strings.HasPrefix(err.Error(), cs.ZoneKey) {
+		key := "alerts.calibration"
+		if cs.Key != "camera" {
+			key = cs.Key + ".calibration"
+		}
+		err = fmt.Errorf("%s: %w", key, err)
+	}
+	return spec, err
 }
 
 // SequenceConfig is an image-sequence source.
@@ -153,6 +199,12 @@ func (c *Config) finish(name, dir string) error {
 	if c.Camera.Sequence != nil {
 		abs(&c.Camera.Sequence.Dir)
 	}
+	for i := range c.Cameras {
+		if q := c.Cameras[i].Sequence; q != nil {
+			abs(&q.Dir)
+		}
+		abs(&c.Cameras[i].Calibration)
+	}
 	if c.Inference.Library != "" {
 		abs(&c.Inference.Library)
 	}
@@ -175,7 +227,27 @@ func (c *Config) finish(name, dir string) error {
 			errs = append(errs, err)
 		}
 	}
-	add(c.Camera.validate())
+	if len(c.Cameras) == 0 {
+		add(c.Camera.validate("camera"))
+	} else if c.Camera != (CameraConfig{}) {
+		add(errors.New("camera and cameras are exclusive: give one camera section or a cameras list"))
+	}
+	seen := map[string]int{}
+	for i, e := range c.Cameras {
+		key := fmt.Sprintf("cameras[%d]", i)
+		switch err := alerts.ValidCamera(e.Name); {
+		case e.Name == "":
+			add(fmt.Errorf("%s.name: empty; every camera needs a name (its topic level)", key))
+		case err != nil:
+			add(fmt.Errorf("%s.name: %w", key, err))
+		default:
+			if j, dup := seen[e.Name]; dup {
+				add(fmt.Errorf("%s.name: %q is also cameras[%d].name", key, e.Name, j))
+			}
+			seen[e.Name] = i
+		}
+		add(e.CameraConfig.validate(key))
+	}
 	if err := c.Inference.Validate(); err != nil {
 		add(fmt.Errorf("inference.%w", err))
 	}
@@ -213,8 +285,22 @@ func (c *Config) finish(name, dir string) error {
 	add(c.Record.Validate("record"))
 	if err := c.parseAlerts(name, dir); err != nil {
 		errs = append(errs, err)
-	} else if c.Depth.IO != nil && c.Depth.IO.Relative() {
-		add(c.checkRelative())
+	} else if specs, err := c.CameraSpecs(); err != nil {
+		errs = append(errs, err)
+	} else {
+		for _, cs := range specs {
+			if _, err := cs.EngineSpec(); err != nil {
+				if cs.Key != "camera" || strings.HasPrefix(err.Error(), cs.ZoneKey+".zones") {
+					add(err) // the single form's calibration is checked by parseAlerts
+				}
+			} else if c.Depth.IO != nil && c.Depth.IO.Relative() {
+				if err := c.checkRelative(cs.Alerts); err != nil && cs.Key != "camera" {
+					add(fmt.Errorf("%s: %w", cs.Key, err))
+				} else {
+					add(err)
+				}
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -222,28 +308,29 @@ func (c *Config) finish(name, dir string) error {
 	return nil
 }
 
-func (c *CameraConfig) validate() error {
+// validate checks a camera source; key is "camera" or "cameras[i]".
+func (c *CameraConfig) validate(key string) error {
 	switch {
 	case c.URL == "" && c.Sequence == nil:
-		return errors.New("camera: give url (RTSP) or sequence (image directory)")
+		return fmt.Errorf("%s: give url (RTSP) or sequence (image directory)", key)
 	case c.URL != "" && c.Sequence != nil:
-		return errors.New("camera: url and sequence are exclusive")
+		return fmt.Errorf("%s: url and sequence are exclusive", key)
 	case c.URL != "":
 		if !strings.HasPrefix(c.URL, "rtsp://") && !strings.HasPrefix(c.URL, "rtsps://") {
-			return fmt.Errorf("camera.url: %q must start with rtsp:// or rtsps://", redact.URL(c.URL))
+			return fmt.Errorf("%s.url: %q must start with rtsp:// or rtsps://", key, redact.URL(c.URL))
 		}
 		if err := camera.ValidateRTSPURL(c.URL); err != nil {
-			return fmt.Errorf("camera.url: %w", err)
+			return fmt.Errorf("%s.url: %w", key, err)
 		}
 	default:
 		if c.Sequence.Dir == "" {
-			return errors.New("camera.sequence.dir: empty")
+			return fmt.Errorf("%s.sequence.dir: empty", key)
 		}
 		if st, err := os.Stat(c.Sequence.Dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("camera.sequence.dir: %q is not a directory", c.Sequence.Dir)
+			return fmt.Errorf("%s.sequence.dir: %q is not a directory", key, c.Sequence.Dir)
 		}
 		if c.Sequence.FPS < 0 {
-			return fmt.Errorf("camera.sequence.fps: %g is negative", c.Sequence.FPS)
+			return fmt.Errorf("%s.sequence.fps: %g is negative", key, c.Sequence.FPS)
 		}
 	}
 	for _, d := range []struct {
@@ -251,7 +338,7 @@ func (c *CameraConfig) validate() error {
 		v   time.Duration
 	}{{"stall_timeout", c.StallTimeout}, {"backoff_min", c.BackoffMin}, {"backoff_max", c.BackoffMax}, {"request_timeout", c.RequestTimeout}} {
 		if d.v < 0 {
-			return fmt.Errorf("camera.%s: %v is negative", d.key, d.v)
+			return fmt.Errorf("%s.%s: %v is negative", key, d.key, d.v)
 		}
 	}
 	return nil
@@ -320,13 +407,13 @@ func (m *ModelConfig) resolve(key, kind string) error {
 // checkRelative refuses the metre-based criteria for a relative depth
 // model: its depth has no metres, so the pessimistic depth of a zone means
 // nothing. The epistemic and the relative aleatoric criteria stay.
-func (c *Config) checkRelative() error {
-	cal, err := c.AlertsConfig.LoadCalibrationFor()
+func (c *Config) checkRelative(ac alerts.Config) error {
+	cal, err := ac.LoadCalibrationFor()
 	if err != nil {
-		return nil // reported by parseAlerts
+		return nil // reported with the engine spec
 	}
 	if cal.Levels.PessimisticDepth != nil {
-		src := c.AlertsConfig.Calibration
+		src := ac.Calibration
 		if src == "" {
 			src = "the built-in defaults (alerts.calibration empty)"
 		}
@@ -347,7 +434,11 @@ func (c *Config) parseAlerts(name, dir string) error {
 	if err != nil {
 		return fmt.Errorf("alerts: %w", err)
 	}
-	ac, err := alerts.ParseConfig("alerts", data)
+	parse := alerts.ParseConfig
+	if len(c.Cameras) > 0 {
+		parse = alerts.ParseSharedConfig
+	}
+	ac, err := parse("alerts", data)
 	if err != nil {
 		return err
 	}
@@ -387,15 +478,45 @@ func (c *Config) parseAlerts(name, dir string) error {
 	return errors.Join(errs...)
 }
 
-// ReloadAlerts re-reads the config file and returns its alerts section
-// (zones and calibration are what a SIGHUP changes).
-func (c *Config) ReloadAlerts() (alerts.Config, error) {
+// ReloadCameras re-reads the config file and returns its cameras with
+// their alerts configs (zones and calibration are what a SIGHUP changes).
+func (c *Config) ReloadCameras() ([]CameraSpec, error) {
 	if c.Path == "" {
-		return alerts.Config{}, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
+		return nil, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
 	}
 	fresh, err := Load(c.Path)
 	if err != nil {
-		return alerts.Config{}, err
+		return nil, err
 	}
-	return fresh.AlertsConfig, nil
+	return fresh.CameraSpecs()
+}
+
+// CameraSpecs returns the cameras of the configuration, in order: the
+// camera section as one camera named alerts.camera, or the cameras list,
+// each with the alerts section's zones and calibration unless it gives
+// its own.
+func (c *Config) CameraSpecs() ([]CameraSpec, error) {
+	if len(c.Cameras) == 0 {
+		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig, Key: "camera", ZoneKey: "alerts"}}, nil
+	}
+	specs := make([]CameraSpec, len(c.Cameras))
+	var errs []error
+	for i, e := range c.Cameras {
+		key := fmt.Sprintf("cameras[%d]", i)
+		ac := c.AlertsConfig
+		ac.Camera = e.Name
+		if e.Calibration != "" {
+			ac.Calibration = e.Calibration
+		}
+		if e.HasZones() {
+			ac.ZoneSet = e.ZoneSet
+		} else if len(e.Ignore) > 0 {
+			ac.Ignore = e.Ignore
+		}
+		if !ac.HasZones() {
+			errs = append(errs, fmt.Errorf("%s.zones: no zones: give the camera zones or grid, or alerts.zones for every camera", key))
+		}
+		specs[i] = CameraSpec{Name: e.Name, Source: e.CameraConfig, Alerts: ac, Key: key, ZoneKey: key}
+	}
+	return specs, errors.Join(errs...)
 }

@@ -241,9 +241,23 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ac, err := alerts.ParseConfig(name+": alerts", alertsYAML)
+		parse := alerts.ParseConfig
+		if len(c.Cameras) > 0 {
+			parse = alerts.ParseSharedConfig
+		}
+		ac, err := parse(name+": alerts", alertsYAML)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		for i, e := range c.Cameras {
+			if err := alerts.ValidCamera(e.Name); err != nil {
+				t.Fatalf("%s: cameras[%d].name: %v", name, i, err)
+			}
+			if e.HasZones() {
+				if err := e.ZoneSet.Validate(fmt.Sprintf("cameras[%d]", i)); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
 		}
 		// The shipped configs spell out the defaults chosen with the
 		// scenario benchmark (docs/alerts.md).
@@ -258,6 +272,8 @@ func FuzzParseConfig(f *testing.F) {
 	dir := configDir(f)
 	f.Add(validConfig())
 	f.Add("camera: {url: rtsp://x}\n")
+	f.Add("cameras:\n  - {name: a, url: \"rtsp://127.0.0.1/a\", zones: [{name: z, polygon: [[0, 0], [1, 0], [1, 1]]}]}\n  - {name: a}\n")
+	f.Add("cameras: [{name: b/c, sequence: {dir: frames}, grid: {rows: 99}}]\ncamera: {url: rtsp://x}\n")
 	f.Add("alerts: [1, 2]\n")
 	f.Add("depth: {io: {input: {name: a, height: -1, width: 0}}}\n")
 	f.Add("camera:\n  sequence: {dir: frames, fps: -3}\nhttp: {max_fps: .nan}\n")

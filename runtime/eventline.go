@@ -11,13 +11,16 @@ import (
 // FormatEvent renders an alert event as one human-readable line: the
 // frame's raw metrics, then the fused values the level is decided on, e.g.
 //
-//	00:41:07.412 NEW    critical zone=ego_lane_near reasons=ood_fraction ood=0.62 p95=0.93 alea=0.01 fused ood=0.41 alea=0.01 seq=3 id=front-ego_lane_near-1763772067412-1
+//	00:41:07.412 NEW    critical camera=front zone=ego_lane_near reasons=ood_fraction ood=0.62 p95=0.93 alea=0.01 fused ood=0.41 alea=0.01 seq=3 id=front-ego_lane_near-1763772067412-1
 //
 // An event that could not be queued (Seq 0) shows NOT-QUEUED instead of
 // its seq.
 func FormatEvent(ev *alerts.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-6s %-8s", time.UnixMilli(ev.TimeMS).Format("15:04:05.000"), strings.ToUpper(string(ev.Type)), ev.Level)
+	if ev.Camera != "" {
+		fmt.Fprintf(&b, " camera=%s", ev.Camera)
+	}
 	if ev.Kind == alerts.KindZone {
 		fmt.Fprintf(&b, " zone=%s", ev.Zone)
 	} else {

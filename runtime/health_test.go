@@ -24,7 +24,7 @@ func failing(h Health) []string {
 func TestHealthFollowsThePipeline(t *testing.T) {
 	s := newTestSetup(t, "quiet.yaml", testZones)
 	p, src, stop := startPipeline(t, s, 20, nil)
-	waitFor(t, 30*time.Second, "a healthy pipeline with frames", func() bool { return p.Health().OK && p.Metrics().Frames.Load() > 3 })
+	waitFor(t, 30*time.Second, "a healthy pipeline with frames", func() bool { return p.Health().OK && p.Metrics().Camera(0).Frames.Load() > 3 })
 	if h := p.Health(); len(h.Checks) != 4 {
 		t.Fatalf("checks %+v, want running, models, frames, outbox", h.Checks)
 	}

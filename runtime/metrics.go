@@ -1,15 +1,16 @@
 package runtime
 
 import (
-	"bufio"
-	"fmt"
 	"io"
 	"math"
-	"sort"
-	"strconv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/didoedge/didoedge/alerts"
 )
@@ -18,7 +19,8 @@ import (
 type Stage int
 
 // Stages in frame order. StageCamera is capture to the pipeline taking the
-// frame (transport, decoding and waiting in the mailbox).
+// frame (transport, decoding and waiting in the mailbox and for the
+// scheduler).
 const (
 	StageCamera Stage = iota
 	StagePreprocess
@@ -37,7 +39,8 @@ func (s Stage) String() string { return stageNames[s] }
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // Histogram is a fixed-bucket latency histogram safe for concurrent use;
-// Observe allocates nothing.
+// Observe allocates nothing. It is exported through client_golang as a
+// constant histogram at scrape time.
 type Histogram struct {
 	counts [17]atomic.Uint64 // len(latencyBuckets)+1, the last is +Inf
 	sumNS  atomic.Int64
@@ -68,59 +71,43 @@ func (h *Histogram) Mean() time.Duration {
 	return time.Duration(h.sumNS.Load() / int64(n))
 }
 
-// Metrics are the runtime's counters, written in the Prometheus text
-// exposition format (version 0.0.4) by WriteTo. Updates are atomic and
-// allocation-free.
-type Metrics struct {
-	Frames    atomic.Uint64 // frames processed
-	Dropped   atomic.Uint64 // frames the camera produced that the pipeline never took
-	Invalid   atomic.Uint64 // frames with non-finite model outputs (not assessed)
-	Errors    atomic.Uint64 // frames that failed (decode size, model run)
-	Reloads   atomic.Uint64 // successful SIGHUP reloads
-	Stages    [numStages]Histogram
-	Latency   Histogram // capture to alerts assessed and events queued
+// constHistogram is h as a Prometheus histogram (cumulative buckets).
+func (h *Histogram) constHistogram(desc *prometheus.Desc, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(latencyBuckets))
+	var cum uint64
+	for i, b := range latencyBuckets {
+		cum += h.counts[i].Load()
+		buckets[b] = cum
+	}
+	cum += h.counts[len(latencyBuckets)].Load()
+	return prometheus.MustNewConstHistogram(desc, cum, float64(h.sumNS.Load())/1e9, buckets, labels...)
+}
+
+// CameraMetrics are one camera's counters. Updates are atomic and
+// allocation-free; they are exported with a camera label.
+type CameraMetrics struct {
+	Camera  string
+	Frames  atomic.Uint64 // frames processed
+	Dropped atomic.Uint64 // frames the camera produced that the pipeline never took
+	Invalid atomic.Uint64 // frames with non-finite model outputs (not assessed)
+	Errors  atomic.Uint64 // frames that failed (decode size, model run)
+	Stages  [numStages]Histogram
+	Latency Histogram // capture to alerts assessed and events queued
+
 	fpsBits   atomic.Uint64
 	lastFrame atomic.Int64        // unix ns of the last processed frame
 	events    [3][3]atomic.Uint64 // level (ok, warn, critical) x type
 
-	mu        sync.Mutex
-	providers map[string]string // model role -> provider
-	gauges    []gaugeFunc
-}
-
-type gaugeFunc struct {
-	name, help, kind string
-	fn               func() float64
-}
-
-// SetProvider records the execution provider a model runs on.
-func (m *Metrics) SetProvider(model, provider string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.providers == nil {
-		m.providers = map[string]string{}
-	}
-	m.providers[model] = provider
-}
-
-// Gauge adds a gauge whose value is read at scrape time.
-func (m *Metrics) Gauge(name, help string, fn func() float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gauges = append(m.gauges, gaugeFunc{name, help, "gauge", fn})
-}
-
-// CounterFunc adds a counter whose value is read at scrape time (a
-// monotonic count kept elsewhere).
-func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gauges = append(m.gauges, gaugeFunc{name, help, "counter", fn})
+	// source counters of an RTSP camera (nil otherwise)
+	decodeErrors, reconnects func() uint64
+	// up reports whether the camera's frames arrive within its stall
+	// limit (set by the pipeline).
+	up func() bool
 }
 
 // frameDone updates the frame rate (exponentially weighted over about 16
 // frames) and the frame counter.
-func (m *Metrics) frameDone(now time.Time) {
+func (m *CameraMetrics) frameDone(now time.Time) {
 	m.Frames.Add(1)
 	prev := m.lastFrame.Swap(now.UnixNano())
 	if prev == 0 {
@@ -139,7 +126,7 @@ func (m *Metrics) frameDone(now time.Time) {
 }
 
 // FPS returns the recent processing rate (0 after 2 s without frames).
-func (m *Metrics) FPS() float64 {
+func (m *CameraMetrics) FPS() float64 {
 	last := m.lastFrame.Load()
 	if last == 0 || time.Since(time.Unix(0, last)) > 2*time.Second {
 		return 0
@@ -147,11 +134,21 @@ func (m *Metrics) FPS() float64 {
 	return math.Float64frombits(m.fpsBits.Load())
 }
 
+// LastFrame is when the camera's last frame was processed (zero before
+// the first).
+func (m *CameraMetrics) LastFrame() time.Time {
+	ns := m.lastFrame.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
 // eventTypes indexes events' second dimension.
 var eventTypes = [3]alerts.EventType{alerts.EventNew, alerts.EventUpdate, alerts.EventEnd}
 
 // countEvent counts one event by level and type.
-func (m *Metrics) countEvent(ev *alerts.Event) {
+func (m *CameraMetrics) countEvent(ev *alerts.Event) {
 	l := int(ev.Level)
 	if l < 0 || l > 2 {
 		return
@@ -163,89 +160,167 @@ func (m *Metrics) countEvent(ev *alerts.Event) {
 	}
 }
 
-// WriteTo writes every metric in the Prometheus text format.
-func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
-	bw := bufio.NewWriter(w)
-	cw := &countWriter{w: bw}
-	counter := func(name, help string, v uint64) {
-		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
-	}
-	gauge := func(name, help string, v float64) {
-		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", name, help, name, name, formatFloat(v))
-	}
-	counter("didoedge_frames_total", "Frames processed by the pipeline.", m.Frames.Load())
-	counter("didoedge_frames_dropped_total", "Frames the camera produced that the pipeline never took (latest-frame policy).", m.Dropped.Load())
-	counter("didoedge_frames_invalid_total", "Frames whose model outputs held NaN or Inf; not assessed.", m.Invalid.Load())
-	counter("didoedge_frame_errors_total", "Frames that failed in preprocessing or inference.", m.Errors.Load())
-	counter("didoedge_config_reloads_total", "Successful SIGHUP reloads of zones and thresholds.", m.Reloads.Load())
-	gauge("didoedge_fps", "Recent processing rate in frames per second.", m.FPS())
+// Metrics are the runtime's metrics: per-camera counters (CameraMetrics)
+// and process-wide ones, registered on a client_golang registry of their
+// own with the Go and process collectors. /metrics serves Registry.
+type Metrics struct {
+	Reloads atomic.Uint64 // successful SIGHUP reloads
 
-	const stageName = "didoedge_stage_duration_seconds"
-	fmt.Fprintf(cw, "# HELP %s Time spent in each pipeline stage per frame.\n# TYPE %s histogram\n", stageName, stageName)
-	for s := range numStages {
-		writeHistogram(cw, stageName, `stage="`+stageNames[s]+`"`, &m.Stages[s])
-	}
-	const latName = "didoedge_frame_latency_seconds"
-	fmt.Fprintf(cw, "# HELP %s Capture time to alerts assessed and events queued.\n# TYPE %s histogram\n", latName, latName)
-	writeHistogram(cw, latName, "", &m.Latency)
+	reg *prometheus.Registry
 
-	fmt.Fprintf(cw, "# HELP didoedge_events_total Alert events by level and type.\n# TYPE didoedge_events_total counter\n")
-	for l := range 3 {
-		for t := range 3 {
-			fmt.Fprintf(cw, "didoedge_events_total{level=%q,type=%q} %d\n", alerts.Level(l).String(), eventTypes[t], m.events[l][t].Load())
-		}
-	}
+	mu        sync.Mutex
+	providers map[string]string // model role -> provider
+	cams      []*CameraMetrics
+}
 
+// NewMetrics returns metrics with the Go and process collectors registered.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), providers: map[string]string{}}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		(*metricsCollector)(m))
+	return m
+}
+
+// Registry is the client_golang registry holding every metric.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// AddCamera adds a camera's counters (exported with camera=name).
+func (m *Metrics) AddCamera(name string) *CameraMetrics {
+	c := &CameraMetrics{Camera: name}
 	m.mu.Lock()
-	roles := make([]string, 0, len(m.providers))
-	for r := range m.providers {
-		roles = append(roles, r)
-	}
-	sort.Strings(roles)
-	fmt.Fprintf(cw, "# HELP didoedge_provider_info Execution provider in use per model (value 1).\n# TYPE didoedge_provider_info gauge\n")
-	for _, r := range roles {
-		fmt.Fprintf(cw, "didoedge_provider_info{model=%q,provider=%q} 1\n", r, m.providers[r])
-	}
-	gauges := append([]gaugeFunc(nil), m.gauges...)
+	m.cams = append(m.cams, c)
 	m.mu.Unlock()
-	for _, g := range gauges {
-		fmt.Fprintf(cw, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", g.name, g.help, g.name, g.kind, g.name, formatFloat(g.fn()))
+	return c
+}
+
+// Cameras returns every camera's counters, in config order.
+func (m *Metrics) Cameras() []*CameraMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.cams)
+}
+
+// Camera returns camera i's counters (config order); nil when out of range.
+func (m *Metrics) Camera(i int) *CameraMetrics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i < 0 || i >= len(m.cams) {
+		return nil
 	}
-	if err := bw.Flush(); err != nil {
-		return cw.n, err
+	return m.cams[i]
+}
+
+// SetProvider records the execution provider a model runs on.
+func (m *Metrics) SetProvider(model, provider string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.providers[model] = provider
+}
+
+// Gauge adds a process-wide gauge whose value is read at scrape time.
+func (m *Metrics) Gauge(name, help string, fn func() float64) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// CounterFunc adds a process-wide counter whose value is read at scrape
+// time (a monotonic count kept elsewhere).
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
+// WriteTo writes every metric in the Prometheus text format (0.0.4).
+func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	cw := &countWriter{w: w}
+	enc := expfmt.NewEncoder(cw, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return cw.n, err
+		}
 	}
 	return cw.n, cw.err
 }
 
-func writeHistogram(w io.Writer, name, labels string, h *Histogram) {
-	sep := ""
-	if labels != "" {
-		sep = ","
+var (
+	camLabel    = []string{"camera"}
+	descFrames  = prometheus.NewDesc("didoedge_frames_total", "Frames processed by the pipeline.", camLabel, nil)
+	descDropped = prometheus.NewDesc("didoedge_frames_dropped_total",
+		"Frames the camera produced that the pipeline never took (latest-frame policy).", camLabel, nil)
+	descInvalid = prometheus.NewDesc("didoedge_frames_invalid_total", "Frames whose model outputs held NaN or Inf; not assessed.", camLabel, nil)
+	descErrors  = prometheus.NewDesc("didoedge_frame_errors_total", "Frames that failed in preprocessing or inference.", camLabel, nil)
+	descFPS     = prometheus.NewDesc("didoedge_fps", "Recent processing rate in frames per second.", camLabel, nil)
+	descUp      = prometheus.NewDesc("didoedge_camera_up",
+		"1 while the camera's frames are processed within alerts.events.camera_stall (its /healthz frames check).", camLabel, nil)
+	descStage = prometheus.NewDesc("didoedge_stage_duration_seconds", "Time spent in each pipeline stage per frame.",
+		[]string{"camera", "stage"}, nil)
+	descLatency = prometheus.NewDesc("didoedge_frame_latency_seconds", "Capture time to alerts assessed and events queued.", camLabel, nil)
+	descEvents  = prometheus.NewDesc("didoedge_events_total", "Alert events by camera, level and type.",
+		[]string{"camera", "level", "type"}, nil)
+	descDecode = prometheus.NewDesc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
+		camLabel, nil)
+	descReconnects = prometheus.NewDesc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.", camLabel, nil)
+	descReloads    = prometheus.NewDesc("didoedge_config_reloads_total", "Successful SIGHUP reloads of zones and thresholds.", nil, nil)
+	descProvider   = prometheus.NewDesc("didoedge_provider_info", "Execution provider in use per model (value 1).",
+		[]string{"model", "provider"}, nil)
+)
+
+// metricsCollector exports the atomics of Metrics at scrape time, so that
+// the frame path never touches client_golang.
+type metricsCollector Metrics
+
+func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descFrames, descDropped, descInvalid, descErrors, descFPS, descUp, descStage, descLatency,
+		descEvents, descDecode, descReconnects, descReloads, descProvider} {
+		ch <- d
 	}
-	var cum uint64
-	for i, b := range latencyBuckets {
-		cum += h.counts[i].Load()
-		fmt.Fprintf(w, "%s_bucket{%s%sle=\"%s\"} %d\n", name, labels, sep, formatFloat(b), cum)
-	}
-	cum += h.counts[len(latencyBuckets)].Load()
-	fmt.Fprintf(w, "%s_bucket{%s%sle=\"+Inf\"} %d\n", name, labels, sep, cum)
-	braces := ""
-	if labels != "" {
-		braces = "{" + labels + "}"
-	}
-	fmt.Fprintf(w, "%s_sum%s %s\n%s_count%s %d\n", name, braces, formatFloat(float64(h.sumNS.Load())/1e9), name, braces, cum)
 }
 
-func formatFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
+func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
+	m := (*Metrics)(c)
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	counter(descReloads, m.Reloads.Load())
+	m.mu.Lock()
+	for model, provider := range m.providers {
+		ch <- prometheus.MustNewConstMetric(descProvider, prometheus.GaugeValue, 1, model, provider)
+	}
+	cams := slices.Clone(m.cams)
+	m.mu.Unlock()
+	for _, cm := range cams {
+		name := cm.Camera
+		counter(descFrames, cm.Frames.Load(), name)
+		counter(descDropped, cm.Dropped.Load(), name)
+		counter(descInvalid, cm.Invalid.Load(), name)
+		counter(descErrors, cm.Errors.Load(), name)
+		ch <- prometheus.MustNewConstMetric(descFPS, prometheus.GaugeValue, cm.FPS(), name)
+		if cm.up != nil {
+			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(cm.up()), name)
+		}
+		for s := range numStages {
+			ch <- cm.Stages[s].constHistogram(descStage, name, stageNames[s])
+		}
+		ch <- cm.Latency.constHistogram(descLatency, name)
+		for l := range 3 {
+			for t := range 3 {
+				counter(descEvents, cm.events[l][t].Load(), name, alerts.Level(l).String(), string(eventTypes[t]))
+			}
+		}
+		if cm.decodeErrors != nil {
+			counter(descDecode, cm.decodeErrors(), name)
+			counter(descReconnects, cm.reconnects(), name)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 type countWriter struct {

@@ -69,6 +69,20 @@ func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (*Models, er
 	return m, nil
 }
 
+// Share returns a view of the same sessions with its own buffers, for
+// one more camera (infer.Models.Share); use m and its views from one
+// goroutine at a time.
+func (m *Models) Share() (*Models, error) {
+	v, err := m.models.Share()
+	if err != nil {
+		return nil, err
+	}
+	return &Models{cfg: m.cfg, models: v, depth: m.depth, aux: m.aux, inW: m.inW, inH: m.inH}, nil
+}
+
+// Provider names the depth model's execution provider.
+func (m *Models) Provider() string { return m.depth.Provider() }
+
 // InputSize is the depth model's input width and height.
 func (m *Models) InputSize() (w, h int) { return m.inW, m.inH }
 

@@ -19,57 +19,59 @@ import (
 
 // Options are the parts of a pipeline that are not in the config file.
 type Options struct {
-	// Source overrides the camera section (tests, benchmarks); nil builds
-	// the source the config describes.
+	// Source overrides the single camera's source (tests, benchmarks); nil
+	// builds the source the config describes. Shorthand for Sources[0].
 	Source camera.Source
-	Logger *slog.Logger
+	// Sources override the cameras' sources, in config order; a nil entry
+	// builds the source the config describes.
+	Sources []camera.Source
+	Logger  *slog.Logger
 	// OnEvent is called from the pipeline goroutine for every alert event
 	// after it was queued durably; it must return quickly.
 	OnEvent func(*alerts.Event)
 	// OnFrame is called from the pipeline goroutine after each assessed
-	// frame with its timing; benchmarks use it. It must not block.
+	// frame of any camera with its timing; benchmarks use it. It must not
+	// block.
 	OnFrame func(FrameTiming)
 }
 
 // FrameTiming is the timing of one assessed frame.
 type FrameTiming struct {
-	Seq       uint64
-	Capture   time.Time     // camera capture time
-	Start     time.Time     // the pipeline took the frame
-	Inference time.Duration // depth + AuxUE runs
-	Done      time.Time     // events queued in the outbox
+	// Camera is the camera's name; CameraIndex its place in the config.
+	Camera      string
+	CameraIndex int
+	Seq         uint64
+	Capture     time.Time     // camera capture time
+	Start       time.Time     // the pipeline took the frame
+	Inference   time.Duration // depth + AuxUE runs
+	Done        time.Time     // events queued in the outbox
 	// Risks are the frame's zone metrics (before fusion), in zone order;
 	// valid only during the OnFrame call.
 	Risks []alerts.ZoneRisk
 }
 
-// Pipeline runs camera -> depth -> AuxUE -> alerts. Create it with New,
-// drive it with Run; Reload, Watch, View, Events and Metrics are safe to
-// call from other goroutines.
+// Pipeline runs camera -> depth -> AuxUE -> alerts for every camera of a
+// configuration. The cameras share one ONNX Runtime session per model, one
+// MQTT service and one outbox; each has its own engine (episodes, retained
+// states, stats, camera faults), counters and debug snapshot. One
+// goroutine, the scheduler, serves the cameras round-robin, each with the
+// newest frame it has; a camera without a frame is skipped, so a slow or
+// dead camera never holds the others back. Create it with New, drive it
+// with Run; Reload, Watch, View, Events and Metrics are safe to call from
+// other goroutines.
 type Pipeline struct {
 	cfg  *Config
 	log  *slog.Logger
 	opts Options
 
-	src       camera.Source
-	rtsp      *camera.RTSPSource
-	models    *Models
+	cams      []*cameraPipe
+	byName    map[string]*cameraPipe
+	models    *Models   // owns the sessions; cams[i].models are views of it
 	providers [2]string // execution providers of the depth model and the AuxUE
 	sink      *alertSink
 	metrics   *Metrics
-	times     StageTimes
-
-	frame   camera.Frame
-	image   alerts.Image // the frame as the engine sees it (for snapshots)
-	lastSeq uint64
-
-	statusMu sync.Mutex
-	status   []alerts.ZoneStatus // each zone after the last frame, for ZoneStatus
 
 	reloadReq chan chan error
-	watchNS   atomic.Int64 // when a debug client last asked for data
-	lastSnap  time.Time
-	snap      Snapshot
 	eventsMu  sync.Mutex
 	eventLog  []EventRecord
 	ready     atomic.Bool
@@ -85,6 +87,7 @@ type Pipeline struct {
 type EventRecord struct {
 	Seq      uint64 `json:"seq"`
 	Time     string `json:"time"`
+	Camera   string `json:"camera"`
 	Type     string `json:"type"`
 	Kind     string `json:"kind"`
 	Zone     string `json:"zone,omitempty"`
@@ -102,27 +105,56 @@ const maxEventLog = 50
 // New starts the alert publisher (the outbox, whose lock a second
 // instance on the same directory fails on, and the embedded broker, whose
 // address may be taken, when configured) first, so that these errors come
-// before minutes of model loading; then it loads the models, checks that
-// their inputs and outputs fit together, and opens the camera source.
-// Close releases everything if Run is not called.
+// before minutes of model loading; then it loads the models once, checks
+// that their inputs and outputs fit together, and opens every camera's
+// engine and source. Close releases everything if Run is not called.
 func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	specs, err := cfg.CameraSpecs()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Source != nil {
+		if len(opts.Sources) > 0 {
+			return nil, errors.New("runtime options: Source and Sources are exclusive")
+		}
+		opts.Sources = []camera.Source{opts.Source}
+	}
+	if len(opts.Sources) > len(specs) {
+		return nil, fmt.Errorf("runtime options: %d sources for %d cameras", len(opts.Sources), len(specs))
+	}
+	engineSpecs := make([]alerts.EngineSpec, len(specs))
+	for i, cs := range specs {
+		if engineSpecs[i], err = cs.EngineSpec(); err != nil {
+			return nil, err
+		}
+	}
 	// p is not the named result: "return nil, err" must not clear it before
 	// the deferred cleanup runs.
-	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: &Metrics{}, reloadReq: make(chan chan error), rl: lograte.New(log, 0)}
+	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: NewMetrics(), reloadReq: make(chan chan error),
+		rl: lograte.New(log, 0), byName: map[string]*cameraPipe{}}
 	defer func() {
 		if err != nil {
 			p.Close()
 		}
 	}()
-	if p.rec, err = newRecorderHook(cfg, log); err != nil { // recording (recording.go)
+	// Recordings identify one calibration file: the first camera's.
+	if p.rec, err = newRecorderHook(cfg, specs[0].Alerts, log); err != nil { // recording (recording.go)
 		return nil, err
 	}
-	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.handleEvent, p.rec.sinks()...); err != nil {
+	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.rec.sinks()...); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
+	}
+	for i, cs := range specs {
+		c := &cameraPipe{p: p, idx: i, spec: cs, metrics: p.metrics.AddCamera(cs.Name), rl: p.rl}
+		if c.engine, err = p.sink.newEngine(engineSpecs[i], c.handleEvent); err != nil {
+			return nil, fmt.Errorf("%s: %w", cs.Key, err)
+		}
+		p.cams = append(p.cams, c)
+		p.byName[cs.Name] = c
 	}
 	models, err := OpenModels(ctx, cfg, log)
 	if err != nil {
@@ -135,30 +167,40 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 	p.providers = [2]string{mo.depth.Provider(), mo.aux.Provider()}
 	p.metrics.SetProvider("depth", p.providers[0])
 	p.metrics.SetProvider("auxue", p.providers[1])
-	if p.src = opts.Source; p.src == nil {
-		if p.src, err = p.openCamera(); err != nil {
-			return nil, err
+	for i, c := range p.cams {
+		// The first camera uses the models themselves, the others views
+		// with their own buffers over the same sessions.
+		c.models = mo
+		if i > 0 {
+			if c.models, err = mo.Share(); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.spec.Key, err)
+			}
 		}
+		if i < len(opts.Sources) {
+			c.src = opts.Sources[i]
+		}
+		if c.src == nil {
+			if err = c.openCamera(log); err != nil {
+				return nil, err
+			}
+		}
+		c.snap.init(mo.inW, mo.inH, mo.inW, mo.inH, c.engine.Zones(), c.engine.Calibration().TauE)
+		c.registerMetrics()
 	}
-	p.snap.init(mo.inW, mo.inH, mo.inW, mo.inH, p.sink.zones(), p.sink.calibration().TauE)
 	p.registerMetrics()
 	return p, nil
 }
 
-// registerMetrics adds the gauges and counters read at scrape time.
+// registerMetrics adds the process-wide gauges and counters read at
+// scrape time.
 func (p *Pipeline) registerMetrics() {
 	m := p.metrics
-	b2f := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
-	}
 	m.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
 		func() float64 { return float64(p.sink.pending()) })
 	m.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 { return b2f(p.sink.connected()) })
-	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, frames within alerts.events.camera_stall, outbox writable).",
+	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, every camera's frames within alerts.events.camera_stall, outbox writable).",
 		func() float64 { return b2f(p.Health().OK) })
+	m.Gauge("didoedge_cameras", "Cameras configured.", func() float64 { return float64(len(p.cams)) })
 	ob := func() outbox.Stats { return p.sink.svc.Publisher().OutboxStats() }
 	m.Gauge("didoedge_outbox_write_fault", "1 while the outbox cannot store events (its last write failed); new events are not queued.",
 		func() float64 { return b2f(ob().WriteFault) })
@@ -195,12 +237,6 @@ func (p *Pipeline) registerMetrics() {
 			func() float64 { return float64(r.Failed()) })
 	}
 	p.rec.registerMetrics(m) // didoedge_record_* (recording.go)
-	if p.rtsp != nil {
-		m.CounterFunc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
-			func() float64 { return float64(p.rtsp.Stats().DecodeErrors) })
-		m.CounterFunc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.",
-			func() float64 { return float64(p.rtsp.Stats().Failures) })
-	}
 }
 
 // modelsLoaded reports whether both sessions are open.
@@ -208,26 +244,6 @@ func (p *Pipeline) modelsLoaded() bool {
 	p.modelsMu.Lock()
 	defer p.modelsMu.Unlock()
 	return p.models != nil && p.models.depth != nil && p.models.aux != nil
-}
-
-func (p *Pipeline) openCamera() (camera.Source, error) {
-	c := p.cfg.Camera
-	id := p.cfg.AlertsConfig.Camera
-	if c.Sequence != nil {
-		s, err := camera.NewImageSequence(camera.SequenceConfig{Dir: c.Sequence.Dir, FPS: c.Sequence.FPS, Loop: c.Sequence.Loop, SourceID: id})
-		if err != nil {
-			return nil, fmt.Errorf("camera.sequence: %w", err)
-		}
-		return s, nil
-	}
-	s, err := camera.NewRTSPSource(camera.RTSPConfig{URL: c.URL, SourceID: id, UDP: c.UDP,
-		StallTimeout: c.StallTimeout, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax,
-		RequestTimeout: c.RequestTimeout, Logger: p.log})
-	if err != nil {
-		return nil, fmt.Errorf("camera.url: %w", err)
-	}
-	p.rtsp = s
-	return s, nil
 }
 
 // Metrics returns the pipeline's metrics.
@@ -245,26 +261,58 @@ func (p *Pipeline) BrokerAddr() string { return p.sink.brokerAddr() }
 // Topics returns the MQTT topic builder.
 func (p *Pipeline) Topics() alerts.Topics { return p.cfg.AlertsConfig.Topics() }
 
-// Camera is the camera id of the alerts section.
-func (p *Pipeline) Camera() string { return p.cfg.AlertsConfig.Camera }
+// Camera is the first camera's name (the only one of a single-camera
+// configuration).
+func (p *Pipeline) Camera() string { return p.cams[0].spec.Name }
 
-// Ready reports whether a frame was assessed within the last 2 seconds.
-func (p *Pipeline) Ready() bool {
-	last := p.metrics.lastFrame.Load()
-	return p.ready.Load() && last != 0 && time.Since(time.Unix(0, last)) < 2*time.Second
+// Cameras lists the camera names in config order.
+func (p *Pipeline) Cameras() []string {
+	names := make([]string, len(p.cams))
+	for i, c := range p.cams {
+		names[i] = c.spec.Name
+	}
+	return names
 }
 
-// fetch is one frame request to the fetcher goroutine.
+// readyWindow is how recent a camera's last frame must be for /readyz.
+const readyWindow = 2 * time.Second
+
+// Ready reports whether every camera had a frame assessed within the last
+// 2 seconds.
+func (p *Pipeline) Ready() bool {
+	if !p.ready.Load() {
+		return false
+	}
+	for _, c := range p.cams {
+		if !c.ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// CameraReady reports, per camera in config order, whether it had a frame
+// assessed within the last 2 seconds.
+func (p *Pipeline) CameraReady() map[string]bool {
+	out := make(map[string]bool, len(p.cams))
+	for _, c := range p.cams {
+		out[c.spec.Name] = p.ready.Load() && c.ready()
+	}
+	return out
+}
+
+// fetch is one frame a camera's fetcher got.
 type fetch struct {
+	cam   int
 	frame *camera.Frame
 	err   error
 }
 
-// Run processes frames until ctx is cancelled or the source ends, then
+// Run processes frames until ctx is cancelled or every source ends, then
 // drains: the frame in flight is finished and its events queued, the
 // outbox is flushed (within alerts.mqtt.close_timeout), and every resource
-// is released. It returns nil after a cancellation and the source's error
-// otherwise (io.EOF of a non-looping image sequence is a clean end).
+// is released. It returns nil after a cancellation and a source's error
+// otherwise (io.EOF of a non-looping image sequence ends that camera).
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	defer func() {
 		cerr := p.Close()
@@ -272,39 +320,44 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	// The camera gets its own context: it stops after the pipeline has
+	// The cameras get their own context: they stop after the pipeline has
 	// finished its last frame, not before.
 	camCtx, stopCam := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCam()
-	var camDone chan struct{}
-	if p.rtsp != nil {
-		camDone = make(chan struct{})
-		go func() {
-			defer close(camDone)
-			p.rtsp.Run(camCtx)
-		}()
-		defer func() { stopCam(); <-camDone }()
-	}
-
-	// The fetcher waits for frames so that the pipeline goroutine can run
-	// ticks and reloads meanwhile. It asks the source only when the
-	// pipeline is ready for a frame: the source's mailbox keeps the newest
-	// frame, so no stale frame is ever held here.
-	want := make(chan *camera.Frame)
-	got := make(chan fetch)
-	fetchDone := make(chan struct{})
-	go func() {
-		defer close(fetchDone)
-		for f := range want {
-			err := p.src.Next(camCtx, f)
-			select {
-			case got <- fetch{frame: f, err: err}:
-			case <-camCtx.Done():
-				return
-			}
+	var camWG sync.WaitGroup
+	for _, c := range p.cams {
+		if c.rtsp != nil {
+			camWG.Go(func() { c.rtsp.Run(camCtx) })
 		}
+	}
+	defer func() { stopCam(); camWG.Wait() }()
+
+	// Each camera's fetcher waits for its frames so that the scheduler can
+	// serve the other cameras, ticks and reloads meanwhile. A fetcher asks
+	// its source for the next frame once the scheduler processed the
+	// previous one; the source's mailbox keeps the newest frame until then.
+	got := make(chan fetch, len(p.cams))
+	var fetchWG sync.WaitGroup
+	for _, c := range p.cams {
+		c.want = make(chan *camera.Frame, 1)
+		fetchWG.Go(func() {
+			for f := range c.want {
+				err := c.src.Next(camCtx, f)
+				select {
+				case got <- fetch{cam: c.idx, frame: f, err: err}:
+				case <-camCtx.Done():
+					return
+				}
+			}
+		})
+	}
+	defer func() {
+		for _, c := range p.cams {
+			close(c.want)
+		}
+		stopCam()
+		fetchWG.Wait()
 	}()
-	defer func() { close(want); stopCam(); <-fetchDone }()
 
 	tick := time.NewTicker(p.cfg.Pipeline.Tick)
 	defer tick.Stop()
@@ -313,38 +366,115 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	p.running.Store(true)
 	defer p.running.Store(false)
 	p.ready.Store(true)
-	want <- &p.frame
+	for _, c := range p.cams {
+		c.want <- &c.bufs[0]
+	}
+	s := scheduler{ready: make([]*camera.Frame, len(p.cams))}
+	live := len(p.cams)
+	handle := func(r fetch) error {
+		c := p.cams[r.cam]
+		if r.err != nil {
+			if errors.Is(r.err, io.EOF) {
+				p.log.Info("camera source ended", "camera", c.spec.Name)
+				c.ended = true
+				live--
+				return nil
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("camera %s: %w", c.spec.Name, r.err)
+		}
+		s.ready[r.cam] = r.frame
+		return nil
+	}
 	for {
+		if live == 0 {
+			return nil
+		}
+		// Control first: a tick or a reload waits for at most one frame.
+		i := s.next()
+		if i < 0 {
+			select {
+			case <-ctx.Done():
+				p.log.Info("stopping: draining the pipeline and flushing the outbox")
+				return nil
+			case now := <-tick.C:
+				p.tick(now)
+			case reply := <-p.reloadReq:
+				reply <- p.reload()
+			case r := <-got:
+				if err := handle(r); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			p.log.Info("stopping: draining the pipeline and flushing the outbox")
 			return nil
 		case now := <-tick.C:
-			if err := p.sink.tick(now); err != nil {
-				p.rl.Warn("alerts tick", "alerts tick", "err", err)
-			}
+			p.tick(now)
+			continue
 		case reply := <-p.reloadReq:
 			reply <- p.reload()
+			continue
 		case r := <-got:
-			if r.err != nil {
-				if errors.Is(r.err, io.EOF) {
-					p.log.Info("camera source ended")
-					return nil
-				}
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("camera: %w", r.err)
+			if err := handle(r); err != nil {
+				return err
 			}
-			p.process(work, r.frame)
-			want <- &p.frame
+			continue
+		default:
+		}
+		c := p.cams[i]
+		f := s.take(i)
+		c.process(work, f)
+		// Only now the camera's fetcher asks for its next frame: it is
+		// the newest when this camera's turn comes again, and it is
+		// fetched while the other cameras' frames run.
+		c.want <- f
+	}
+}
+
+// scheduler picks the cameras round-robin among those with a frame.
+type scheduler struct {
+	ready []*camera.Frame // the newest frame of each camera, nil when none
+	last  int             // the camera served last
+}
+
+// next returns the camera to serve, -1 when no camera has a frame.
+func (s *scheduler) next() int {
+	n := len(s.ready)
+	for k := 1; k <= n; k++ {
+		i := (s.last + k) % n
+		if s.ready[i] != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// take removes camera i's frame and makes it the last served.
+func (s *scheduler) take(i int) *camera.Frame {
+	f := s.ready[i]
+	s.ready[i] = nil
+	s.last = i
+	return f
+}
+
+// tick runs every camera's stall detection, and stats and states when due.
+func (p *Pipeline) tick(now time.Time) {
+	for _, c := range p.cams {
+		if err := c.engine.Tick(now); err != nil {
+			p.rl.Warn("alerts tick "+c.spec.Name, "alerts tick", "camera", c.spec.Name, "err", err)
 		}
 	}
 }
 
-// Reload re-reads the config file's alerts section and swaps in its zones
-// and calibration between two frames (SIGHUP). It blocks until the
-// pipeline applied it or ctx ends.
+// Reload re-reads the config file and swaps in every camera's zones and
+// calibration between two frames (SIGHUP). It blocks until the pipeline
+// applied it or ctx ends.
 func (p *Pipeline) Reload(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {
@@ -360,86 +490,58 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 	}
 }
 
+// reload applies a re-read config to every camera, or to none: every
+// camera's new engine spec is built before any engine changes.
 func (p *Pipeline) reload() error {
-	ac, err := p.cfg.ReloadAlerts()
+	fail := func(err error) error {
+		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
+		return err
+	}
+	specs, err := p.cfg.ReloadCameras()
 	if err != nil {
-		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
-		return err
+		return fail(err)
 	}
-	if err := p.sink.reload(ac, time.Now()); err != nil {
-		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
-		return err
+	byName := map[string]CameraSpec{}
+	for _, cs := range specs {
+		byName[cs.Name] = cs
 	}
-	p.snap.setZones(p.sink.zones(), p.sink.calibration().TauE)
-	p.rec.reloaded(p.cfg, ac) // recording.go: files name the new calibration
+	engineSpecs := make([]alerts.EngineSpec, len(p.cams))
+	restart := false
+	for i, c := range p.cams {
+		cs, ok := byName[c.spec.Name]
+		if !ok {
+			return fail(fmt.Errorf("reload: camera %q is no longer in the config; adding or removing cameras needs a restart", c.spec.Name))
+		}
+		if engineSpecs[i], err = cs.EngineSpec(); err != nil {
+			return fail(err)
+		}
+		restart = restart || p.sink.restartOnly(cs.Alerts)
+	}
+	if restart {
+		p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
+	}
+	if len(specs) != len(p.cams) {
+		p.log.Warn("reload: added cameras need a restart")
+	}
+	now := time.Now()
+	for i, c := range p.cams {
+		if err := c.engine.Reload(engineSpecs[i], now); err != nil {
+			return fail(fmt.Errorf("%s: %w", c.spec.Key, err))
+		}
+		c.spec.Alerts = byName[c.spec.Name].Alerts
+		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
+		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
+			"calibration", c.spec.Alerts.Calibration)
+	}
+	// recording.go: files name the new calibration (the first camera's;
+	// recordings identify one calibration file).
+	p.rec.reloaded(p.cfg, p.cams[0].spec.Alerts)
 	p.metrics.Reloads.Add(1)
-	p.log.Info("reloaded zones and thresholds", "zones", len(p.sink.zones()), "calibration", ac.Calibration)
 	return nil
 }
 
-// process runs one frame through every stage. It allocates nothing unless
-// the frame raises alert events or a debug client is watching.
-func (p *Pipeline) process(ctx context.Context, f *camera.Frame) {
-	m := p.metrics
-	t0 := time.Now()
-	m.Stages[StageCamera].Observe(t0.Sub(f.Capture))
-	if p.lastSeq != 0 && f.Seq > p.lastSeq+1 {
-		m.Dropped.Add(f.Seq - p.lastSeq - 1)
-	}
-	p.lastSeq = f.Seq
-
-	maps, rgb, err := p.models.infer(ctx, f.RGB, f.Width, f.Height, &p.times)
-	if err != nil {
-		if errors.Is(err, ErrInvalidOutput) {
-			m.Invalid.Add(1)
-			return
-		}
-		p.frameError(f.Seq, err)
-		return
-	}
-	tm := &p.times
-	m.Stages[StagePreprocess].Observe(tm.Preprocess)
-	m.Stages[StageDepth].Observe(tm.Depth)
-	m.Stages[StageAuxUE].Observe(tm.AuxUE)
-	m.Stages[StageReadout].Observe(tm.Readout)
-	t4 := time.Now()
-	p.image = alerts.Image{Width: p.models.inW, Height: p.models.inH, RGB: rgb}
-	if err := p.sink.frame(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &p.image}, maps); err != nil {
-		// The publisher logged each event not queued; this is the summary.
-		p.rl.Warn("alerts frame", "alerts: events of a frame not queued", "frame", f.Seq, "err", err)
-	}
-	p.rec.frame(p.cfg.AlertsConfig.Camera, f, maps) // recording.go: never blocks
-	t5 := time.Now()
-	p.copyStatus()
-	m.Stages[StageAlerts].Observe(t5.Sub(t4))
-	m.Latency.Observe(t5.Sub(f.Capture))
-	m.frameDone(t5)
-	if p.opts.OnFrame != nil {
-		p.opts.OnFrame(FrameTiming{Seq: f.Seq, Capture: f.Capture, Start: t0, Inference: tm.Depth + tm.AuxUE, Done: t5,
-			Risks: p.sink.engine.LastRisks()})
-	}
-	p.maybeSnapshot(t5, f, rgb, maps)
-}
-
-func (p *Pipeline) frameError(seq uint64, err error) {
-	p.metrics.Errors.Add(1)
-	p.rl.Warn("frame failed", "frame failed", "frame", seq, "err", err, "errors_total", p.metrics.Errors.Load())
-}
-
-// handleEvent counts, records and forwards one alert event.
-func (p *Pipeline) handleEvent(ev *alerts.Event) {
-	p.metrics.countEvent(ev)
-	rec := EventRecord{Seq: ev.Seq, Time: time.UnixMilli(ev.TimeMS).Format("15:04:05.000"), Type: string(ev.Type),
-		Kind: string(ev.Kind), Zone: ev.Zone, Level: ev.Level.String(), Previous: ev.Previous.String(), Episode: ev.ID}
-	if ev.Snapshot != nil {
-		rec.Snapshot = ev.Snapshot.Path
-	}
-	for i, r := range ev.Reasons {
-		if i > 0 {
-			rec.Reasons += ","
-		}
-		rec.Reasons += r
-	}
+// addEvent keeps an event record for the debug page.
+func (p *Pipeline) addEvent(rec EventRecord) {
 	p.eventsMu.Lock()
 	if len(p.eventLog) == maxEventLog {
 		copy(p.eventLog, p.eventLog[1:])
@@ -447,51 +549,47 @@ func (p *Pipeline) handleEvent(ev *alerts.Event) {
 	}
 	p.eventLog = append(p.eventLog, rec)
 	p.eventsMu.Unlock()
-	if p.opts.OnEvent != nil {
-		p.opts.OnEvent(ev)
-	}
 }
 
-// copyStatus keeps every zone's status for ZoneStatus (no allocation
-// unless the number of zones changed).
-func (p *Pipeline) copyStatus() {
-	n := len(p.sink.zones())
-	p.statusMu.Lock()
-	if len(p.status) != n {
-		p.status = make([]alerts.ZoneStatus, n)
-	}
-	for i := range p.status {
-		p.status[i] = p.sink.engine.ZoneStatus(i)
-	}
-	p.statusMu.Unlock()
-}
+// ZoneStatus returns each zone's level, fused signals and episode of the
+// first camera after its last assessed frame (nil before the first).
+func (p *Pipeline) ZoneStatus() []alerts.ZoneStatus { return p.cams[0].zoneStatus() }
 
-// ZoneStatus returns each zone's level, fused signals and episode after
-// the last assessed frame (nil before the first).
-func (p *Pipeline) ZoneStatus() []alerts.ZoneStatus {
-	p.statusMu.Lock()
-	defer p.statusMu.Unlock()
-	return append([]alerts.ZoneStatus(nil), p.status...)
+// CameraZoneStatus is ZoneStatus of the named camera; nil for an unknown
+// camera.
+func (p *Pipeline) CameraZoneStatus(name string) []alerts.ZoneStatus {
+	c, ok := p.byName[name]
+	if !ok {
+		return nil
+	}
+	return c.zoneStatus()
 }
 
 // EventSnapshot returns the JPEG snapshot of an event id (the latest of
 // its episode); snapshot.ErrNotFound when there is none.
 func (p *Pipeline) EventSnapshot(id string) ([]byte, error) { return p.sink.snapshot(id) }
 
-// Events returns the recent alert events, oldest first.
+// Events returns the recent alert events of every camera, oldest first.
 func (p *Pipeline) Events() []EventRecord {
 	p.eventsMu.Lock()
 	defer p.eventsMu.Unlock()
 	return append([]EventRecord(nil), p.eventLog...)
 }
 
-// Close releases the alert publisher (flushing its outbox), the models and
-// the ONNX Runtime reference. Run calls it; call it only when Run is not.
+// Close releases the alert publisher (ending open episodes and flushing
+// its outbox), the models and the ONNX Runtime reference. Run calls it;
+// call it only when Run is not.
 func (p *Pipeline) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
+		now := time.Now()
+		for _, c := range p.cams {
+			if c.engine != nil {
+				err = errors.Join(err, c.engine.Close(now))
+			}
+		}
 		if p.sink != nil {
-			err = p.sink.close(context.Background())
+			err = errors.Join(err, p.sink.close(context.Background()))
 		}
 		err = errors.Join(err, p.rec.close(context.Background())) // after the engine's last events
 		err = errors.Join(err, p.closeModels())
@@ -505,6 +603,11 @@ func (p *Pipeline) closeModels() error {
 	defer p.modelsMu.Unlock()
 	if p.models == nil {
 		return nil
+	}
+	for i, c := range p.cams {
+		if i > 0 && c.models != nil {
+			c.models.Close() // a view: releases nothing but its reference
+		}
 	}
 	err := p.models.Close()
 	p.models = nil

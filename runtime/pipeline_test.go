@@ -137,7 +137,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		c := countEvents(sub.snapshot(), alerts.EventNew, alerts.LevelCritical)
 		return c["r0c0"] == 1 && c["r0c1"] == 1
 	})
-	m := p.Metrics()
+	m := p.Metrics().Camera(0)
 	if m.Frames.Load() == 0 || m.Stages[StageDepth].Count() == 0 || m.Stages[StageAuxUE].Count() == 0 || m.Latency.Count() == 0 {
 		t.Fatalf("metrics did not move: frames %d depth %d auxue %d latency %d",
 			m.Frames.Load(), m.Stages[StageDepth].Count(), m.Stages[StageAuxUE].Count(), m.Latency.Count())
@@ -258,10 +258,10 @@ func TestProcessAllocatesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := testFrame(tc.w, tc.h)
-			p.process(ctx, f) // warm-up: resize taps, first session runs
+			p.cams[0].process(ctx, f) // warm-up: resize taps, first session runs
 			if tc.watching {
 				p.Watch()
-				p.lastSnap = time.Time{}
+				p.cams[0].lastSnap = time.Time{}
 			}
 			// Other goroutines (broker, MQTT client) can only add to the
 			// process-wide count, so the least of three runs is the frame's.
@@ -271,16 +271,16 @@ func TestProcessAllocatesNothing(t *testing.T) {
 					f.Seq++
 					f.Capture = time.Now()
 					if tc.watching {
-						p.lastSnap = time.Time{} // snapshot on every frame
+						p.cams[0].lastSnap = time.Time{} // snapshot on every frame
 					}
-					p.process(ctx, f)
+					p.cams[0].process(ctx, f)
 				}))
 			}
 			if allocs != 0 {
 				t.Fatalf("%v allocations per frame, want 0", allocs)
 			}
-			if p.Metrics().Errors.Load() != 0 {
-				t.Fatalf("%d frame errors", p.Metrics().Errors.Load())
+			if p.Metrics().Camera(0).Errors.Load() != 0 {
+				t.Fatalf("%d frame errors", p.Metrics().Camera(0).Errors.Load())
 			}
 		})
 	}
@@ -298,12 +298,12 @@ func TestDroppedFramesCounted(t *testing.T) {
 	f := testFrame(testW, testH)
 	for _, seq := range []uint64{1, 2, 5, 6, 10} {
 		f.Seq = seq
-		p.process(context.Background(), f)
+		p.cams[0].process(context.Background(), f)
 	}
-	if got := p.Metrics().Dropped.Load(); got != 2+3 {
+	if got := p.Metrics().Camera(0).Dropped.Load(); got != 2+3 {
 		t.Fatalf("dropped = %d, want 5", got)
 	}
-	if got := p.Metrics().Frames.Load(); got != 5 {
+	if got := p.Metrics().Camera(0).Frames.Load(); got != 5 {
 		t.Fatalf("frames = %d, want 5", got)
 	}
 }
@@ -314,9 +314,9 @@ func TestWrongFrameIsAnError(t *testing.T) {
 	p := newIdlePipeline(t, "quiet.yaml")
 	f := testFrame(testW, testH)
 	f.Width = 2 * testW
-	p.process(context.Background(), f)
-	if p.Metrics().Errors.Load() != 1 || p.Metrics().Frames.Load() != 0 {
-		t.Fatalf("errors %d frames %d, want 1 and 0", p.Metrics().Errors.Load(), p.Metrics().Frames.Load())
+	p.cams[0].process(context.Background(), f)
+	if p.Metrics().Camera(0).Errors.Load() != 1 || p.Metrics().Camera(0).Frames.Load() != 0 {
+		t.Fatalf("errors %d frames %d, want 1 and 0", p.Metrics().Camera(0).Errors.Load(), p.Metrics().Camera(0).Frames.Load())
 	}
 }
 
@@ -326,14 +326,14 @@ func BenchmarkProcess(b *testing.B) {
 	p := newIdlePipeline(b, "quiet.yaml")
 	f := testFrame(testW, testH)
 	ctx := context.Background()
-	p.process(ctx, f)
+	p.cams[0].process(ctx, f)
 	debug.FreeOSMemory()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		f.Seq++
-		p.process(ctx, f)
+		p.cams[0].process(ctx, f)
 	}
-	m := p.Metrics()
+	m := p.Metrics().Camera(0)
 	b.ReportMetric(float64((m.Stages[StageDepth].Mean() + m.Stages[StageAuxUE].Mean()).Microseconds()), "infer-us/op")
 }

@@ -45,13 +45,13 @@ type recorderHook struct {
 }
 
 // newRecorderHook starts the recorder when cfg.Record enables it (nil
-// hook otherwise). The models' and the calibration's sha256 are recorded
-// as the "didoedge.models" metadata of every file.
-func newRecorderHook(cfg *Config, log *slog.Logger) (*recorderHook, error) {
+// hook otherwise). The models' and the calibration's (ac's) sha256 are
+// recorded as the "didoedge.models" metadata of every file.
+func newRecorderHook(cfg *Config, ac alerts.Config, log *slog.Logger) (*recorderHook, error) {
 	if !cfg.Record.Enabled() {
 		return nil, nil
 	}
-	ident, err := modelIdentity(cfg, cfg.AlertsConfig)
+	ident, err := modelIdentity(cfg, ac)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}

@@ -74,7 +74,7 @@ func BenchmarkPipelineRecording15fps(b *testing.B) {
 		tick.Stop()
 		// The last frame is taken within a frame period.
 		deadline := time.Now().Add(5 * time.Second)
-		for p.Metrics().Frames.Load()+p.Metrics().Dropped.Load() < 45 && time.Now().Before(deadline) {
+		for p.Metrics().Camera(0).Frames.Load()+p.Metrics().Camera(0).Dropped.Load() < 45 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		wall += time.Since(t0)
@@ -83,7 +83,7 @@ func BenchmarkPipelineRecording15fps(b *testing.B) {
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
-		m := p.Metrics()
+		m := p.Metrics().Camera(0)
 		st, call, _ := p.RecordStats()
 		b.StopTimer()
 		files, _ := filepath.Glob(filepath.Join(cfg.Record.Dir, "rec-*.mcap"))

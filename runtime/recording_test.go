@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
@@ -74,12 +76,12 @@ func TestReplayDeterminism(t *testing.T) {
 
 	var live eventLog
 	p, _, stop := startPipeline(t, s, 15, live.add)
-	waitFor(t, 30*time.Second, "60 assessed frames", func() bool { return p.Metrics().Frames.Load() >= 60 })
+	waitFor(t, 30*time.Second, "60 assessed frames", func() bool { return p.Metrics().Camera(0).Frames.Load() >= 60 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	st, call := p.rec.stats()
-	frames := p.Metrics().Frames.Load()
+	frames := p.Metrics().Camera(0).Frames.Load()
 	t.Logf("live: %d frames, %d events; recorder: %d written, %d dropped, %d bytes, worker CPU %v, frame calls %v",
 		frames, len(live.all()), st.FramesWritten, st.FramesDropped, st.BytesWritten, st.WorkerCPU, call)
 	if st.FramesDropped != 0 || st.MessagesDropped != 0 || st.WriteErrors != 0 {
@@ -92,12 +94,23 @@ func TestReplayDeterminism(t *testing.T) {
 	if _, err := p.Metrics().WriteTo(&metrics); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"\ndidoedge_record_frames_written_total " + formatFloat(float64(frames)) + "\n", "\ndidoedge_record_frames_dropped_total 0\n",
-		"\ndidoedge_record_bytes_written_total " + formatFloat(float64(st.BytesWritten)) + "\n", "\n# TYPE didoedge_record_worker_cpu_seconds_total counter\n",
-		"\ndidoedge_record_queue_frames 0\n"} {
-		if !strings.Contains(metrics.String(), line) {
-			t.Errorf("/metrics lacks %q", line)
+	// Read back with client_golang's own parser, as Prometheus would.
+	mfs := parseExposition(t, metrics.String())
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"didoedge_record_frames_written_total", float64(frames)},
+		{"didoedge_record_frames_dropped_total", 0},
+		{"didoedge_record_bytes_written_total", float64(st.BytesWritten)},
+		{"didoedge_record_queue_frames", 0},
+	} {
+		if got := value(sample(mfs, c.name, nil)); got != c.want {
+			t.Errorf("/metrics %s = %v, want %v", c.name, got, c.want)
 		}
+	}
+	if mf := mfs["didoedge_record_worker_cpu_seconds_total"]; mf == nil || mf.GetType() != dto.MetricType_COUNTER {
+		t.Errorf("/metrics lacks the counter didoedge_record_worker_cpu_seconds_total")
 	}
 	files, _ := filepath.Glob(filepath.Join(s.dir, "rec", "rec-*.mcap"))
 	if len(files) != 1 {
@@ -172,7 +185,7 @@ func TestReplayDeterminism(t *testing.T) {
 	if err := p2.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := p2.Metrics().Frames.Load(); got != frames || src.Frames() != int(frames) {
+	if got := p2.Metrics().Camera(0).Frames.Load(); got != frames || src.Frames() != int(frames) {
 		t.Fatalf("replay assessed %d frames (source delivered %d), live %d", got, src.Frames(), frames)
 	}
 	replayedEvents := replayed.all()
@@ -214,7 +227,7 @@ func TestRecordEventModeWithReload(t *testing.T) {
 	write("quiet.yaml")
 	var live eventLog
 	p, _, stop := startPipeline(t, s, 15, live.add)
-	frames := func() uint64 { return p.Metrics().Frames.Load() }
+	frames := func() uint64 { return p.Metrics().Camera(0).Frames.Load() }
 	waitFor(t, 30*time.Second, "20 quiet frames", func() bool { return frames() >= 20 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

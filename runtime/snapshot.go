@@ -53,34 +53,52 @@ func (s *Snapshot) setZones(zones []alerts.Zone, tauE float64) {
 const watchWindow = 2 * time.Second
 
 // Watch tells the pipeline that a debug client wants data; without calls
-// for watchWindow it stops copying maps.
-func (p *Pipeline) Watch() { p.watchNS.Store(time.Now().UnixNano()) }
+// for watchWindow it stops copying maps. It covers every camera (the
+// page's grid shows them all).
+func (p *Pipeline) Watch() {
+	now := time.Now().UnixNano()
+	for _, c := range p.cams {
+		c.watchNS.Store(now)
+	}
+}
 
-// View calls fn with the latest snapshot under a read lock; fn must not
-// keep references to its slices.
-func (p *Pipeline) View(fn func(*Snapshot)) {
-	p.snap.mu.RLock()
-	defer p.snap.mu.RUnlock()
-	fn(&p.snap)
+// View calls fn with the first camera's latest snapshot under a read
+// lock; fn must not keep references to its slices.
+func (p *Pipeline) View(fn func(*Snapshot)) { p.cams[0].view(fn) }
+
+// ViewCamera is View of the named camera; it reports false for an unknown
+// camera.
+func (p *Pipeline) ViewCamera(name string, fn func(*Snapshot)) bool {
+	c, ok := p.byName[name]
+	if ok {
+		c.view(fn)
+	}
+	return ok
+}
+
+func (c *cameraPipe) view(fn func(*Snapshot)) {
+	c.snap.mu.RLock()
+	defer c.snap.mu.RUnlock()
+	fn(&c.snap)
 }
 
 // maybeSnapshot copies the frame into the snapshot when a client watches
 // and the rate allows. It never waits for a reader: if the page is
 // encoding the previous snapshot, this frame is skipped.
-func (p *Pipeline) maybeSnapshot(now time.Time, f *camera.Frame, rgb []uint8, m alerts.Maps) {
-	w := p.watchNS.Load()
+func (c *cameraPipe) maybeSnapshot(now time.Time, f *camera.Frame, rgb []uint8, m alerts.Maps) {
+	w := c.watchNS.Load()
 	if w == 0 || now.Sub(time.Unix(0, w)) > watchWindow {
 		return
 	}
-	if now.Sub(p.lastSnap) < time.Duration(float64(time.Second)/p.cfg.HTTP.MaxFPS) {
+	if now.Sub(c.lastSnap) < time.Duration(float64(time.Second)/c.p.cfg.HTTP.MaxFPS) {
 		return
 	}
-	s := &p.snap
+	s := &c.snap
 	if !s.mu.TryLock() {
 		return
 	}
 	defer s.mu.Unlock()
-	p.lastSnap = now
+	c.lastSnap = now
 	s.Seq, s.Capture = f.Seq, f.Capture
 	copy(s.RGB, rgb)
 	if s.MapW != m.Width || s.MapH != m.Height { // the camera's frame size changed
@@ -91,9 +109,9 @@ func (p *Pipeline) maybeSnapshot(now time.Time, f *camera.Frame, rgb []uint8, m 
 	copy(s.Depth, m.Depth)
 	copy(s.Scale, m.Scale)
 	copy(s.Epistemic, m.Epistemic)
-	if len(s.Status) == len(p.sink.zones()) {
+	if len(s.Status) == len(c.engine.Zones()) {
 		for i := range s.Status {
-			s.Status[i] = p.sink.engine.ZoneStatus(i)
+			s.Status[i] = c.engine.ZoneStatus(i)
 			s.Levels[i] = s.Status[i].Level
 		}
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 )
 
@@ -50,7 +51,18 @@ type Config struct {
 	// bounded by GOMAXPROCS). Data-set writers that run several renderers in
 	// parallel set it to 1.
 	Parallelism int
+	// Heading turns the view horizontally by this many degrees (positive
+	// to the right, within ±MaxHeading) as an off-axis projection: the
+	// principal point moves by fx*tan(heading) pixels, so the pixel column
+	// of the forward camera's optical axis looks along the heading, while the image plane stays parallel to the road's
+	// direction (a side camera of a multi-camera rig in the demo). 0 is the
+	// forward KITTI camera.
+	Heading float64
 }
+
+// MaxHeading bounds Config.Heading in degrees: further out, the off-axis
+// projection stretches the image beyond use.
+const MaxHeading = 40
 
 func (c Config) validate() error {
 	switch c.World {
@@ -72,6 +84,9 @@ func (c Config) validate() error {
 	}
 	if c.Obstacles && c.World != WorldOutdoor {
 		return fmt.Errorf("sim config: Obstacles needs the %q world, not %q", WorldOutdoor, c.World)
+	}
+	if !(c.Heading >= -MaxHeading && c.Heading <= MaxHeading) {
+		return fmt.Errorf("sim config: Heading must be within ±%d degrees, got %v", MaxHeading, c.Heading)
 	}
 	if c.Parallelism < 0 {
 		return fmt.Errorf("sim config: Parallelism must be >= 0, got %d", c.Parallelism)
@@ -96,6 +111,10 @@ func (c Config) workers() int {
 func (c Config) intrinsics() (fx, fy, cx, cy float64) {
 	sx := float64(c.Width) / KITTIWidth
 	sy := float64(c.Height) / KITTIHeight
-	// Principal point scaled as a pixel-centre coordinate.
-	return kittiFx * sx, kittiFy * sy, (kittiCx+0.5)*sx - 0.5, (kittiCy+0.5)*sy - 0.5
+	// Principal point scaled as a pixel-centre coordinate; a heading
+	// shifts it so that the ray of the forward axis' column u0 has the
+	// slope du = (u0 - cx)/fx = tan(heading).
+	fx = kittiFx * sx
+	cx = (kittiCx+0.5)*sx - 0.5 - fx*math.Tan(c.Heading*math.Pi/180)
+	return fx, kittiFy * sy, cx, (kittiCy+0.5)*sy - 0.5
 }

@@ -459,3 +459,40 @@ func TestObstaclesOnTheEgoLane(t *testing.T) {
 		t.Fatalf("obstacle classes seen in the lane: %v, want crates (%d) and a fallen tree (%d)", seen, ClassStatic, ClassVegetation)
 	}
 }
+
+// TestHeadingShiftsTheView: a heading of atan(s/fx) moves the principal
+// point by s pixels, so the ray of column u of the turned camera is the
+// ray of column u+s of the forward camera: their depths (z along the
+// road, as the forward camera measures it) agree column for column.
+func TestHeadingShiftsTheView(t *testing.T) {
+	const w, h, s = 160, 48, 24
+	fwd := Config{World: WorldOutdoor, Width: w, Height: h, Seed: 3}
+	r0, f0 := mustRender(t, fwd, 40)
+	fx, _, cx0, _ := r0.Intrinsics()
+	turned := fwd
+	turned.Heading = math.Atan(s/fx) * 180 / math.Pi
+	r1, f1 := mustRender(t, turned, 40)
+	_, _, cx1, _ := r1.Intrinsics()
+	if math.Abs(cx0-cx1-s) > 1e-9 {
+		t.Fatalf("principal point %v -> %v, want a shift of %d", cx0, cx1, s)
+	}
+	var n, agree int
+	for v := range h {
+		for u := 0; u+s < w; u++ {
+			a, b := f1.Depth[v*w+u], f0.Depth[v*w+u+s]
+			if a == 0 && b == 0 {
+				continue
+			}
+			n++
+			if math.Abs(float64(a-b)) <= 1e-3*float64(b) {
+				agree++
+			}
+		}
+	}
+	if n == 0 || float64(agree) < 0.99*float64(n) {
+		t.Fatalf("%d of %d shifted depths agree, want 99%%", agree, n)
+	}
+	if _, err := NewRenderer(Config{World: WorldOutdoor, Width: w, Height: h, Heading: 50}); err == nil || !strings.Contains(err.Error(), "Heading") {
+		t.Fatalf("heading 50: %v, want an error naming Heading", err)
+	}
+}

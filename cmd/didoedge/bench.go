@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,12 +31,15 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "kernels" {
 		return runBenchKernels(ctx, env, args[1:])
 	}
-	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak" && args[0] != "scenario") {
-		return errors.New("usage: didoedge bench latency|soak|scenario|kernels [flags]")
+	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak" && args[0] != "scenario" && args[0] != "multicam") {
+		return errors.New("usage: didoedge bench latency|soak|scenario|multicam|kernels [flags]")
 	}
 	mode := args[0]
 	if mode == "scenario" {
 		return runBenchScenario(ctx, env, args[1:])
+	}
+	if mode == "multicam" {
+		return runBenchMulticam(ctx, env, args[1:])
 	}
 	fs := newFlagSet(env, "bench "+mode)
 	models := fs.String("models", "models", "reference models directory")
@@ -269,6 +275,114 @@ func runBenchKernels(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
+	}
+	return nil
+}
+
+// runBenchMulticam measures N cameras in one runtime against the
+// single-session bound. Each camera count and the bound run in a child
+// process of their own (this binary with --child), so that each RSS is
+// that configuration's alone.
+func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "bench multicam")
+	models := fs.String("models", "models", "reference models directory")
+	camList := fs.String("cameras", "1,2,4", "camera counts to measure, comma-separated")
+	duration := fs.Duration("duration", 20*time.Second, "measured time per camera count (after the warm-up)")
+	warmup := fs.Duration("warmup", 5*time.Second, "discarded start of each run")
+	fps := fs.Float64("fps", 0, "each simulated camera's frame rate; 0: free-running cameras (a frame is captured whenever the pipeline asks, so the pipeline alone sets the pace)")
+	frames := fs.Int("frames", 8, "frames each camera pre-renders and loops")
+	nSlices := fs.Int("slices", 5, "alternations of pipeline and bound within each run")
+	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var counts []int
+	for _, f := range strings.Split(*camList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > demo.MaxCameras {
+			return fmt.Errorf("--cameras %q: %q is not a camera count in 1..%d", *camList, f, demo.MaxCameras)
+		}
+		counts = append(counts, n)
+	}
+	if err := demo.CheckLibrary(); err != nil {
+		return err
+	}
+	if _, err := demo.ReadReference(*models); err != nil {
+		return err
+	}
+	if *nSlices < 1 || *nSlices > 100 {
+		return fmt.Errorf("--slices %d: want 1..100", *nSlices)
+	}
+	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, Log: env.log}
+	if *child >= 0 {
+		var v any
+		var err error
+		if *child == 0 {
+			v, err = bench.InferenceBound(ctx, o, slices.Max(counts))
+		} else {
+			o.Cameras = *child
+			v, err = bench.Multicam(ctx, o)
+		}
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(env.stdout).Encode(v)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	runChild := func(n int, into any) error {
+		cmd := exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
+			"--duration", duration.String(), "--warmup", warmup.String(), "--fps", strconv.FormatFloat(*fps, 'g', -1, 64),
+			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--child", strconv.Itoa(n))
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("bench multicam child %d: %w: %s", n, err, strings.TrimSpace(errb.String()))
+		}
+		return json.Unmarshal(out.Bytes(), into)
+	}
+	w := env.stdout
+	rate := fmt.Sprintf("%g fps per camera", *fps)
+	if *fps == 0 {
+		rate = "free-running cameras"
+	}
+	fmt.Fprintf(w, "bench multicam: models %s, simulated rig (pre-rendered frames, %s, in-process sources), %v per run after %v warm-up, each run in its own process\n",
+		*models, rate, *duration, *warmup)
+	var bound bench.BoundResult
+	if err := runChild(0, &bound); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "single-session bound alone (models back to back, one run per frame, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
+		bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
+	fmt.Fprintf(w, "each row: the pipeline and the bound (models back to back on sessions of their own) in %d alternating slices in the same process; /bound = aggregate over that bound\n", *nSlices)
+	fmt.Fprintf(w, "%7s %9s %7s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "bound", "/bound", "spread", "p50", "p99", "rss MiB",
+		"allocs/frame", "less idle", "per camera fps (dropped)")
+	var rss1 int64
+	for _, n := range counts {
+		var r bench.MulticamResult
+		if err := runChild(n, &r); err != nil {
+			return err
+		}
+		if n == 1 {
+			rss1 = r.RSSBytes
+		}
+		var per []string
+		for _, c := range r.PerCamera {
+			per = append(per, fmt.Sprintf("%s %.2f (%d)", c.Name, c.FPS, c.Dropped))
+		}
+		fmt.Fprintf(w, "%7d %9.2f %7.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS,
+			r.BoundFPS, r.Ratio, 100*r.Spread,
+			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, r.FrameAllocs,
+			strings.Join(per, ", "))
+		fmt.Fprintf(w, "        idle process allocations (broker $SYS, MQTT, stats; no frames): %.0f/s\n", r.IdleAllocsPerSec)
+		if n > 1 && rss1 > 0 {
+			fmt.Fprintf(w, "        rss %d cameras / 1 camera: %.3f\n", n, float64(r.RSSBytes)/float64(rss1))
 		}
 	}
 	return nil

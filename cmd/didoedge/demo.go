@@ -26,6 +26,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	fps := fs.Float64("fps", 15, "simulated camera frame rate")
 	seed := fs.Int64("seed", 1, "simulated world seed")
 	calFrames := fs.Int("calibrate-frames", 12, "without models/calibration.yaml: calibrate thresholds on this many rendered outdoor frames first (0: built-in defaults)")
+	nCams := fs.Int("cameras", 1, fmt.Sprintf("simulated cameras (1..%d): front, left and right (headings 0, -30 and +30 degrees, seeds seed+i), then cam3.. ; one runtime, one model session", demo.MaxCameras))
 	zonesEvery := fs.Duration("zones-every", 2*time.Second, "print every zone's level and fused signals this often (0: never)")
 	recDir := fs.String("record", "", "record MCAP files (Foxglove; didoedge replay) into this directory")
 	recMode := fs.String("record-mode", record.ModeEvent, "with --record: event (a clip per episode) or continuous")
@@ -35,6 +36,9 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *nCams < 1 || *nCams > demo.MaxCameras {
+		return fmt.Errorf("--cameras %d: want 1..%d", *nCams, demo.MaxCameras)
 	}
 	locked := *env
 	locked.stdout = &lockedWriter{w: env.stdout}
@@ -70,12 +74,19 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "didoedge demo: tau_e %.3f, tau_a %.3f, scale correction %.3f (didoedge calibrate --models %s --data DIR --out %s keeps one)\n",
 			res.Calibration.TauE, res.Calibration.TauA, res.Calibration.ScaleCorrection, *models, filepath.Join(*models, demo.CalibrationFn))
 	}
-	cam, err := demo.StartCamera(opts, spec.Input.Width, spec.Input.Height)
-	if err != nil {
+	var cams []*demo.Camera
+	if *nCams == 1 {
+		cam, err := demo.StartCamera(opts, spec.Input.Width, spec.Input.Height)
+		if err != nil {
+			return err
+		}
+		cams = []*demo.Camera{cam}
+	} else if cams, err = demo.StartCameras(opts, spec.Input.Width, spec.Input.Height, *nCams); err != nil {
 		return err
 	}
+	cam := cams[0]
 	defer cam.Server.Close()
-	cfg, err := demo.Config(opts, cam.URL)
+	cfg, err := demo.ConfigForCameras(opts, ref, cams)
 	if err != nil {
 		return err
 	}
@@ -97,7 +108,14 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	defer phases.Wait()
 	defer stopPhases()
 	started := func(p *runtime.Pipeline, page string) {
-		fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
+		if len(cams) == 1 {
+			fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
+		} else {
+			for _, c := range cams {
+				fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s %s (heading %+g deg, seed %d, %dx%d, %g fps)\n",
+					c.Name, c.URL, c.Heading, c.Seed, spec.Input.Width, spec.Input.Height, *fps)
+			}
+		}
 		if b := p.BrokerAddr(); b != "" {
 			host, port := splitHostPort(b)
 			fmt.Fprintf(env.stdout, "didoedge demo: embedded MQTT broker %s; watch: mosquitto_sub -h %s -p %s -t '%s/#' -v\n",
@@ -138,8 +156,17 @@ func printZones(ctx context.Context, env *cliEnv, p *runtime.Pipeline, every tim
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if zs := p.ZoneStatus(); len(zs) > 0 {
-				fmt.Fprintln(env.stdout, runtime.FormatZones(now, zs))
+			cams := p.Cameras()
+			for _, cam := range cams {
+				zs := p.CameraZoneStatus(cam)
+				if len(zs) == 0 {
+					continue
+				}
+				if len(cams) == 1 {
+					fmt.Fprintln(env.stdout, runtime.FormatZones(now, zs))
+				} else {
+					fmt.Fprintln(env.stdout, cam+" "+runtime.FormatZones(now, zs))
+				}
 			}
 		}
 	}

@@ -93,3 +93,34 @@ func TestDemoExternalBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoCameras runs `didoedge demo --cameras 3`: one runtime serves the
+// simulated rig (front, left, right with their headings and seeds), every
+// camera's events are printed with its name, and the zone lines name the
+// camera. (Random weights: every zone of every camera alarms.)
+func TestDemoCameras(t *testing.T) {
+	models := t.TempDir()
+	testmodels.WriteReference(t, models)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env, stdout, errb := modelTestEnv()
+	code := run(ctx, env, []string{"demo", "--models", models, "--cameras", "3", "--duration", "6s", "--http", "127.0.0.1:0",
+		"--broker", "127.0.0.1:0", "--calibrate-frames", "0", "--zones-every", "1s"})
+	if code != 0 {
+		t.Fatalf("demo exit %d: %s", code, errb)
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"simulated camera front rtsp://127.0.0.1:", "/front (heading +0 deg, seed 1, 64x32, 15 fps)",
+		"simulated camera left rtsp://127.0.0.1:", "/left (heading -30 deg, seed 2, 64x32, 15 fps)",
+		"simulated camera right rtsp://127.0.0.1:", "/right (heading +30 deg, seed 3, 64x32, 15 fps)",
+		" NEW    critical camera=front ", " NEW    critical camera=left ", " NEW    critical camera=right ",
+		"\nfront ", "\nleft ", "\nright ", " zones  ego_lane_near="} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if code := run(ctx, env, []string{"demo", "--models", models, "--cameras", "9"}); code == 0 || !strings.Contains(errb.String(), "--cameras 9: want 1..8") {
+		t.Fatalf("--cameras 9: exit %d, %s", code, errb)
+	}
+}

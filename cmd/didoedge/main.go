@@ -41,7 +41,7 @@ func commands() map[string]command {
 		"train":   {"train the reference depth network or the AuxUE (train depth|auxue)", runTrain},
 
 		"calibrate": {"set alert thresholds and the Laplace scale correction from validation frames", runCalibrate},
-		"bench":     {"measure frame-to-MQTT latency (bench latency), memory over a soak (bench soak), alert episodes against a scripted drive (bench scenario), or the training kernels against PyTorch (bench kernels)", runBench},
+		"bench":     {"measure frame-to-MQTT latency (bench latency), memory over a soak (bench soak), alert episodes against a scripted drive (bench scenario), N cameras against the single-session bound (bench multicam), or the training kernels against PyTorch (bench kernels)", runBench},
 		"record":    {"recordings: export a recording's frames for calibrate (record export FILE --kitti DIR)", runRecord},
 		"replay":    {"run a recording's frames through the pipeline; --compare checks the events against the recorded ones", runReplay},
 

@@ -115,7 +115,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("replay interrupted after %d of %d frames", src.Frames(), rec.Frames)
 	}
-	m := p.Metrics()
+	m := p.Metrics().Camera(0) // a replay runs one camera
 	fmt.Fprintf(w, "replayed %d frames (assessed %d, invalid outputs %d, errors %d), %d events\n", src.Frames(), m.Frames.Load(),
 		m.Invalid.Load(), m.Errors.Load(), len(replayed))
 	if src.Truncated() {

@@ -50,10 +50,28 @@ const (
 	quietCal = "version: 1\ntau_e: 1\ntau_a: 1000\nscale_correction: 1\ncoverage: 0.9\nlevels:\n  ood_fraction: {warn: {enter: 0.5, exit: 0.4}, critical: {enter: 0.9, exit: 0.8}}\n"
 )
 
-// TestRunSignals runs `didoedge run` as a process on an image sequence:
-// events are printed, SIGHUP swaps in a quiet calibration (the open
-// episodes end), SIGTERM stops it with exit code 0 and an empty outbox.
+// signalsCamerasConfig is signalsConfig with two cameras on the same
+// frames, both on the alerts section's calibration and zones.
+var signalsCamerasConfig = strings.Replace(strings.Replace(signalsConfig,
+	"camera:\n  sequence: {dir: frames, fps: 10, loop: true}\n",
+	"cameras:\n  - {name: front, sequence: {dir: frames, fps: 10, loop: true}}\n  - {name: rear, sequence: {dir: frames, fps: 10, loop: true}}\n", 1),
+	"  camera: front\n", "", 1)
+
+// TestRunSignals runs `didoedge run` as a process on an image sequence,
+// with one camera and with two: events are printed, SIGHUP swaps in a
+// quiet calibration (every camera's open episodes end), SIGTERM stops it
+// with exit code 0 and an empty outbox.
 func TestRunSignals(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		config  string
+		cameras int
+	}{{"one camera", signalsConfig, 1}, {"two cameras", signalsCamerasConfig, 2}} {
+		t.Run(tc.name, func(t *testing.T) { runSignals(t, tc.config, tc.cameras) })
+	}
+}
+
+func runSignals(t *testing.T, signalsConfig string, cameras int) {
 	dir := t.TempDir()
 	frames := filepath.Join(dir, "frames")
 	os.MkdirAll(frames, 0o755)
@@ -123,7 +141,8 @@ func TestRunSignals(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	wait("two NEW events", func() bool { return count("NEW") >= 2 })
+	zones := 2 * cameras // every camera's two zones
+	wait("a NEW event per zone", func() bool { return count("NEW") >= zones })
 
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(signalsConfig, "quiet.yaml")), 0o644); err != nil {
 		t.Fatal(err)
@@ -131,7 +150,7 @@ func TestRunSignals(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	wait("two END events after SIGHUP", func() bool { return count("END") >= 2 })
+	wait("an END event per zone after SIGHUP", func() bool { return count("END") >= zones })
 
 	// A config that does not load is refused, logged once, the run goes on.
 	good, _ := os.ReadFile(cfgPath)
@@ -159,7 +178,7 @@ func TestRunSignals(t *testing.T) {
 		t.Fatalf("no exit 20 s after SIGTERM; stderr:\n%s", stderr.String())
 	}
 	t.Logf("stdout: %q", lines)
-	if count("NEW") != 2 {
+	if count("NEW") != zones {
 		t.Fatalf("NEW events after the quiet reload: %q", lines)
 	}
 	if !strings.Contains(stderr.String(), "reloaded zones and thresholds") || !strings.Contains(stderr.String(), "draining the pipeline") {

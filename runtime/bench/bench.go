@@ -253,7 +253,7 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err
 	}
-	m := sys.pipeline.Metrics()
+	m := sys.pipeline.Metrics().Camera(0)
 	startFrames, startDropped := m.Frames.Load(), m.Dropped.Load()
 	rs0, call0, recording := sys.pipeline.RecordStats()
 	var stageN [runtime.StageAlerts + 1]uint64
@@ -368,7 +368,8 @@ func Soak(ctx context.Context, o Options, interval time.Duration) (*SoakReport, 
 		return nil, err
 	}
 	defer sys.stop()
-	m := sys.pipeline.Metrics()
+	pm := sys.pipeline.Metrics()
+	m := pm.Camera(0)
 	t0 := time.Now()
 	if err := sleep(ctx, o.Warmup); err != nil {
 		return nil, err
@@ -382,7 +383,7 @@ func Soak(ctx context.Context, o Options, interval time.Duration) (*SoakReport, 
 		}
 		var events uint64
 		var b strings.Builder
-		m.WriteTo(&b)
+		pm.WriteTo(&b)
 		for _, line := range strings.Split(b.String(), "\n") {
 			if strings.HasPrefix(line, "didoedge_events_total{") {
 				if f := strings.Fields(line); len(f) == 2 {

@@ -356,7 +356,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 		<-done
 		return nil, err
 	}
-	m := p.Metrics()
+	m := p.Metrics().Camera(0)
 	assessed, dropped := m.Frames.Load(), m.Dropped.Load()
 	stop()
 	if err := <-done; err != nil {

@@ -194,6 +194,18 @@ func TestPageInChromium(t *testing.T) {
 	// The zone table shows the level and the fused OOD fraction (0.25 in the fake).
 	waitEval(t, c, `Array.from(document.querySelectorAll('#zones tr[data-zone="r0c0"] td')).slice(1, 3).map(td => td.textContent).join(" ")`, "critical 0.250", 5*time.Second)
 
+	// The grid shows every camera; choosing one switches the views.
+	f.addRear(160, 48)
+	waitEval(t, c, `Array.from(document.querySelectorAll("#cameras .tile")).map(b => b.dataset.camera + ":" + b.dataset.level).join(" ")`,
+		"front:critical rear:critical", 5*time.Second)
+	waitEval(t, c, `document.querySelector("#cameras .tile.selected").dataset.camera`, "front", 5*time.Second)
+	if _, err := c.eval(`document.querySelector('#cameras .tile[data-camera="rear"]').click()`); err != nil {
+		t.Fatal(err)
+	}
+	waitEval(t, c, `document.getElementById("img-frame").naturalWidth + " " + document.getElementById("camera-select").value`, "160 rear", 10*time.Second)
+	waitEval(t, c, `document.querySelectorAll("polygon[data-zone]").length / 4`, "1", 5*time.Second)
+	waitEval(t, c, `document.querySelectorAll("#events tr").length`, "0", 5*time.Second) // front's event is not rear's
+
 	var shot struct {
 		Data string `json:"data"`
 	}

@@ -14,8 +14,11 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/didoedge/didoedge/alerts/snapshot"
 	"github.com/didoedge/didoedge/runtime"
@@ -28,13 +31,18 @@ var indexHTML []byte
 type Pipeline interface {
 	// Watch tells the pipeline a client wants snapshots.
 	Watch()
-	// View calls fn with the latest snapshot under a read lock.
-	View(fn func(*runtime.Snapshot))
-	// Events are the recent alert events, oldest first.
+	// Cameras lists the camera names in config order.
+	Cameras() []string
+	// ViewCamera calls fn with a camera's latest snapshot under a read
+	// lock; false for an unknown camera.
+	ViewCamera(name string, fn func(*runtime.Snapshot)) bool
+	// Events are the recent alert events of every camera, oldest first.
 	Events() []runtime.EventRecord
 	Metrics() *runtime.Metrics
-	// Ready reports whether frames are being assessed.
+	// Ready reports whether every camera's frames are being assessed.
 	Ready() bool
+	// CameraReady reports it per camera.
+	CameraReady() map[string]bool
 	// Health reports whether the pipeline works (/healthz).
 	Health() runtime.Health
 	// EventSnapshot returns the JPEG snapshot of an event id; an error
@@ -147,14 +155,22 @@ func Handler(p Pipeline) http.Handler {
 	})
 	mux.HandleFunc("GET /api/state", func(w http.ResponseWriter, r *http.Request) {
 		p.Watch()
-		writeJSON(w, stateOf(p))
+		st, ok := stateOf(p, r.URL.Query().Get("camera"))
+		if !ok {
+			http.Error(w, fmt.Sprintf("unknown camera %q", r.URL.Query().Get("camera")), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, st)
 	})
 	mux.HandleFunc("GET /img/{name}", func(w http.ResponseWriter, r *http.Request) {
 		p.Watch()
 		kind := r.PathValue("name")
 		var buf bytes.Buffer
 		var err error
-		p.View(func(s *runtime.Snapshot) { err = encodeImage(&buf, kind, s) })
+		if !p.ViewCamera(cameraOf(p, r.URL.Query().Get("camera")), func(s *runtime.Snapshot) { err = encodeImage(&buf, kind, s) }) {
+			http.NotFound(w, r)
+			return
+		}
 		if errors.Is(err, errUnknownImage) {
 			http.NotFound(w, r)
 			return
@@ -181,10 +197,7 @@ func Handler(p Pipeline) http.Handler {
 		w.Header().Set("Cache-Control", "no-store") // a peak replaces an episode's snapshot
 		w.Write(b)
 	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		p.Metrics().WriteTo(w)
-	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(p.Metrics().Registry(), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		h := p.Health()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -200,21 +213,41 @@ func Handler(p Pipeline) http.Handler {
 			if !c.OK {
 				state = "FAIL"
 			}
+			if c.Camera != "" {
+				fmt.Fprintf(w, "%s: %s camera %s: %s\n", c.Name, state, c.Camera, c.Detail)
+				continue
+			}
 			fmt.Fprintf(w, "%s: %s %s\n", c.Name, state, c.Detail)
 		}
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !p.Ready() {
-			http.Error(w, "not ready: no frame assessed in the last 2 s", http.StatusServiceUnavailable)
-			return
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		ready := p.Ready()
+		if ready {
+			io.WriteString(w, "ready\n")
+		} else {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "not ready: a camera had no frame assessed in the last 2 s\n")
 		}
-		w.Write([]byte("ready\n"))
+		per := p.CameraReady()
+		for _, name := range p.Cameras() {
+			state := "ready"
+			if !per[name] {
+				state = "not ready"
+			}
+			fmt.Fprintf(w, "camera %s: %s\n", name, state)
+		}
 	})
 	return mux
 }
 
-// State is the JSON the page polls.
+// State is the JSON the page polls: the grid of cameras and the selected
+// camera's frame, zones and events.
 type State struct {
+	// Camera is the selected camera; Cameras the grid, in config order.
+	Camera    string                `json:"camera"`
+	Cameras   []CameraTile          `json:"cameras"`
 	Seq       uint64                `json:"seq"`
 	CaptureMS int64                 `json:"capture_ms"`
 	FPS       float64               `json:"fps"`
@@ -239,10 +272,55 @@ type ZoneState struct {
 	Closing        bool    `json:"closing,omitempty"`
 }
 
-func stateOf(p Pipeline) State {
-	m := p.Metrics()
-	st := State{FPS: math.Round(m.FPS()*10) / 10, Ready: p.Ready(), Frames: m.Frames.Load(), Dropped: m.Dropped.Load(), Events: p.Events()}
-	p.View(func(s *runtime.Snapshot) {
+// CameraTile is one camera of the grid: its rate, counters, readiness and
+// its worst zone level.
+type CameraTile struct {
+	Name    string  `json:"name"`
+	FPS     float64 `json:"fps"`
+	Frames  uint64  `json:"frames"`
+	Dropped uint64  `json:"dropped"`
+	Ready   bool    `json:"ready"`
+	Level   string  `json:"level"`
+}
+
+// cameraOf is the camera a request names, the first when it names none.
+func cameraOf(p Pipeline, name string) string {
+	if name == "" {
+		if cams := p.Cameras(); len(cams) > 0 {
+			return cams[0]
+		}
+	}
+	return name
+}
+
+func stateOf(p Pipeline, camera string) (State, bool) {
+	camera = cameraOf(p, camera)
+	st := State{Camera: camera}
+	ready := p.CameraReady()
+	known := false
+	for _, cm := range p.Metrics().Cameras() {
+		tile := CameraTile{Name: cm.Camera, FPS: math.Round(cm.FPS()*10) / 10, Frames: cm.Frames.Load(), Dropped: cm.Dropped.Load(),
+			Ready: ready[cm.Camera], Level: "ok"}
+		p.ViewCamera(cm.Camera, func(s *runtime.Snapshot) {
+			if len(s.Levels) > 0 {
+				tile.Level = slices.Max(s.Levels).String()
+			}
+		})
+		st.Cameras = append(st.Cameras, tile)
+		if cm.Camera == camera {
+			known = true
+			st.FPS, st.Ready, st.Frames, st.Dropped = tile.FPS, tile.Ready, tile.Frames, tile.Dropped
+		}
+	}
+	if !known {
+		return State{}, false
+	}
+	for _, e := range p.Events() {
+		if e.Camera == camera {
+			st.Events = append(st.Events, e)
+		}
+	}
+	p.ViewCamera(camera, func(s *runtime.Snapshot) {
 		st.Seq = s.Seq
 		st.TauE = s.TauE
 		if !s.Capture.IsZero() {
@@ -260,7 +338,7 @@ func stateOf(p Pipeline) State {
 	if st.Events == nil {
 		st.Events = []runtime.EventRecord{}
 	}
-	return st
+	return st, true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

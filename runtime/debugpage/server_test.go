@@ -23,7 +23,9 @@ type fakePipeline struct {
 	mu        sync.RWMutex
 	snap      runtime.Snapshot
 	events    []runtime.EventRecord
-	metrics   runtime.Metrics
+	metrics   *runtime.Metrics
+	cam       *runtime.CameraMetrics
+	rear      *runtime.Snapshot // a second camera, "rear", when set (addRear)
 	ready     bool
 	watched   int
 	sick      string // a failing health check's detail; "" when healthy
@@ -40,7 +42,8 @@ func (f *fakePipeline) Health() runtime.Health {
 }
 
 func newFake(w, h int) *fakePipeline {
-	f := &fakePipeline{ready: true}
+	f := &fakePipeline{ready: true, metrics: runtime.NewMetrics()}
+	f.cam = f.metrics.AddCamera("front")
 	s := &f.snap
 	s.ImageW, s.ImageH, s.MapW, s.MapH = w, h, w, h
 	s.RGB = make([]uint8, 3*w*h)
@@ -77,22 +80,59 @@ func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.snap.Levels[zone] = l
-	f.events = append(f.events, runtime.EventRecord{Seq: uint64(len(f.events) + 1), Type: "new", Kind: "zone",
+	f.events = append(f.events, runtime.EventRecord{Seq: uint64(len(f.events) + 1), Camera: "front", Type: "new", Kind: "zone",
 		Zone: f.snap.Zones[zone].Name, Level: l.String(), Previous: "ok", Reasons: "ood_fraction"})
 }
 
 func (f *fakePipeline) Watch() { f.mu.Lock(); f.watched++; f.mu.Unlock() }
-func (f *fakePipeline) View(fn func(*runtime.Snapshot)) {
+
+// addRear adds a second camera, "rear", with a w x h frame and zone r0c0
+// critical.
+func (f *fakePipeline) addRear(w, h int) {
+	r := &runtime.Snapshot{Seq: 1, Capture: time.Now(), ImageW: w, ImageH: h, MapW: w, MapH: h, RGB: make([]uint8, 3*w*h),
+		Depth: make([]float32, w*h), Scale: make([]float32, w*h), Epistemic: make([]float32, w*h)}
+	for i := range r.Depth {
+		r.Depth[i], r.Scale[i], r.Epistemic[i] = 10, 1, 0.9
+	}
+	r.Zones = []alerts.Zone{{Name: "r0c0", Polygon: [][2]float64{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}
+	r.Levels = []alerts.Level{alerts.LevelCritical}
+	r.Status = []alerts.ZoneStatus{{Name: "r0c0", Level: alerts.LevelCritical}}
+	f.mu.Lock()
+	f.rear = r
+	f.mu.Unlock()
+	f.metrics.AddCamera("rear")
+}
+
+func (f *fakePipeline) Cameras() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	fn(&f.snap)
+	if f.rear != nil {
+		return []string{"front", "rear"}
+	}
+	return []string{"front"}
+}
+func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	switch {
+	case name == "front":
+		fn(&f.snap)
+	case name == "rear" && f.rear != nil:
+		fn(f.rear)
+	default:
+		return false
+	}
+	return true
+}
+func (f *fakePipeline) CameraReady() map[string]bool {
+	return map[string]bool{"front": f.Ready(), "rear": f.Ready()}
 }
 func (f *fakePipeline) Events() []runtime.EventRecord {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return append([]runtime.EventRecord(nil), f.events...)
 }
-func (f *fakePipeline) Metrics() *runtime.Metrics { return &f.metrics }
+func (f *fakePipeline) Metrics() *runtime.Metrics { return f.metrics }
 func (f *fakePipeline) EventSnapshot(id string) ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -131,7 +171,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 func TestEndpoints(t *testing.T) {
 	f := newFake(64, 32)
 	f.frame(1)
-	f.metrics.Dropped.Add(2)
+	f.cam.Dropped.Add(2)
 	base := startServer(t, f)
 	tests := []struct {
 		path        string
@@ -140,9 +180,12 @@ func TestEndpoints(t *testing.T) {
 		contains    string
 	}{
 		{"/", 200, "text/html; charset=utf-8", `id="img-epistemic"`},
-		{"/metrics", 200, "text/plain; version=0.0.4; charset=utf-8", "didoedge_frames_dropped_total 2"},
+		{"/metrics", 200, "text/plain; version=0.0.4; charset=utf-8; escaping=underscores", `didoedge_frames_dropped_total{camera="front"} 2`},
 		{"/healthz", 200, "text/plain; charset=utf-8", "ok\nframes: ok last frame 10ms ago"},
-		{"/readyz", 200, "text/plain; charset=utf-8", "ready"},
+		{"/readyz", 200, "text/plain; charset=utf-8", "ready\ncamera front: ready\n"},
+		{"/api/state?camera=front", 200, "application/json", `"cameras":[{"name":"front"`},
+		{"/api/state?camera=rear", 404, "", "unknown camera"},
+		{"/img/frame.jpg?camera=rear", 404, "", ""},
 		{"/api/state", 200, "application/json", `"name":"r0c1"`},
 		{"/api/state", 200, "application/json", `"fused_ood":0.25`},
 		{"/api/events/front-r0c0-1-1/snapshot.jpg", 200, "image/jpeg", "\xff\xd8\xff\xd9"},

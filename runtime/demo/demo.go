@@ -161,29 +161,78 @@ type Camera struct {
 	Server   *rtspserver.Server
 	Scenario *Scenario
 	URL      string
+	// Name is the camera's name in the runtime config; Heading its view
+	// direction in degrees (positive to the right); Seed its world seed.
+	Name    string
+	Heading float64
+	Seed    int64
+}
+
+// MaxCameras bounds the simulated rig of StartCameras.
+const MaxCameras = 8
+
+// RigCamera returns the name, heading and seed offset of camera i of the
+// simulated rig: front (0°), left (-30°), right (+30°), then cam3.. with
+// the headings repeating. Each camera renders its own world (seed + i),
+// so that their frames and alerts differ.
+func RigCamera(i int) (name string, heading float64, seedOffset int64) {
+	names := []string{"front", "left", "right"}
+	headings := []float64{0, -30, 30}
+	name = fmt.Sprintf("cam%d", i)
+	if i < len(names) {
+		name = names[i]
+	}
+	return name, headings[i%3], int64(i)
 }
 
 // StartCamera serves the scenario at rtsp://ADDR/sim, M-JPEG.
 func StartCamera(o Options, width, height int) (*Camera, error) {
-	o.defaults()
-	sc, err := NewScenario(o.Phases, o.FPS, width, height, o.Seed)
+	cams, err := startCameras(o, width, height, 1, func(int) string { return "sim" })
 	if err != nil {
 		return nil, err
 	}
-	if o.Precompute > 0 {
-		if err := sc.Precompute(o.Precompute); err != nil {
+	return cams[0], nil
+}
+
+// StartCameras serves n simulated cameras of the rig (RigCamera) from one
+// RTSP server, at rtsp://ADDR/<name>; they share the server (Close it
+// once through any camera).
+func StartCameras(o Options, width, height, n int) ([]*Camera, error) {
+	if n < 1 || n > MaxCameras {
+		return nil, fmt.Errorf("simulated cameras: %d outside [1, %d]", n, MaxCameras)
+	}
+	return startCameras(o, width, height, n, func(i int) string { name, _, _ := RigCamera(i); return name })
+}
+
+func startCameras(o Options, width, height, n int, path func(int) string) ([]*Camera, error) {
+	o.defaults()
+	gen := map[string]rtspserver.Generated{}
+	var cams []*Camera
+	for i := range n {
+		name, heading, off := RigCamera(i)
+		sc, err := NewScenarioView(o.Phases, o.FPS, width, height, o.Seed+off, heading)
+		if err != nil {
 			return nil, err
 		}
+		if o.Precompute > 0 {
+			if err := sc.Precompute(o.Precompute); err != nil {
+				return nil, err
+			}
+		}
+		gen[path(i)] = rtspserver.Generated{Source: sc, FPS: o.FPS, Quality: 85}
+		cams = append(cams, &Camera{Scenario: sc, Name: name, Heading: heading, Seed: o.Seed + off})
 	}
-	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen, Logger: o.Logger,
-		Generated: map[string]rtspserver.Generated{"sim": {Source: sc, FPS: o.FPS, Quality: 85}}})
+	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen, Logger: o.Logger, Generated: gen})
 	if err != nil {
 		return nil, fmt.Errorf("simulated camera: %w", err)
 	}
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("simulated camera: %w", err)
 	}
-	return &Camera{Server: srv, Scenario: sc, URL: "rtsp://" + srv.Addr() + "/sim"}, nil
+	for i, c := range cams {
+		c.Server, c.URL = srv, "rtsp://"+srv.Addr()+"/"+path(i)
+	}
+	return cams, nil
 }
 
 // Reference describes the models of a models directory: the files and
@@ -291,7 +340,17 @@ func Config(o Options, cameraURL string) (*runtime.Config, error) {
 // ConfigFor is Config for the models ref describes (any depth model and
 // its AuxUE, e.g. for didoedge calibrate --depth ... --auxue ...).
 func ConfigFor(o Options, ref *Reference, cameraURL string) (*runtime.Config, error) {
+	return ConfigForCameras(o, ref, []*Camera{{Name: "front", URL: cameraURL}})
+}
+
+// ConfigForCameras is ConfigFor for the cameras of a simulated rig: one
+// camera gives the single camera form (alerts.camera front), several a
+// cameras list with the demo's zones for every camera.
+func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runtime.Config, error) {
 	o.defaults()
+	if len(cams) == 0 {
+		return nil, errors.New("demo: no cameras")
+	}
 	if o.WorkDir == "" {
 		return nil, errors.New("demo: work directory required")
 	}
@@ -343,12 +402,11 @@ func ConfigFor(o Options, ref *Reference, cameraURL string) (*runtime.Config, er
 		auxue["inputs"] = ref.Inputs
 	}
 	doc := m{
-		"camera":    m{"url": cameraURL, "stall_timeout": "3s"},
 		"inference": m{"providers": []m{{"name": "cpu"}}},
 		"depth":     m{"model": ref.DepthModel, "io_spec": ref.DepthSpec},
 		"auxue":     auxue,
 		"alerts": m{
-			"vehicle": "demo", "camera": "front", "calibration": cal, "zones": zones,
+			"vehicle": "demo", "calibration": cal, "zones": zones,
 			"events": m{
 				"fusion_time_constant":   tm.FusionTimeConstant.String(),
 				"enter_inertia":          tm.EnterInertia.String(),
@@ -366,6 +424,16 @@ func ConfigFor(o Options, ref *Reference, cameraURL string) (*runtime.Config, er
 			"embedded":      m{"listen": o.BrokerListen, "allow_anonymous": true},
 		},
 		"http": m{"listen": o.HTTP, "max_fps": 4},
+	}
+	if len(cams) == 1 {
+		doc["camera"] = m{"url": cams[0].URL, "stall_timeout": "3s"}
+		doc["alerts"].(m)["camera"] = cams[0].Name
+	} else {
+		var list []m
+		for _, c := range cams {
+			list = append(list, m{"name": c.Name, "url": c.URL, "stall_timeout": "3s"})
+		}
+		doc["cameras"] = list
 	}
 	data, err := yaml.Marshal(doc)
 	if err != nil {

@@ -62,8 +62,14 @@ type Switch struct {
 	Frame int
 }
 
-// NewScenario builds the renderers for the phases.
+// NewScenario builds the renderers for the phases (a forward camera).
 func NewScenario(phases []Phase, fps float64, width, height int, seed int64) (*Scenario, error) {
+	return NewScenarioView(phases, fps, width, height, seed, 0)
+}
+
+// NewScenarioView is NewScenario for a camera turned by heading degrees
+// (sim.Config.Heading): a side camera of a multi-camera rig.
+func NewScenarioView(phases []Phase, fps float64, width, height int, seed int64, heading float64) (*Scenario, error) {
 	if len(phases) == 0 {
 		return nil, fmt.Errorf("scenario: no phases")
 	}
@@ -87,7 +93,7 @@ func NewScenario(phases []Phase, fps float64, width, height int, seed int64) (*S
 		r, ok := byKey[key]
 		if !ok {
 			var err error
-			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog, Obstacles: p.Obstacles}); err != nil {
+			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog, Obstacles: p.Obstacles, Heading: heading}); err != nil {
 				return nil, fmt.Errorf("scenario: phase %d (%s): %w", i, p.Name, err)
 			}
 			byKey[key] = r

@@ -86,6 +86,7 @@ var ErrInvalidOutput = errors.New("model output holds NaN or Inf")
 type Models struct {
 	cfg        ModelsConfig
 	depth, aux *Session
+	shared     bool // a Share view: Close leaves the sessions open
 	relative   bool
 	inW, inH   int
 	outW, outH int // depth output map
@@ -143,6 +144,21 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 		return nil, err
 	}
 	return m, nil
+}
+
+// Share returns a view of the same sessions with its own buffers (frame
+// size, resizer, read-out maps), so that several cameras run through one
+// ONNX Runtime session per model without reallocating when their frame
+// sizes differ. The views and m must be used from one goroutine at a time
+// (a frame's runs and read-outs are not atomic across views); Close of a
+// view releases nothing, Close of m releases the sessions of every view.
+func (m *Models) Share() (*Models, error) {
+	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true}
+	// m's wire already warned about anything worth a warning.
+	if err := v.wire(slog.New(slog.DiscardHandler)); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // CheckPair checks a depth model's spec and an AuxUE's spec against each
@@ -465,6 +481,10 @@ func (m *Models) InferTimed(ctx context.Context, rgb []uint8, w, h int, t *Stage
 
 // Close releases both sessions.
 func (m *Models) Close() error {
+	if m.shared {
+		m.depth, m.aux = nil, nil
+		return nil
+	}
 	var err error
 	if m.aux != nil {
 		err = m.aux.Close()
