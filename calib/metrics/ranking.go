@@ -129,10 +129,18 @@ func (b *BinaryScores) sort() error {
 // radixSort32 sorts a in place with three stable 11-bit counting passes
 // through tmp (len(tmp) == len(a)).
 func radixSort32(a, tmp []uint32) {
+	// Three passes leave the result in tmp.
+	copy(a, radixPasses(a, tmp, 0))
+}
+
+// radixPasses sorts src stably by its 32 key bits lo..lo+31 with three
+// 11-bit counting passes, alternating between src and dst (same length),
+// and returns the one that holds the result. Bits below lo keep their
+// order (the passes are stable).
+func radixPasses[T uint32 | uint64](src, dst []T, lo uint) []T {
 	const bits, buckets = 11, 1 << 11
 	var count [buckets]int
-	src, dst := a, tmp
-	for shift := 0; shift < 32; shift += bits {
+	for shift := lo; shift < lo+32; shift += bits {
 		clear(count[:])
 		for _, v := range src {
 			count[(v>>shift)&(buckets-1)]++
@@ -149,8 +157,7 @@ func radixSort32(a, tmp []uint32) {
 		}
 		src, dst = dst, src
 	}
-	// Three passes leave the result in tmp.
-	copy(a, src)
+	return src
 }
 
 // groups visits the distinct scores in increasing order (descending when

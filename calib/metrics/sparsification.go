@@ -159,26 +159,7 @@ func (s *Sparsifier) uncertaintyOrder() []int32 {
 	}
 	// Three 11-bit passes over the key (bits 32..63); the pixel index in the
 	// low bits is already in increasing order and the passes are stable.
-	const bits, buckets = 11, 1 << 11
-	var count [buckets]int
-	src, dst := a, tmp
-	for shift := 32; shift < 64; shift += bits {
-		clear(count[:])
-		for _, v := range src {
-			count[(v>>shift)&(buckets-1)]++
-		}
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
-		for _, v := range src {
-			d := (v >> shift) & (buckets - 1)
-			dst[count[d]] = v
-			count[d]++
-		}
-		src, dst = dst, src
-	}
+	src := radixPasses(a, tmp, 32)
 	s.uncOrder = s.uncOrder[:0]
 	for _, v := range src {
 		s.uncOrder = append(s.uncOrder, int32(uint32(v)))
