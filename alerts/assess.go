@@ -57,6 +57,21 @@ type Assessor struct {
 	scratch       []float32
 	hist          [histBins]uint32
 	out           []ZoneRisk
+	acc           spanAcc
+	// kernel: the pixel loop runs eight pixels at a time in spanStats
+	// (haveSpanKernel; tests turn it off to compare with the Go loop).
+	kernel bool
+}
+
+// spanParams are a zone's thresholds as spanStats reads them (the
+// assembly reads the fields at offsets 0, 4, 8 and 12).
+type spanParams struct{ corr, tauE, tauA, lnCov float32 }
+
+// spanAcc are spanStats' eight lanes of counts and minima (offsets 0, 32,
+// 64 and 96), added up by the zone's loop.
+type spanAcc struct {
+	ood, alea     [8]int32
+	nearest, pess [8]float32
 }
 
 // span is a run [start, end) of row-major pixel indices. Zones are stored
@@ -98,6 +113,7 @@ func NewAssessor(zones, ignore []Zone, cal Calibration) (*Assessor, error) {
 		corr:   float32(cal.ScaleCorrection),
 		lnCov:  float32(math.Log(1 / (1 - cal.Coverage))),
 		out:    make([]ZoneRisk, len(zones)),
+		kernel: haveSpanKernel,
 	}
 	for i, z := range zones {
 		a.tauE[i] = float32(cal.tauEFor(z.Name))
@@ -152,35 +168,60 @@ func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
 		clear(hist[:])
 		n, ood, alea := 0, 0, 0
 		nearest, pess := float32(math.MaxFloat32), float32(math.MaxFloat32)
+		acc := &a.acc
+		*acc = spanAcc{}
+		for l := range acc.nearest {
+			acc.nearest[l], acc.pess[l] = math.MaxFloat32, math.MaxFloat32
+		}
+		params := spanParams{corr: corr, tauE: tauE, tauA: tauA, lnCov: lnCov}
 		for _, sp := range spans {
 			epi := m.Epistemic[sp.start:sp.end]
 			depth := m.Depth[sp.start:sp.end]
 			depth = depth[:len(epi)]
 			scale := m.Scale[sp.start:sp.end]
 			scale = scale[:len(epi)]
-			for j, e := range epi {
-				d, b := depth[j], scale[j]*corr
-				// x*0 is 0 for finite x and NaN for NaN or Inf, and every
-				// comparison with NaN is false: one test covers all three.
-				if !(d*0+e*0+b*0 == 0 && d > 0 && b >= 0) {
-					continue
+			for j := 0; j < len(epi); {
+				// Eight pixels at a time where the CPU can (AVX2), up to
+				// a block that holds an invalid pixel; that block and the
+				// span's last pixels go through the Go loop below. Both
+				// compute the same float32 operations.
+				if a.kernel && len(epi)-j >= 8 {
+					k := spanStats(&epi[j], &depth[j], &scale[j], &buf[n], (len(epi)-j)&^7, &params, acc)
+					j += k
+					n += k
 				}
-				buf[n] = e
-				n++
-				hist[min(max(int(e*histBins), 0), histBins-1)]++
-				// Written as conditional moves: the branches are unpredictable.
-				o, al := 0, 0
-				if e > tauE {
-					o = 1
+				for end := min(j+8, len(epi)); j < end; j++ {
+					e, d, b := epi[j], depth[j], scale[j]*corr
+					// x*0 is 0 for finite x and NaN for NaN or Inf, and every
+					// comparison with NaN is false: one test covers all three.
+					if !(d*0+e*0+b*0 == 0 && d > 0 && b >= 0) {
+						continue
+					}
+					buf[n] = e
+					n++
+					// Written as conditional moves: the branches are unpredictable.
+					o, al := 0, 0
+					if e > tauE {
+						o = 1
+					}
+					if b > tauA*d {
+						al = 1
+					}
+					ood += o
+					alea += al
+					nearest = min(nearest, d)
+					pess = min(pess, d-b*lnCov)
 				}
-				if b > tauA*d {
-					al = 1
-				}
-				ood += o
-				alea += al
-				nearest = min(nearest, d)
-				pess = min(pess, d-b*lnCov)
 			}
+		}
+		for l := range acc.ood {
+			ood += int(acc.ood[l])
+			alea += int(acc.alea[l])
+			nearest = min(nearest, acc.nearest[l])
+			pess = min(pess, acc.pess[l])
+		}
+		for _, e := range buf[:n] {
+			hist[min(max(int(e*histBins), 0), histBins-1)]++
 		}
 		r := &a.out[zi]
 		r.Valid = n

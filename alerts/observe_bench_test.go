@@ -79,12 +79,14 @@ levels:
 }
 
 // BenchmarkAlertsStage is the alert engine's share of the pipeline's
-// alerts stage on a 640x192 frame: "assess" the zone metrics alone,
-// "observe" engine.Observe (assessment, fusion, hysteresis, the events;
-// no sinks: mqttpub's BenchmarkServiceEvent measures those), for the
-// reference zones of configs/alerts-example.yaml on road-like maps and
-// for the set-up of `didoedge bench latency` (one zone over the frame,
-// an event on every frame).
+// alerts stage on a 640x192 frame: "assess" the zone metrics alone (and
+// "assess_before", the assessment as it was before the AVX2 pixel loop,
+// assess_baseline_test.go, on the same maps in the same run), "observe"
+// engine.Observe (assessment, fusion, hysteresis, the events; no sinks:
+// mqttpub's BenchmarkServiceEvent measures those), for the reference
+// zones of configs/alerts-example.yaml on road-like maps and for the
+// set-up of `didoedge bench latency` (one zone over the frame, an event on
+// every frame).
 //
 //	go test ./alerts -run '^$' -bench AlertsStage -benchmem
 func BenchmarkAlertsStage(b *testing.B) {
@@ -98,26 +100,36 @@ func BenchmarkAlertsStage(b *testing.B) {
 		{"bench_latency", latencySpec(b), true},
 	} {
 		m := roadMaps(rand.New(rand.NewPCG(7, 8)), 640, 192, s.ood)
-		b.Run(s.name+"/assess", func(b *testing.B) {
-			a, err := NewAssessor(s.spec.Zones, s.spec.Ignore, s.spec.Calibration)
-			if err != nil {
-				b.Fatal(err)
+		for _, before := range []bool{true, false} {
+			name := s.name + "/assess"
+			if before {
+				name += "_before"
 			}
-			if _, err := a.Assess(m); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := a.Assess(m); err != nil {
+			b.Run(name, func(b *testing.B) {
+				a, err := NewAssessor(s.spec.Zones, s.spec.Ignore, s.spec.Calibration)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			pixels := 0
-			for _, r := range a.out {
-				pixels += r.Pixels
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pixels), "ns/zone-pixel")
-		})
+				assess := a.Assess
+				if before {
+					assess = a.assessBaseline
+				}
+				if _, err := assess(m); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := assess(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				pixels := 0
+				for _, r := range a.out {
+					pixels += r.Pixels
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(pixels), "ns/zone-pixel")
+			})
+		}
 		b.Run(s.name+"/observe", func(b *testing.B) {
 			e, err := NewEngine(s.spec, nil)
 			if err != nil {
