@@ -57,6 +57,46 @@ type Assessor struct {
 	scratch       []float32
 	hist          [histBins]uint32
 	out           []ZoneRisk
+	acc           spanAcc
+	lohi          binLoHi
+	hists         [histWays][histBins]uint32
+	// kernel: the pixel loop runs eight pixels at a time in spanStats
+	// (haveSpanKernel; tests turn it off to compare with the Go loop).
+	kernel bool
+}
+
+// spanParams are a zone's thresholds as spanStats reads them, and the
+// histogram's scale and last bin in eight lanes (the assembly reads the
+// fields at offsets 0, 4, 8, 12, 16 and 48).
+type spanParams struct {
+	corr, tauE, tauA, lnCov float32
+	binScale, binMax        [8]float32
+}
+
+// histWays is the number of histogram copies the pixel loop counts into
+// (added up per zone).
+const histWays = 4
+
+// binLoHi are binKeep's eight lanes of minima and maxima, and the
+// values they start from (offsets 0, 32, 64 and 96).
+type binLoHi struct {
+	lo, hi, plusMax, minusMax [8]float32
+}
+
+// histBin is the histogram bin of a finite value: floor(e*histBins)
+// clamped to [0, histBins-1], clamped as a float before the conversion
+// (a float beyond the int range has no defined conversion: on amd64 it
+// gave bin 0 to a K/S above 2^53, out of order).
+func histBin(e float32) int {
+	return int(min(max(e*histBins, 0), histBins-1))
+}
+
+// spanAcc are spanStats' eight lanes of counts and minima (offsets 0, 32,
+// 64 and 96), added up by the zone's loop.
+type spanAcc struct {
+	ood, alea     [8]int32
+	nearest, pess [8]float32
+	bins          [8]int32 // the kernel's scratch
 }
 
 // span is a run [start, end) of row-major pixel indices. Zones are stored
@@ -98,6 +138,7 @@ func NewAssessor(zones, ignore []Zone, cal Calibration) (*Assessor, error) {
 		corr:   float32(cal.ScaleCorrection),
 		lnCov:  float32(math.Log(1 / (1 - cal.Coverage))),
 		out:    make([]ZoneRisk, len(zones)),
+		kernel: haveSpanKernel,
 	}
 	for i, z := range zones {
 		a.tauE[i] = float32(cal.tauEFor(z.Name))
@@ -148,39 +189,68 @@ func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
 	for zi, spans := range a.spans {
 		tauE, tauA, corr, lnCov := a.tauE[zi], a.tauA[zi], a.corr, a.lnCov
 		buf := a.scratch
-		hist := &a.hist
-		clear(hist[:])
+		hist, hists := &a.hist, &a.hists
+		clear(hists[:])
 		n, ood, alea := 0, 0, 0
 		nearest, pess := float32(math.MaxFloat32), float32(math.MaxFloat32)
+		acc := &a.acc
+		*acc = spanAcc{}
+		for l := range acc.nearest {
+			acc.nearest[l], acc.pess[l] = math.MaxFloat32, math.MaxFloat32
+		}
+		params := spanParams{corr: corr, tauE: tauE, tauA: tauA, lnCov: lnCov}
+		for l := range params.binScale {
+			params.binScale[l], params.binMax[l] = histBins, histBins-1
+		}
 		for _, sp := range spans {
 			epi := m.Epistemic[sp.start:sp.end]
 			depth := m.Depth[sp.start:sp.end]
 			depth = depth[:len(epi)]
 			scale := m.Scale[sp.start:sp.end]
 			scale = scale[:len(epi)]
-			for j, e := range epi {
-				d, b := depth[j], scale[j]*corr
-				// x*0 is 0 for finite x and NaN for NaN or Inf, and every
-				// comparison with NaN is false: one test covers all three.
-				if !(d*0+e*0+b*0 == 0 && d > 0 && b >= 0) {
-					continue
+			for j := 0; j < len(epi); {
+				// Eight pixels at a time where the CPU can (AVX2), up to
+				// a block that holds an invalid pixel; that block and the
+				// span's last pixels go through the Go loop below. Both
+				// compute the same float32 operations.
+				if a.kernel && len(epi)-j >= 8 {
+					k := spanStats(&epi[j], &depth[j], &scale[j], &buf[n], (len(epi)-j)&^7, &params, acc, hists)
+					j += k
+					n += k
 				}
-				buf[n] = e
-				n++
-				hist[min(max(int(e*histBins), 0), histBins-1)]++
-				// Written as conditional moves: the branches are unpredictable.
-				o, al := 0, 0
-				if e > tauE {
-					o = 1
+				for end := min(j+8, len(epi)); j < end; j++ {
+					e, d, b := epi[j], depth[j], scale[j]*corr
+					// x*0 is 0 for finite x and NaN for NaN or Inf, and every
+					// comparison with NaN is false: one test covers all three.
+					if !(d*0+e*0+b*0 == 0 && d > 0 && b >= 0) {
+						continue
+					}
+					buf[n] = e
+					n++
+					hists[0][histBin(e)]++
+					// Written as conditional moves: the branches are unpredictable.
+					o, al := 0, 0
+					if e > tauE {
+						o = 1
+					}
+					if b > tauA*d {
+						al = 1
+					}
+					ood += o
+					alea += al
+					nearest = min(nearest, d)
+					pess = min(pess, d-b*lnCov)
 				}
-				if b > tauA*d {
-					al = 1
-				}
-				ood += o
-				alea += al
-				nearest = min(nearest, d)
-				pess = min(pess, d-b*lnCov)
 			}
+		}
+		for l := range acc.ood {
+			ood += int(acc.ood[l])
+			alea += int(acc.alea[l])
+			nearest = min(nearest, acc.nearest[l])
+			pess = min(pess, acc.pess[l])
+		}
+		for b := range hist {
+			hist[b] = hists[0][b] + hists[1][b] + hists[2][b] + hists[3][b]
 		}
 		r := &a.out[zi]
 		r.Valid = n
@@ -194,17 +264,18 @@ func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
 		r.AleatoricFraction = float32(alea) * inv
 		r.NearestDepth = nearest
 		r.PessimisticDepth = max(pess, 0)
-		r.EpistemicP95 = percentileHist(buf[:n], hist, 0.95)
+		r.EpistemicP95 = percentileHist(buf[:n], hist, 0.95, a.kernel, &a.lohi)
 	}
 	return a.out, nil
 }
 
 // percentileHist returns the q-quantile of v by the nearest-rank rule (the
-// ceil(q*n)-th smallest value), exactly: the histogram of v (built with
-// the same binning as here) finds the bin holding that rank, and an
-// nth-element selection among the values of that bin finishes. v is
-// reordered; nothing is allocated.
-func percentileHist(v []float32, hist *[histBins]uint32, q float64) float32 {
+// ceil(q*n)-th smallest value), exactly: the histogram of v (histBin)
+// finds the bin holding that rank, and an nth-element selection among the
+// values of that bin finishes. With kernel the values of the bin are
+// gathered eight at a time (binKeep). v is reordered; nothing is
+// allocated.
+func percentileHist(v []float32, hist *[histBins]uint32, q float64, kernel bool, lohi *binLoHi) float32 {
 	k := int(math.Ceil(q*float64(len(v)))) - 1
 	k = min(max(k, 0), len(v)-1)
 	below, bin := 0, 0
@@ -214,10 +285,30 @@ func percentileHist(v []float32, hist *[histBins]uint32, q float64) float32 {
 		}
 		below += int(hist[bin])
 	}
-	m := 0
+	// histBin(e) == bin exactly when from <= e < to: scaling by histBins
+	// (a power of two) is exact, so the bin's edges are exact.
+	from, to := float32(bin)/histBins, float32(bin+1)/histBins
+	if bin == 0 {
+		from = float32(math.Inf(-1))
+	}
+	if bin == histBins-1 {
+		to = float32(math.Inf(1))
+	}
+	m, start := 0, 0
 	lo, hi := float32(math.MaxFloat32), float32(-math.MaxFloat32)
-	for _, e := range v {
-		if min(max(int(e*histBins), 0), histBins-1) == bin {
+	if kernel && len(v) >= 8 {
+		for l := range lohi.lo {
+			lohi.lo[l], lohi.hi[l] = math.MaxFloat32, -math.MaxFloat32
+			lohi.plusMax[l], lohi.minusMax[l] = math.MaxFloat32, -math.MaxFloat32
+		}
+		start = len(v) &^ 7
+		m = binKeep(&v[0], start, from, to, lohi)
+		for l := range lohi.lo {
+			lo, hi = min(lo, lohi.lo[l]), max(hi, lohi.hi[l])
+		}
+	}
+	for _, e := range v[start:] {
+		if from <= e && e < to {
 			v[m] = e
 			m++
 			lo, hi = min(lo, e), max(hi, e)

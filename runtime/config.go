@@ -520,3 +520,30 @@ func (c *Config) CameraSpecs() ([]CameraSpec, error) {
 	}
 	return specs, errors.Join(errs...)
 }
+
+// OnlyCamera narrows the configuration to one camera named name: with a
+// cameras list, that entry becomes the single camera form (its source,
+// and its zones and calibration in the alerts section); a single-camera
+// configuration takes name as its camera id. Replays of a recorded camera
+// use it, so that the camera is assessed with its own zones and
+// calibration. A cameras list without that camera is an error naming the
+// file and the cameras it has.
+func (c *Config) OnlyCamera(name string) error {
+	if len(c.Cameras) == 0 {
+		c.AlertsConfig.Camera = name
+		return nil
+	}
+	specs, err := c.CameraSpecs()
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(specs))
+	for i, cs := range specs {
+		if cs.Name == name {
+			c.Camera, c.AlertsConfig, c.Cameras = cs.Source, cs.Alerts, nil
+			return nil
+		}
+		names[i] = cs.Name
+	}
+	return fmt.Errorf("%s: cameras: no camera %q (cameras: %s)", c.Path, name, strings.Join(names, ", "))
+}

@@ -141,8 +141,8 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 			p.Close()
 		}
 	}()
-	// Recordings identify one calibration file: the first camera's.
-	if p.rec, err = newRecorderHook(cfg, specs[0].Alerts, log); err != nil { // recording (recording.go)
+	// Recordings identify every camera's calibration file.
+	if p.rec, err = newRecorderHook(cfg, specs, log); err != nil { // recording (recording.go)
 		return nil, err
 	}
 	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.rec.sinks()...); err != nil {
@@ -533,9 +533,8 @@ func (p *Pipeline) reload() error {
 		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
 			"calibration", c.spec.Alerts.Calibration)
 	}
-	// recording.go: files name the new calibration (the first camera's;
-	// recordings identify one calibration file).
-	p.rec.reloaded(p.cfg, p.cams[0].spec.Alerts)
+	// recording.go: files name every camera's new calibration.
+	p.rec.reloaded(p.cfg, p.cameraCalibrations())
 	p.metrics.Reloads.Add(1)
 	return nil
 }

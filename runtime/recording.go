@@ -45,13 +45,18 @@ type recorderHook struct {
 }
 
 // newRecorderHook starts the recorder when cfg.Record enables it (nil
-// hook otherwise). The models' and the calibration's (ac's) sha256 are
-// recorded as the "didoedge.models" metadata of every file.
-func newRecorderHook(cfg *Config, ac alerts.Config, log *slog.Logger) (*recorderHook, error) {
+// hook otherwise). The models' sha256 and each camera's own calibration
+// file are recorded as the "didoedge.models" metadata of every file
+// (record.RunIdentity).
+func newRecorderHook(cfg *Config, specs []CameraSpec, log *slog.Logger) (*recorderHook, error) {
 	if !cfg.Record.Enabled() {
 		return nil, nil
 	}
-	ident, err := modelIdentity(cfg, ac)
+	cams := make([]record.CameraFile, len(specs))
+	for i, cs := range specs {
+		cams[i] = record.CameraFile{Camera: cs.Name, Calibration: cs.Alerts.Calibration}
+	}
+	ident, err := modelIdentity(cfg, cams)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
@@ -78,19 +83,28 @@ func newRecorderHook(cfg *Config, ac alerts.Config, log *slog.Logger) (*recorder
 	return &recorderHook{rec: rec, log: log, intr: cfg.Record.Intrinsics, size: map[string][2]int{}}, nil
 }
 
-// modelIdentity is the didoedge.models metadata of a config whose alerts
-// section is ac: sha256 of the depth model, the AuxUE and the calibration.
-func modelIdentity(cfg *Config, ac alerts.Config) (map[string]string, error) {
-	return record.ModelIdentity(map[string]string{"depth": cfg.Depth.Model, "auxue": cfg.AuxUE.Model, "calibration": ac.Calibration})
+// modelIdentity is the didoedge.models metadata of a run: sha256 of the
+// depth model, the AuxUE and every camera's calibration file.
+func modelIdentity(cfg *Config, cams []record.CameraFile) (map[string]string, error) {
+	return record.RunIdentity(cfg.Depth.Model, cfg.AuxUE.Model, cams)
 }
 
-// reloaded records the calibration a reload (SIGHUP) swapped in: files
-// from now on, and the open one from this point, name it.
-func (h *recorderHook) reloaded(cfg *Config, ac alerts.Config) {
+// cameraCalibrations lists each camera's calibration file as now in use.
+func (p *Pipeline) cameraCalibrations() []record.CameraFile {
+	out := make([]record.CameraFile, len(p.cams))
+	for i, c := range p.cams {
+		out[i] = record.CameraFile{Camera: c.spec.Name, Calibration: c.spec.Alerts.Calibration}
+	}
+	return out
+}
+
+// reloaded records the calibrations a reload (SIGHUP) swapped in: files
+// from now on, and the open one from this point, name them.
+func (h *recorderHook) reloaded(cfg *Config, cams []record.CameraFile) {
 	if h == nil {
 		return
 	}
-	ident, err := modelIdentity(cfg, ac)
+	ident, err := modelIdentity(cfg, cams)
 	if err != nil {
 		h.log.Warn("recording: the reloaded calibration is not identified in the recording", "err", err)
 		return

@@ -19,7 +19,7 @@ import (
 // calibration (tau_e 0.5, ood_fraction critical from 0.2), no fusion, no
 // inertia, no merge window, and the embedded broker on a free port of
 // 127.0.0.1.
-func serviceConfig(t *testing.T) alerts.Config {
+func serviceConfig(t testing.TB) alerts.Config {
 	t.Helper()
 	yaml := fmt.Sprintf(`vehicle: van-1
 camera: front

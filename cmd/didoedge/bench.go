@@ -55,11 +55,19 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	precompute := fs.Int("precompute", 45, "pre-render this many frames per scene and loop them (0: render live)")
 	rec := fs.String("record", "", "latency: record every frame continuously in this frame format (jpeg or png; the record: defaults otherwise) and report the recording's cost")
 	recQuality := fs.Int("record-quality", 0, "latency --record jpeg: JPEG quality (default 90)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if err := demo.CheckLibrary(); err != nil {
 		return err

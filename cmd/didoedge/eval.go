@@ -41,15 +41,11 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile %q: %w", *cpuProfile, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if *reportOnly {
 		return rewriteReport(env, cfg, *out, *cache)
@@ -164,4 +160,21 @@ func rewriteReport(env *cliEnv, cfg *eval.Config, out, cache string) error {
 	}
 	fmt.Fprintf(env.stdout, "wrote %s/report.md again from %s/results.json (%d rows)\n", out, out, len(res.Runs))
 	return nil
+}
+
+// startCPUProfile starts a CPU profile into path (--cpuprofile); stop
+// ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %q: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -73,12 +73,14 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	localAlerts(cfg, rec.Camera, tmp, *publish)
+	if err := localAlerts(cfg, rec.Camera, tmp, *publish); err != nil {
+		return err
+	}
 
 	w := env.stdout
 	fmt.Fprintf(w, "replay %s: camera %s, %d frames (seq %d..%d, %s), speed %s\n", file, rec.Camera, rec.Frames, rec.FirstSeq, rec.LastSeq,
 		rec.Last.Sub(rec.First).Round(1e6), *speed)
-	ident, err := record.ModelIdentity(map[string]string{"depth": cfg.Depth.Model, "auxue": cfg.AuxUE.Model, "calibration": cfg.AlertsConfig.Calibration})
+	ident, err := record.RunIdentity(cfg.Depth.Model, cfg.AuxUE.Model, []record.CameraFile{{Camera: rec.Camera, Calibration: cfg.AlertsConfig.Calibration}})
 	if err != nil {
 		return err
 	}
@@ -146,18 +148,21 @@ func parseSpeed(s string) (float64, error) {
 	return v, nil
 }
 
-// localAlerts points the replay's alert engine at the recorded camera and,
-// unless publish, at a private embedded broker on a loopback port with a
+// localAlerts points the replay's alert engine at the recorded camera
+// (with a cameras list: that camera's zones and calibration) and, unless
+// publish, at a private embedded broker on a loopback port with a
 // temporary outbox, so that a replay on the vehicle or in the office never
 // mixes its events into the fleet's. Snapshots and Home Assistant
 // discovery are off; the replay is not recorded again.
-func localAlerts(cfg *runtime.Config, cameraID, tmp string, publish bool) {
+func localAlerts(cfg *runtime.Config, cameraID, tmp string, publish bool) error {
+	if err := cfg.OnlyCamera(cameraID); err != nil {
+		return fmt.Errorf("replay camera %s: %w", cameraID, err)
+	}
 	cfg.Record.Mode = record.ModeOff
 	cfg.HTTP.Listen = runtime.HTTPOff
 	ac := &cfg.AlertsConfig
-	ac.Camera = cameraID
 	if publish {
-		return
+		return nil
 	}
 	ac.MQTT.Broker = alerts.EmbeddedBroker
 	ac.MQTT.Username, ac.MQTT.PasswordFile, ac.MQTT.PasswordEnv, ac.MQTT.TLS = "", "", "", nil
@@ -166,4 +171,5 @@ func localAlerts(cfg *runtime.Config, cameraID, tmp string, publish bool) {
 	ac.Outbox.Dir = filepath.Join(tmp, "outbox")
 	ac.Snapshots.Dir = ""
 	ac.HomeAssistant.Discovery = false
+	return nil
 }

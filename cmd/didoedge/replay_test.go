@@ -156,3 +156,88 @@ func TestReplayCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayCameraOfSeveral: `didoedge run` records two cameras whose
+// calibration files differ (front: flicker.yaml, which raises events;
+// left: quiet.yaml, which never does); `didoedge replay --camera` with the
+// same two-camera config replays each camera with its own zones and
+// calibration and matches the recording (the check compares left with
+// left's file, not the first camera's); a config that gives left front's
+// file is reported and its events mismatch.
+func TestReplayCameraOfSeveral(t *testing.T) {
+	dir := t.TempDir()
+	frames := filepath.Join(dir, "frames")
+	os.MkdirAll(frames, 0o755)
+	rgb := make([]uint8, 64*32*3)
+	for i := 1; i <= 30; i++ {
+		for j := range rgb {
+			rgb[j] = uint8(j*7 + i*3)
+		}
+		var b bytes.Buffer
+		if err := dataset.EncodeRGBPNG(&b, 64, 32, rgb); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(frames, fmt.Sprintf("%03d.png", i)), b.Bytes(), 0o644)
+	}
+	testmodels.Write(t, dir)
+	twoCameras := func(left string) string {
+		text := fmt.Sprintf(replayConfig, "quiet.yaml")
+		text = strings.Replace(text, "camera:\n  sequence: {dir: frames, fps: 0}\n", `cameras:
+  - {name: front, sequence: {dir: frames, fps: 0}, calibration: flicker.yaml}
+  - {name: left, sequence: {dir: frames, fps: 0}, calibration: `+left+`}
+`, 1)
+		return strings.Replace(text, "  camera: front\n", "", 1)
+	}
+	for name, text := range map[string]string{
+		"flicker.yaml": replayFlicker,
+		"quiet.yaml":   strings.Replace(replayFlicker, "tau_e: 0.4939", "tau_e: 1", 1),
+		"two.yaml":     twoCameras("quiet.yaml"),
+		"swapped.yaml": twoCameras("flicker.yaml"),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, so, se := modelTestEnv()
+	if code := run(context.Background(), env, []string{"run", "--config", filepath.Join(dir, "two.yaml")}); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, se)
+	}
+	liveFront := strings.Count(so.String(), "camera=front")
+	files, _ := filepath.Glob(filepath.Join(dir, "rec", "rec-*.mcap"))
+	if len(files) != 1 || liveFront < 4 || strings.Contains(so.String(), "camera=left") {
+		t.Fatalf("recordings %v, %d events of front (want >= 4, none of left):\n%s", files, liveFront, so)
+	}
+	rep := mcapcheck.Check(t, files[0])
+	if rep.Counts["/front/image"] != 30 || rep.Counts["/left/image"] != 30 || rep.Counts["/front/events"] != liveFront {
+		t.Fatalf("recording counts %v, want 30 frames of each camera and %d events of front", rep.Counts, liveFront)
+	}
+
+	for _, tc := range []struct {
+		camera, config string
+		code           int
+		want           []string
+	}{
+		{"left", "two.yaml", 0, []string{"camera left, 30 frames", "models and calibration: the recorded ones", "replay matches the recording: 0 events"}},
+		{"front", "two.yaml", 0, []string{"camera front, 30 frames", "models and calibration: the recorded ones",
+			fmt.Sprintf("replay matches the recording: %d events in 2 zones", liveFront)}},
+		{"left", "swapped.yaml", 1, []string{"differs from the recording: calibration: " + filepath.Join(dir, "flicker.yaml"), "MISMATCH", "raised only by the replay"}},
+	} {
+		env, so, se := modelTestEnv()
+		code := run(context.Background(), env, []string{"replay", files[0], "--camera", tc.camera, "--config", filepath.Join(dir, tc.config), "--compare", "--quiet"})
+		if code != tc.code {
+			t.Fatalf("replay --camera %s --config %s: exit %d, want %d: %s\n%s", tc.camera, tc.config, code, tc.code, se, so)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(so.String(), want) {
+				t.Fatalf("replay --camera %s --config %s: output lacks %q:\n%s", tc.camera, tc.config, want, so)
+			}
+		}
+	}
+	// A config without the recorded camera names the cameras it has.
+	os.WriteFile(filepath.Join(dir, "other.yaml"), []byte(strings.Replace(twoCameras("quiet.yaml"), "name: left", "name: rear", 1)), 0o644)
+	env, _, se = modelTestEnv()
+	if code := run(context.Background(), env, []string{"replay", files[0], "--camera", "left", "--config", filepath.Join(dir, "other.yaml")}); code != 1 ||
+		!strings.Contains(se.String(), `no camera "left" (cameras: front, rear)`) {
+		t.Fatalf("replay of a camera the config lacks: exit %d, stderr %s", code, se)
+	}
+}

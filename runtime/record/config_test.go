@@ -1,6 +1,7 @@
 package record
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,47 @@ func TestModelIdentity(t *testing.T) {
 	}
 	if _, err := ModelIdentity(map[string]string{"depth": filepath.Join(dir, "missing")}); err == nil || !strings.Contains(err.Error(), "depth") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestRunIdentity: every camera names its own calibration file; one
+// camera also gives the file-wide keys older readers read, several do
+// not; CalibrationOf reads both forms.
+func TestRunIdentity(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{}
+	// sha256 of "abc" and of "" (FIPS 180-2 and the empty-message vector).
+	for name, text := range map[string]string{"depth.onnx": "abc", "front.yaml": "abc", "left.yaml": ""} {
+		files[name] = filepath.Join(dir, name)
+		if err := os.WriteFile(files[name], []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const abc, empty = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	two, err := RunIdentity(files["depth.onnx"], "", []CameraFile{{"front", files["front.yaml"]}, {"left", files["left.yaml"]}, {"rear", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"depth_path": files["depth.onnx"], "depth_sha256": abc, "cameras": "front,left,rear",
+		"camera.front.calibration_path": files["front.yaml"], "camera.front.calibration_sha256": abc,
+		"camera.left.calibration_path": files["left.yaml"], "camera.left.calibration_sha256": empty}
+	if !maps.Equal(two, want) {
+		t.Fatalf("three cameras:\n got %v\nwant %v", two, want)
+	}
+	for cam, sha := range map[string]string{"front": abc, "left": empty, "rear": "", "other": ""} {
+		if _, got := CalibrationOf(two, cam); got != sha {
+			t.Errorf("CalibrationOf(%s) = %q, want %q", cam, got, sha)
+		}
+	}
+	one, err := RunIdentity(files["depth.onnx"], "", []CameraFile{{"left", files["left.yaml"]}})
+	if err != nil || one["calibration_sha256"] != empty || one["calibration_path"] != files["left.yaml"] || one["camera.left.calibration_sha256"] != empty || one["cameras"] != "left" {
+		t.Fatalf("one camera: %v %v", one, err)
+	}
+	old := map[string]string{"calibration_path": files["front.yaml"], "calibration_sha256": abc}
+	if p, sha := CalibrationOf(old, "front"); p != files["front.yaml"] || sha != abc {
+		t.Fatalf("file from before per-camera calibrations: %s %s", p, sha)
+	}
+	if _, err := RunIdentity("", "", []CameraFile{{"left", filepath.Join(dir, "missing.yaml")}}); err == nil || !strings.Contains(err.Error(), "camera.left.calibration") {
+		t.Fatalf("missing calibration: %v", err)
 	}
 }

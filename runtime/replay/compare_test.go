@@ -118,3 +118,51 @@ func TestCompareRotatedFile(t *testing.T) {
 		t.Fatalf("a level difference in the continued episode: %d mismatches", res.Mismatches)
 	}
 }
+
+// TestModelChangesPerCamera: in a recording of several cameras each
+// camera names its own calibration file, and a replay of one camera is
+// compared with that camera's file; files from before per-camera
+// calibrations are compared with their one file.
+func TestModelChangesPerCamera(t *testing.T) {
+	twoCameras := map[string]string{"depth_sha256": "aa", "auxue_sha256": "bb", "cameras": "front,left",
+		"camera.front.calibration_path": "/c/front.yaml", "camera.front.calibration_sha256": "f1",
+		"camera.left.calibration_path": "/c/left.yaml", "camera.left.calibration_sha256": "l1"}
+	oldFormat := map[string]string{"depth_sha256": "aa", "auxue_sha256": "bb", "calibration_path": "/c/front.yaml", "calibration_sha256": "f1"}
+	replayWith := func(camera, sha string) map[string]string {
+		now := map[string]string{"depth_sha256": "aa", "auxue_sha256": "bb", "cameras": camera}
+		if sha != "" {
+			now["camera."+camera+".calibration_path"] = "/n/" + camera + ".yaml"
+			now["camera."+camera+".calibration_sha256"] = sha
+			now["calibration_path"], now["calibration_sha256"] = "/n/"+camera+".yaml", sha
+		}
+		return now
+	}
+	for _, tc := range []struct {
+		name, camera string
+		recorded     map[string]string
+		now          map[string]string
+		want         string // "" when the replay uses the recorded files
+	}{
+		{"left with its own file", "left", twoCameras, replayWith("left", "l1"), ""},
+		{"left with front's file", "left", twoCameras, replayWith("left", "f1"), "calibration: /n/left.yaml sha256 f1, recorded /c/left.yaml sha256 l1"},
+		{"front with its own file", "front", twoCameras, replayWith("front", "f1"), ""},
+		{"left on the defaults", "left", twoCameras, replayWith("left", ""), "calibration: built-in defaults (the recording used /c/left.yaml)"},
+		{"a camera recorded on the defaults", "rear", map[string]string{"depth_sha256": "aa", "auxue_sha256": "bb", "cameras": "rear"},
+			replayWith("rear", "r1"), "calibration: /n/rear.yaml (the recording used none"},
+		{"file from before per-camera calibrations", "front", oldFormat, replayWith("front", "f1"), ""},
+		{"file from before, other calibration", "front", oldFormat, replayWith("front", "x9"), "calibration: /n/front.yaml sha256 x9, recorded /c/front.yaml sha256 f1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := (&Recording{Camera: tc.camera, Models: tc.recorded}).ModelChanges(tc.now)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("changes %q, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Fatalf("changes %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // ModelsMetadata is the metadata record naming the models and the
@@ -108,25 +109,33 @@ func Read(path, camera string) (*Recording, error) {
 }
 
 // ModelChanges lists how the models and calibration of a replay (from
-// runtime/record.ModelIdentity) differ from the recording's: one line per
-// name whose sha256 differs or is missing on one side; none when the
-// replay uses the recorded files.
+// runtime/record.RunIdentity or ModelIdentity) differ from the
+// recording's: one line per file whose sha256 differs or is missing on
+// one side; none when the replay uses the recorded files. The
+// calibration compared is the recorded camera's own
+// (record.CalibrationOf): in a recording of several cameras each names
+// its file.
 func (r *Recording) ModelChanges(now map[string]string) []string {
 	if r.Models == nil {
 		return []string{"the recording does not name its models (no didoedge.models metadata)"}
 	}
 	var out []string
-	for _, name := range []string{"depth", "auxue", "calibration"} {
-		was, is := r.Models[name+"_sha256"], now[name+"_sha256"]
+	diff := func(name, wasPath, was, isPath, is string) {
 		switch {
 		case was == is:
 		case was == "":
-			out = append(out, fmt.Sprintf("%s: %s (the recording used none: built-in defaults)", name, now[name+"_path"]))
+			out = append(out, fmt.Sprintf("%s: %s (the recording used none: built-in defaults)", name, isPath))
 		case is == "":
-			out = append(out, fmt.Sprintf("%s: built-in defaults (the recording used %s)", name, r.Models[name+"_path"]))
+			out = append(out, fmt.Sprintf("%s: built-in defaults (the recording used %s)", name, wasPath))
 		default:
-			out = append(out, fmt.Sprintf("%s: %s sha256 %.12s, recorded %s sha256 %.12s", name, now[name+"_path"], is, r.Models[name+"_path"], was))
+			out = append(out, fmt.Sprintf("%s: %s sha256 %.12s, recorded %s sha256 %.12s", name, isPath, is, wasPath, was))
 		}
 	}
+	for _, name := range []string{"depth", "auxue"} {
+		diff(name, r.Models[name+"_path"], r.Models[name+"_sha256"], now[name+"_path"], now[name+"_sha256"])
+	}
+	wasPath, was := record.CalibrationOf(r.Models, r.Camera)
+	isPath, is := record.CalibrationOf(now, r.Camera)
+	diff("calibration", wasPath, was, isPath, is)
 	return out
 }
