@@ -212,19 +212,17 @@ func BenchmarkConv2dPasses(b *testing.B) {
 	} {
 		c, d := newBenchConv(b, s)
 		convStep(b, c, d)
-		g := c.Config
-		k := g.Kernel
 		gemmFlops := s.flops() / 3
 		passes := []struct {
 			name  string
 			flops float64
 			run   func()
 		}{
-			{"pack+padInput", 0, func() { c.packForward(); c.pool.run(c, opPadInput, c.n*g.In) }},
-			{"forward", gemmFlops, func() { c.pool.run(c, opForward, c.n*c.geo.tilesOut) }},
-			{"padGrad", 0, func() { c.dy = Data(d.dy); c.pool.run(c, opPadGrad, c.n*g.Out) }},
-			{"weightGrad", gemmFlops, func() { c.pool.run(c, opWeightGrad, (g.In*k*k+dotCols-1)/dotCols) }},
-			{"inputGrad", gemmFlops, func() { c.pool.run(c, opInputGrad, c.n*c.geo.inUnits) }},
+			{"pack+padInput", 0, func() { c.packForward(); c.runPass(opPadInput) }},
+			{"forward", gemmFlops, func() { c.runPass(opForward) }},
+			{"padGrad", 0, func() { c.dy = Data(d.dy); c.runPass(opPadGrad) }},
+			{"weightGrad", gemmFlops, func() { c.runPass(opWeightGrad) }},
+			{"inputGrad", gemmFlops, func() { c.runPass(opInputGrad) }},
 		}
 		c.dy = Data(d.dy)
 		for _, p := range passes {

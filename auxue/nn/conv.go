@@ -172,6 +172,26 @@ func (c *Conv2d) runTiles(op, w, lo, hi int) {
 	}
 }
 
+// runPass runs pass op over all its units on the worker pool. The grains
+// keep the smallest chunks worth a pool hand-off: 8 channel planes for the
+// copies (padGrad's groups of planes stay whole), one tile, and two blocks
+// of patch rows (one kernelDot6Runs pair) for the weight gradient.
+func (c *Conv2d) runPass(op int) {
+	g := c.Config
+	switch op {
+	case opPadInput:
+		c.pool.run(c, op, c.n*g.In, 8)
+	case opForward:
+		c.pool.run(c, op, c.n*c.geo.tilesOut, 1)
+	case opPadGrad:
+		c.pool.run(c, op, c.n*g.Out, 8)
+	case opWeightGrad:
+		c.pool.run(c, op, (g.In*g.Kernel*g.Kernel+dotCols-1)/dotCols, 2)
+	case opInputGrad:
+		c.pool.run(c, op, c.n*c.geo.inUnits, 1)
+	}
+}
+
 // NewConv2d validates cfg and returns a convolution with Kaiming-uniform
 // weights (fan-in In·K·K) drawn from rng and zero bias. A nil rng uses a fixed
 // seed. Zero Stride and Dilation are stored as 1.
@@ -375,8 +395,8 @@ func (c *Conv2d) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	y := reuse(&c.out, c.n, g.Out, ho, wo)
 	c.prepare(c.n, c.h, c.w, ho, wo)
 	c.packForward()
-	c.pool.run(c, opPadInput, c.n*g.In)
-	c.pool.run(c, opForward, c.n*c.geo.tilesOut)
+	c.runPass(opPadInput)
+	c.runPass(opForward)
 	return y, nil
 }
 
@@ -540,9 +560,9 @@ func (c *Conv2d) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 	if !geo.allTaps {
 		clear32(Data(dx))
 	}
-	c.pool.run(c, opPadGrad, c.n*g.Out)
-	c.pool.run(c, opWeightGrad, (g.In*k*k+dotCols-1)/dotCols)
-	c.pool.run(c, opInputGrad, c.n*geo.inUnits)
+	c.runPass(opPadGrad)
+	c.runPass(opWeightGrad)
+	c.runPass(opInputGrad)
 	if c.Bias != nil {
 		bg := Data(c.Bias.Grad)
 		for i, v := range c.biasSums {

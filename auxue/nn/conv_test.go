@@ -282,3 +282,56 @@ func TestConv2dBiasGradientOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestConv2dWorkerCountIndependent checks that Forward and Backward give the
+// same bits on pools of 1, 2, 3 and 5 workers. The pool hands out chunks of
+// units to whichever worker is free, so the schedule differs from run to run;
+// each unit's sums must not depend on it. Shapes with several tiles per
+// image, an odd number of weight-gradient blocks and stride 2 (four phases).
+func TestConv2dWorkerCountIndependent(t *testing.T) {
+	for _, cfg := range []Conv2dConfig{
+		{In: 7, Out: 9, Kernel: 3, Padding: 1, Bias: true},
+		{In: 5, Out: 6, Kernel: 3, Stride: 2, Padding: 1, Bias: true},
+		{In: 4, Out: 8, Kernel: 3, Padding: 2, Dilation: 2},
+	} {
+		t.Run(fmt.Sprintf("%d->%d_s%d_d%d", cfg.In, cfg.Out, max(cfg.Stride, 1), max(cfg.Dilation, 1)), func(t *testing.T) {
+			x := randDense(testRNG(1), -1, 1, 3, cfg.In, 37, 53)
+			var ref [][]float32
+			for _, nw := range []int{1, 2, 3, 5} {
+				c := mustConv(cfg)
+				c.pool = newWorkerPool(nw)
+				defer c.pool.close()
+				var got [][]float32
+				for step := 0; step < 3; step++ { // reused buffers and dynamic chunks
+					ZeroGrad(c.Params())
+					y, err := c.Forward(x, Train)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dy := randDense(testRNG(2), -1, 1, y.Shape()...)
+					dx, err := c.Backward(dy)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = [][]float32{Data(y), Data(dx), Data(c.Weight.Grad)}
+					if c.Bias != nil {
+						got = append(got, Data(c.Bias.Grad))
+					}
+					if ref == nil {
+						for _, v := range got {
+							ref = append(ref, append([]float32(nil), v...))
+						}
+						continue
+					}
+					for i, v := range got {
+						for j := range v {
+							if math.Float32bits(v[j]) != math.Float32bits(ref[i][j]) {
+								t.Fatalf("%d workers, step %d: result %d differs at %d: %v, 1 worker %v", nw, step, i, j, v[j], ref[i][j])
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -2,7 +2,8 @@ package nn
 
 import (
 	"runtime"
-	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // gemmScratch holds the packing buffers of one goroutine's GEMM calls, so
@@ -108,42 +109,119 @@ type tileRunner interface {
 	runTiles(op, w, lo, hi int)
 }
 
-// workerPool keeps size-1 goroutines parked on a channel so that a parallel
+// workerPool keeps size-1 goroutines waiting for passes so that a parallel
 // pass costs no allocation (spawning goroutines allocates their closures).
-// The workers never reference the layer between jobs, so the layer can be
-// collected; a cleanup registered by the owner then closes the pool.
+//
+// A pass hands out its units in chunks from a shared counter (guided
+// scheduling: each chunk is a share of what is left, never below the pass's
+// grain), so a worker whose core is slower, or busy with another process,
+// takes fewer chunks instead of holding up the barrier at the end of the
+// pass. A chunk runs whole on one worker, and every pass computes each
+// unit's results the same way whoever runs it, so the results do not depend
+// on the schedule.
+//
+// Between passes a worker, and the caller at the end of a pass, poll for up
+// to poolSpin (yielding the processor to other goroutines meanwhile) before
+// they block: a layer's passes follow each other within microseconds, and
+// waking a blocked thread took about 100 µs per pass on the 2-vCPU VM (the
+// idle vCPU halts), 5 % of a 32-channel step at 2 threads. Blocking uses a
+// flag checked on both sides after the other side's counter, so no wake-up
+// is lost. The workers hold no reference to the layer between passes, so the
+// layer can be collected; a cleanup registered by the owner then closes the
+// pool.
 type workerPool struct {
-	jobs chan poolJob
-	wg   sync.WaitGroup
 	size int // workers including the calling goroutine
+	ws   []poolWorker
+
+	gen    atomic.Uint64 // pass number; a change starts a pass (or closes the pool)
+	closed atomic.Bool
+
+	// The current pass, set before gen changes.
+	r     tileRunner
+	op    int
+	next  atomic.Int64 // first unit not yet handed out
+	n     int          // units
+	grain int          // smallest chunk; chunks start at multiples of it
+	nw    int          // workers taking part
+
+	left       atomic.Int32  // workers (not the caller) still in the pass
+	callerWait atomic.Bool   // the caller blocks on done
+	done       chan struct{} // buffered 1
 }
 
-type poolJob struct {
-	r             tileRunner
-	op, w, lo, hi int
+// poolWorker is one worker goroutine's wake-up state.
+type poolWorker struct {
+	asleep atomic.Bool   // blocked on wake
+	wake   chan struct{} // buffered 1
 }
+
+// poolSpin is how long a waiting side polls before it blocks.
+const poolSpin = 200 * time.Microsecond
 
 func newWorkerPool(size int) *workerPool {
-	p := &workerPool{jobs: make(chan poolJob), size: max(size, 1)}
-	for i := 1; i < p.size; i++ {
-		go p.work()
+	p := &workerPool{size: max(size, 1), done: make(chan struct{}, 1)}
+	p.ws = make([]poolWorker, p.size)
+	for w := 1; w < p.size; w++ {
+		p.ws[w].wake = make(chan struct{}, 1)
+		go p.work(w)
 	}
 	return p
 }
 
-func (p *workerPool) work() {
-	for job := range p.jobs {
-		job.r.runTiles(job.op, job.w, job.lo, job.hi)
-		job = poolJob{} // drop the layer reference while parked
-		p.wg.Done()
+func (p *workerPool) work(w int) {
+	me := &p.ws[w]
+	var seen uint64
+	for {
+		seen = p.await(me, seen)
+		if p.closed.Load() {
+			return
+		}
+		if w < p.nw {
+			p.drain(p.r, p.op, w)
+		}
+		if p.left.Add(-1) == 0 && p.callerWait.CompareAndSwap(true, false) {
+			p.done <- struct{}{}
+		}
 	}
 }
 
-func (p *workerPool) close() { close(p.jobs) }
+// await returns the pass number once it differs from seen: polling first,
+// then blocked on the worker's wake channel.
+func (p *workerPool) await(me *poolWorker, seen uint64) uint64 {
+	for t0 := time.Now(); time.Since(t0) < poolSpin; runtime.Gosched() {
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
+	}
+	me.asleep.Store(true)
+	if g := p.gen.Load(); g != seen {
+		if !me.asleep.CompareAndSwap(true, false) {
+			<-me.wake // the caller saw us asleep and sent a token: take it
+		}
+		return g
+	}
+	<-me.wake
+	return p.gen.Load()
+}
 
-// run splits [0, n) into contiguous chunks, one per worker, runs them and
-// waits; the calling goroutine takes the first chunk.
-func (p *workerPool) run(r tileRunner, op, n int) {
+// start bumps the pass number and wakes the workers that sleep.
+func (p *workerPool) start() {
+	p.gen.Add(1)
+	for w := 1; w < p.size; w++ {
+		if ws := &p.ws[w]; ws.asleep.CompareAndSwap(true, false) {
+			ws.wake <- struct{}{}
+		}
+	}
+}
+
+func (p *workerPool) close() {
+	p.closed.Store(true)
+	p.start()
+}
+
+// run runs units [0, n) of pass op on the pool's workers, the calling
+// goroutine included, in chunks of at least grain units, and waits.
+func (p *workerPool) run(r tileRunner, op, n, grain int) {
 	nw := min(p.size, n)
 	if nw <= 1 {
 		if n > 0 {
@@ -151,12 +229,48 @@ func (p *workerPool) run(r tileRunner, op, n int) {
 		}
 		return
 	}
-	p.wg.Add(nw - 1)
-	for w := 1; w < nw; w++ {
-		p.jobs <- poolJob{r: r, op: op, w: w, lo: w * n / nw, hi: (w + 1) * n / nw}
+	p.r, p.op, p.n, p.grain, p.nw = r, op, n, max(grain, 1), nw
+	p.next.Store(0)
+	p.left.Store(int32(p.size - 1)) // every worker checks in, taking part or not
+	p.start()
+	p.drain(r, op, 0)
+	p.wait()
+	p.r = nil // no reference to the layer between passes
+}
+
+// wait returns once every worker has finished the pass.
+func (p *workerPool) wait() {
+	for t0 := time.Now(); time.Since(t0) < poolSpin; runtime.Gosched() {
+		if p.left.Load() == 0 {
+			return
+		}
 	}
-	r.runTiles(op, 0, 0, n/nw)
-	p.wg.Wait()
+	p.callerWait.Store(true)
+	if p.left.Load() == 0 {
+		if !p.callerWait.CompareAndSwap(true, false) {
+			<-p.done
+		}
+		return
+	}
+	<-p.done
+}
+
+// drain runs chunks of the current pass as worker w until none is left.
+// A chunk is (what is left)/(2·workers) units rounded up to the grain: large
+// chunks first (locality), small ones at the end (balance).
+func (p *workerPool) drain(r tileRunner, op, w int) {
+	for {
+		lo := int(p.next.Load())
+		if lo >= p.n {
+			return
+		}
+		size := roundUp(max((p.n-lo)/(2*p.nw), 1), p.grain)
+		hi := min(lo+size, p.n)
+		if !p.next.CompareAndSwap(int64(lo), int64(hi)) {
+			continue
+		}
+		r.runTiles(op, w, lo, hi)
+	}
 }
 
 // packA writes rows [i0, i0+mc) × columns [p0, p0+kc) of op(A) as panels of
