@@ -22,17 +22,17 @@ var ErrClosed = errors.New("infer: session closed")
 // tensors allocated once; Run allocates nothing. It is safe for concurrent
 // use, but runs are serialized (they share the tensors).
 type Session struct {
-	mu        sync.Mutex
-	path      string
-	spec      IOSpec
-	lib       Library
-	provider  string
-	sess      *ort.AdvancedSession // batch 1
-	inputs    []*ort.Tensor[float32] // batch maxBatch (their data: every slot)
-	inShapes  []ort.Shape            // batch 1
-	outputs   []*ort.Tensor[float32] // batch maxBatch
-	inPer     []int                  // values of one frame per input
-	outPer    []int                  // per output
+	mu       sync.Mutex
+	path     string
+	spec     IOSpec
+	lib      Library
+	provider string
+	sess     *ort.AdvancedSession   // batch 1
+	inputs   []*ort.Tensor[float32] // batch maxBatch (their data: every slot)
+	inShapes []ort.Shape            // batch 1
+	outputs  []*ort.Tensor[float32] // batch maxBatch
+	inPer    []int                  // values of one frame per input
+	outPer   []int                  // per output
 	// Batched runs (maxBatch > 1): one dynamic session and, per batch size
 	// n, tensors of batch n over the first n slots of inputs/outputs and an
 	// IoBinding of them, made once, so that a run of any n allocates
@@ -40,7 +40,7 @@ type Session struct {
 	maxBatch  int
 	dynamic   bool // the model's batch dimension is symbolic
 	dyn       *ort.DynamicAdvancedSession
-	bindings  []*ort.IoBinding        // [n-1]
+	bindings  []*ort.IoBinding         // [n-1]
 	batchVals [][]*ort.Tensor[float32] // [n-1]: inputs then outputs of batch n
 	slotValid []bool
 	outNames  []string
