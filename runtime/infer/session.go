@@ -18,6 +18,10 @@ import (
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("infer: session closed")
 
+// ErrFixedBatch marks a batch size above 1 asked of a model whose batch
+// dimension is fixed.
+var ErrFixedBatch = errors.New("the model's batch dimension is fixed")
+
 // Session runs one model on one execution provider with input and output
 // tensors allocated once; Run allocates nothing. It is safe for concurrent
 // use, but runs are serialized (they share the tensors).
@@ -138,8 +142,8 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	s.dynamic, fixed = batchDynamic(s.spec, inputs, outputs)
 	if s.maxBatch > 1 && !s.dynamic {
 		if !so.IfDynamic {
-			return fmt.Errorf("batch size %d: model %q has a fixed batch dimension (%s); make it dynamic with `didoedge model batch %s --out FILE`, or use batch size 1",
-				s.maxBatch, s.path, fixed, s.path)
+			return fmt.Errorf("batch size %d: model %q has a fixed batch dimension (%s); make it dynamic with `didoedge model batch %s --out FILE`, or use batch size 1: %w",
+				s.maxBatch, s.path, fixed, s.path, ErrFixedBatch)
 		}
 		s.maxBatch = 1
 	}
