@@ -42,8 +42,8 @@ type cameraPipe struct {
 	// paced: the source is consumer-paced (camera.ConsumerPaced): the
 	// fetcher waits until the scheduler took the staged frame before it
 	// stages the next, so that none is dropped; taken signals a take.
-	paced bool
-	taken chan struct{}
+	paced   bool
+	taken   chan struct{}
 	ended   bool         // the source ended (io.EOF)
 	image   alerts.Image // the frame as the engine sees it (for snapshots)
 	lastSeq uint64
