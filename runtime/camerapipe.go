@@ -79,28 +79,33 @@ func (c *cameraPipe) initSlots() {
 	}
 }
 
-// stage fills slot s from its frame (the fetcher's work) and makes it the
-// ready slot; the slot it replaces goes back to the free list. For a
-// consumer-paced source it first waits until the ready slot was taken
-// (false: ctx ended first).
-func (c *cameraPipe) stage(ctx context.Context, s *frameSlot) bool {
-	t0 := time.Now()
-	s.err = c.models.Stage(s.st, s.frame.RGB, s.frame.Width, s.frame.Height)
-	s.prep = time.Since(t0)
+// waitTaken blocks, for a consumer-paced source, until the scheduler took
+// the staged frame (false: ctx ended first), so that the fetcher reads
+// the source's next frame only then and none is lost.
+func (c *cameraPipe) waitTaken(ctx context.Context) bool {
 	for c.paced {
 		c.readyMu.Lock()
 		waiting := c.staged != nil
 		c.readyMu.Unlock()
 		if !waiting {
-			break
+			return true
 		}
 		select {
 		case <-c.taken:
 		case <-ctx.Done():
-			c.free <- s
 			return false
 		}
 	}
+	return true
+}
+
+// stage fills slot s from its frame (the fetcher's work) and makes it the
+// ready slot; the slot it replaces goes back to the free list (a dropped
+// frame, counted from the sequence gap).
+func (c *cameraPipe) stage(s *frameSlot) {
+	t0 := time.Now()
+	s.err = c.models.Stage(s.st, s.frame.RGB, s.frame.Width, s.frame.Height)
+	s.prep = time.Since(t0)
 	c.readyMu.Lock()
 	old := c.staged
 	c.staged = s
@@ -108,7 +113,6 @@ func (c *cameraPipe) stage(ctx context.Context, s *frameSlot) bool {
 	if old != nil {
 		c.free <- old // never blocks: the list holds every slot at most once
 	}
-	return true
 }
 
 // take returns the ready slot, nil when there is none.

@@ -68,10 +68,11 @@ func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (*Models, er
 	return openModels(ctx, cfg, cfg.ModelsConfig(), log)
 }
 
-// openPipelineModels opens the models with the pipeline's batch size for
+// OpenPipelineModels opens the models with the pipeline's batch size for
 // the given number of cameras: pipeline.batch_size, or by default
-// min(cameras, DefaultMaxBatch) when both models batch dynamically.
-func openPipelineModels(ctx context.Context, cfg *Config, cameras int, log *slog.Logger) (*Models, error) {
+// min(cameras, DefaultMaxBatch) when both models batch dynamically
+// (MaxBatch tells which). Benchmarks use it for the bound.
+func OpenPipelineModels(ctx context.Context, cfg *Config, cameras int, log *slog.Logger) (*Models, error) {
 	mc := cfg.ModelsConfig()
 	mc.BatchSize = cfg.Pipeline.BatchSize
 	if mc.BatchSize == 0 {
@@ -120,6 +121,13 @@ func (m *Models) NewStaged() *infer.Staged { return m.models.NewStaged() }
 // run on the camera's goroutine while the models run (infer.Models.Stage).
 func (m *Models) Stage(st *infer.Staged, rgb []uint8, w, h int) error {
 	return m.models.Stage(st, rgb, w, h)
+}
+
+// InferStaged runs frames staged by Stage as one batch through views (m
+// and views of it from Share, at most MaxBatch), without a pipeline: the
+// bound of `didoedge bench multicam`. scratch needs len(views) entries.
+func (m *Models) InferStaged(ctx context.Context, views []*Models, staged []*infer.Staged, scratch []*infer.Models, t *StageTimes) error {
+	return m.inferBatch(ctx, views, staged, scratch, t)
 }
 
 // inferBatch runs the frames staged for views (m and views of it) as one

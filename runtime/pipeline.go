@@ -169,7 +169,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 		p.cams = append(p.cams, c)
 		p.byName[cs.Name] = c
 	}
-	models, err := openPipelineModels(ctx, cfg, len(specs), log)
+	models, err := OpenPipelineModels(ctx, cfg, len(specs), log)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +367,10 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 				case <-camCtx.Done():
 					return
 				}
+				if !c.waitTaken(camCtx) {
+					c.free <- s
+					return
+				}
 				if err := c.src.Next(camCtx, &s.frame); err != nil {
 					c.free <- s
 					select {
@@ -375,9 +379,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 					}
 					return
 				}
-				if !c.stage(camCtx, s) {
-					return
-				}
+				c.stage(s)
 				select {
 				case got <- fetch{cam: c.idx}:
 				case <-camCtx.Done():

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/internal/testmodels"
@@ -291,5 +292,72 @@ func TestInferBatchAllocatesNothing(t *testing.T) {
 	run()
 	if allocs := testing.AllocsPerRun(10, run); allocs != 0 {
 		t.Errorf("Stage + InferBatch allocate %.1f times per batch", allocs)
+	}
+}
+
+// BenchmarkBatchReference runs the reference models (models/, 192x640)
+// as shipped (fixed batch 1) and made dynamic (DynamicBatch), interleaved
+// round by round: "fixed" and "dynamic b1" one frame per run on a batch-1
+// session, "dynamic b4 n1" one frame on a batch-4 session (the IoBinding
+// path), "dynamic b4 n4" four frames per run. ns/frame per set-up.
+//
+//	go test -c -o /tmp/infer.test ./runtime/infer && cd runtime/infer &&
+//	flock /tmp/didoedge-heavy.lock /tmp/infer.test -test.run '^$' -test.bench BatchReference -test.benchtime 20x
+func BenchmarkBatchReference(b *testing.B) {
+	p := modelPairs(b)[1]
+	dp := p
+	dp.depth, dp.aux = dynamicCopy(b, p.depth), dynamicCopy(b, p.aux)
+	type setup struct {
+		name  string
+		m     *Models
+		n     int
+		views []*Models
+		st    []*Staged
+		total time.Duration
+		count int
+	}
+	open := func(name string, pair modelPair, batch, n int) *setup {
+		m, err := OpenModels(context.Background(), ModelsConfig{Depth: pair.depth, DepthSpec: pair.depthSpec, AuxUE: pair.aux, AuxUESpec: pair.auxueSpec,
+			BatchSize: batch}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close() })
+		s := &setup{name: name, m: m, n: n, views: []*Models{m}}
+		for len(s.views) < n {
+			v, _ := m.Share()
+			s.views = append(s.views, v)
+		}
+		frames, ws, hs := batchFrames(n, pair.depthSpec.Input.Width, pair.depthSpec.Input.Height)
+		for k := range n {
+			st := m.NewStaged()
+			if err := m.Stage(st, frames[k][:3*pair.depthSpec.Input.Width*pair.depthSpec.Input.Height], pair.depthSpec.Input.Width, pair.depthSpec.Input.Height); err != nil {
+				b.Fatal(err)
+			}
+			_, _ = ws, hs
+			s.st = append(s.st, st)
+		}
+		return s
+	}
+	setups := []*setup{open("fixed", p, 1, 1), open("dynamic b1", dp, 1, 1), open("dynamic b4 n1", dp, 4, 1), open("dynamic b4 n4", dp, 4, 4)}
+	ctx := context.Background()
+	var tm StageTimes
+	for _, s := range setups { // warm-up
+		if err := s.m.InferBatch(ctx, s.views, s.st, &tm); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		for _, s := range setups {
+			t0 := time.Now()
+			if err := s.m.InferBatch(ctx, s.views, s.st, &tm); err != nil {
+				b.Fatal(err)
+			}
+			s.total += time.Since(t0)
+			s.count += s.n
+		}
+	}
+	for _, s := range setups {
+		b.ReportMetric(float64(s.total.Microseconds())/float64(max(s.count, 1))/1000, strings.ReplaceAll(s.name, " ", "_")+"-ms/frame")
 	}
 }
