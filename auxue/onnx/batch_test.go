@@ -1,6 +1,9 @@
 package onnx
 
 import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,6 +60,52 @@ func TestDynamicBatchEdits(t *testing.T) {
 	} {
 		if _, err := DynamicBatch(tc.model, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestDynamicBatchReferenceModels: the reference models of models/ made
+// dynamic keep every initializer byte for byte (the weights), gain only
+// the batch-following nodes, and pass Debian's python3-onnx checker with
+// full shape inference, which reports dim 0 of every input and output as
+// the symbolic "N".
+func TestDynamicBatchReferenceModels(t *testing.T) {
+	for _, name := range []string{"depth.onnx", "auxue.onnx"} {
+		path := filepath.Join("..", "..", "models", name)
+		orig, err := ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DynamicBatch(m, ""); err != nil {
+			t.Fatal(err)
+		}
+		weights := map[string][]byte{}
+		for _, w := range m.Graph.Initializers {
+			weights[w.Name] = w.RawData
+		}
+		for _, w := range orig.Graph.Initializers {
+			if got, ok := weights[w.Name]; !ok || !bytes.Equal(got, w.RawData) || len(w.FloatData) > 0 {
+				t.Fatalf("%s: initializer %q changed", name, w.Name)
+			}
+		}
+		out := filepath.Join(t.TempDir(), name)
+		if err := WriteFile(out, m); err != nil {
+			t.Fatal(err)
+		}
+		got, err := exec.Command("/usr/bin/python3", "-c", `import onnx,sys
+m=onnx.load(sys.argv[1]); onnx.checker.check_model(m, full_check=True)
+print(" ".join(v.type.tensor_type.shape.dim[0].dim_param or "fixed" for v in list(m.graph.input)+list(m.graph.output)))`, out).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: onnx.checker: %v\n%s", name, err, got)
+		}
+		for _, d := range strings.Fields(string(got)) {
+			if d != BatchParam {
+				t.Fatalf("%s: python3-onnx sees batch dims %q", name, got)
+			}
 		}
 	}
 }
