@@ -36,6 +36,15 @@ type Source interface {
 	Next(ctx context.Context, dst *Frame) error
 }
 
+// ConsumerPaced is implemented by sources whose frames come as fast as
+// they are taken (a replay at "max" speed, an image sequence without fps):
+// a consumer that reads ahead must then wait until it used a frame before
+// it reads the next, or frames would be lost. A live camera is not
+// consumer-paced: its newest frame replaces the older ones.
+type ConsumerPaced interface {
+	ConsumerPaced() bool
+}
+
 // ErrClosed is returned by Next after the mailbox was closed.
 var ErrClosed = errors.New("camera: source closed")
 

@@ -70,6 +70,10 @@ func NewImageSequence(cfg SequenceConfig) (*ImageSequence, error) {
 	return s, nil
 }
 
+// ConsumerPaced reports whether the sequence has no fps: its frames come
+// as fast as they are taken (camera.ConsumerPaced).
+func (s *ImageSequence) ConsumerPaced() bool { return s.period == 0 }
+
 // Len is the number of images.
 func (s *ImageSequence) Len() int { return len(s.files) }
 

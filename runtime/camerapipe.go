@@ -12,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // cameraPipe is one camera of a pipeline: its source, its engine, its
@@ -27,12 +28,22 @@ type cameraPipe struct {
 	engine  *alerts.Engine
 	metrics *CameraMetrics
 	rl      *lograte.Limiter
-	times   StageTimes
 
-	// bufs[0] is the frame that circulates between the fetcher and the
-	// scheduler; want hands it to the fetcher to fill.
-	bufs    [1]camera.Frame
-	want    chan *camera.Frame
+	// Triple buffering between the camera's fetcher goroutine and the
+	// scheduler: the fetcher fills a free slot (the source's frame, then
+	// Stage: resize and normalize for the depth model) while the scheduler
+	// runs another; a filled slot becomes ready, replacing (dropping) a
+	// ready one the scheduler did not take yet, so the scheduler always
+	// takes the newest staged frame and preprocessing overlaps inference.
+	slots   [numSlots]frameSlot
+	free    chan *frameSlot
+	readyMu sync.Mutex
+	staged  *frameSlot
+	// paced: the source is consumer-paced (camera.ConsumerPaced): the
+	// fetcher waits until the scheduler took the staged frame before it
+	// stages the next, so that none is dropped; taken signals a take.
+	paced   bool
+	taken   chan struct{}
 	ended   bool         // the source ended (io.EOF)
 	image   alerts.Image // the frame as the engine sees it (for snapshots)
 	lastSeq uint64
@@ -43,6 +54,80 @@ type cameraPipe struct {
 	watchNS  atomic.Int64 // when a debug client last asked for data
 	lastSnap time.Time
 	snap     Snapshot
+}
+
+// numSlots: one being filled, one ready, one in the models.
+const numSlots = 3
+
+// frameSlot is a camera frame and its staged model input.
+type frameSlot struct {
+	frame camera.Frame
+	st    *infer.Staged
+	err   error         // Stage failed (a frame of a wrong size)
+	prep  time.Duration // Stage's time, on the fetcher goroutine
+}
+
+// initSlots allocates the camera's slots (the staged inputs) once.
+func (c *cameraPipe) initSlots() {
+	cp, ok := c.src.(camera.ConsumerPaced)
+	c.paced = ok && cp.ConsumerPaced()
+	c.taken = make(chan struct{}, 1)
+	c.free = make(chan *frameSlot, numSlots)
+	for i := range c.slots {
+		c.slots[i].st = c.models.NewStaged()
+		c.free <- &c.slots[i]
+	}
+}
+
+// waitTaken blocks, for a consumer-paced source, until the scheduler took
+// the staged frame (false: ctx ended first), so that the fetcher reads
+// the source's next frame only then and none is lost.
+func (c *cameraPipe) waitTaken(ctx context.Context) bool {
+	for c.paced {
+		c.readyMu.Lock()
+		waiting := c.staged != nil
+		c.readyMu.Unlock()
+		if !waiting {
+			return true
+		}
+		select {
+		case <-c.taken:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// stage fills slot s from its frame (the fetcher's work) and makes it the
+// ready slot; the slot it replaces goes back to the free list (a dropped
+// frame, counted from the sequence gap).
+func (c *cameraPipe) stage(s *frameSlot) {
+	t0 := time.Now()
+	s.err = c.models.Stage(s.st, s.frame.RGB, s.frame.Width, s.frame.Height)
+	s.prep = time.Since(t0)
+	c.readyMu.Lock()
+	old := c.staged
+	c.staged = s
+	c.readyMu.Unlock()
+	if old != nil {
+		c.free <- old // never blocks: the list holds every slot at most once
+	}
+}
+
+// take returns the ready slot, nil when there is none.
+func (c *cameraPipe) take() *frameSlot {
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
+	s := c.staged
+	c.staged = nil
+	if s != nil {
+		select {
+		case c.taken <- struct{}{}:
+		default:
+		}
+	}
+	return s
 }
 
 func (c *cameraPipe) openCamera(log *slog.Logger) error {
@@ -81,18 +166,37 @@ func (c *cameraPipe) ready() bool {
 	return last != 0 && time.Since(time.Unix(0, last)) < readyWindow
 }
 
-// process runs one frame through every stage. It allocates nothing unless
-// the frame raises alert events or a debug client is watching.
+// process runs one frame through every stage on the calling goroutine
+// (Stage, then a batch of one). It allocates nothing unless the frame
+// raises alert events or a debug client is watching.
 func (c *cameraPipe) process(ctx context.Context, f *camera.Frame) {
-	m := c.metrics
+	s := &c.slots[0]
+	if s.st == nil {
+		s.st = c.models.NewStaged()
+	}
 	t0 := time.Now()
+	s.err = c.models.Stage(s.st, f.RGB, f.Width, f.Height)
+	s.prep = time.Since(t0)
+	p := c.p
+	p.runBatch(ctx, append(p.batchCams[:0], c), append(p.batchSlots[:0], s), append(p.batchFrames[:0], f))
+}
+
+// begin counts the frame's camera stage and sequence gap when the
+// scheduler takes it.
+func (c *cameraPipe) begin(f *camera.Frame, t0 time.Time) {
+	m := c.metrics
 	m.Stages[StageCamera].Observe(t0.Sub(f.Capture))
 	if c.lastSeq != 0 && f.Seq > c.lastSeq+1 {
 		m.Dropped.Add(f.Seq - c.lastSeq - 1)
 	}
 	c.lastSeq = f.Seq
+}
 
-	maps, rgb, err := c.models.infer(ctx, f.RGB, f.Width, f.Height, &c.times)
+// finish runs the per-camera stages after the models: alerts, recording,
+// status, metrics, hooks, snapshot.
+func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, tm *StageTimes) {
+	m := c.metrics
+	maps, rgb, err := c.models.result()
 	if err != nil {
 		if errors.Is(err, ErrInvalidOutput) {
 			m.Invalid.Add(1)
@@ -101,11 +205,10 @@ func (c *cameraPipe) process(ctx context.Context, f *camera.Frame) {
 		c.frameError(f.Seq, err)
 		return
 	}
-	tm := &c.times
-	m.Stages[StagePreprocess].Observe(tm.Preprocess)
+	m.Stages[StagePreprocess].Observe(prep)
 	m.Stages[StageDepth].Observe(tm.Depth)
 	m.Stages[StageAuxUE].Observe(tm.AuxUE)
-	m.Stages[StageReadout].Observe(tm.Readout)
+	m.Stages[StageReadout].Observe(tm.Readout + tm.Preprocess)
 	t4 := time.Now()
 	c.image = alerts.Image{Width: c.models.inW, Height: c.models.inH, RGB: rgb}
 	if err := c.engine.Observe(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &c.image}, maps); err != nil {

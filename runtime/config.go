@@ -144,6 +144,11 @@ type HTTPConfig struct {
 type PipelineConfig struct {
 	// Tick is how often stall detection and stats run (default 250ms).
 	Tick time.Duration `yaml:"tick"`
+	// BatchSize is the most frames (of different cameras) one run of each
+	// model takes. 0 (the default) means min(cameras, 4) when both models
+	// have a dynamic batch dimension and 1 otherwise; above 1 both models
+	// must have one (didoedge model batch).
+	BatchSize int `yaml:"batch_size"`
 }
 
 // Input sources of the AuxUE besides depth-model feature names.
@@ -277,6 +282,9 @@ func (c *Config) finish(name, dir string) error {
 	}
 	if c.Pipeline.Tick < 10*time.Millisecond {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
+	}
+	if c.Pipeline.BatchSize < 0 || c.Pipeline.BatchSize > MaxBatchSize {
+		add(fmt.Errorf("pipeline.batch_size: %d is not in 0..%d (0: min(cameras, %d) for dynamic-batch models)", c.Pipeline.BatchSize, MaxBatchSize, DefaultMaxBatch))
 	}
 	// record: (issue 20) defaults, paths relative to the file, and the
 	// recorder's own validation; errors name record.<key>.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -31,6 +32,14 @@ type StageTimes = infer.StageTimes
 // ErrInvalidOutput marks a frame whose model outputs held NaN or Inf.
 var ErrInvalidOutput = infer.ErrInvalidOutput
 
+// Batch sizes (pipeline.batch_size): DefaultMaxBatch caps the default
+// (min(cameras, DefaultMaxBatch) for dynamic-batch models), MaxBatchSize
+// the key.
+const (
+	DefaultMaxBatch = 4
+	MaxBatchSize    = 16
+)
+
 // ModelsConfig returns the infer.ModelsConfig of the configuration.
 func (c *Config) ModelsConfig() infer.ModelsConfig {
 	mc := infer.ModelsConfig{Depth: c.Depth.Model, AuxUE: c.AuxUE.Model, AuxInputs: c.AuxUE.Inputs,
@@ -53,9 +62,31 @@ func (m *ModelConfig) specFile() string {
 	return m.IOSpec
 }
 
-// OpenModels loads both models of cfg and checks that they fit together.
+// OpenModels loads both models of cfg and checks that they fit together
+// (one frame per run).
 func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (*Models, error) {
-	mo, err := infer.OpenModels(ctx, cfg.ModelsConfig(), log)
+	return openModels(ctx, cfg, cfg.ModelsConfig(), log)
+}
+
+// OpenPipelineModels opens the models with the pipeline's batch size for
+// the given number of cameras: pipeline.batch_size, or by default
+// min(cameras, DefaultMaxBatch) when both models batch dynamically
+// (MaxBatch tells which). Benchmarks use it for the bound.
+func OpenPipelineModels(ctx context.Context, cfg *Config, cameras int, log *slog.Logger) (*Models, error) {
+	mc := cfg.ModelsConfig()
+	mc.BatchSize = cfg.Pipeline.BatchSize
+	if mc.BatchSize == 0 {
+		mc.BatchSize, mc.BatchIfDynamic = min(cameras, DefaultMaxBatch), true
+	}
+	m, err := openModels(ctx, cfg, mc, log)
+	if err != nil && errors.Is(err, infer.ErrFixedBatch) {
+		return nil, fmt.Errorf("pipeline.batch_size: %w", err)
+	}
+	return m, err
+}
+
+func openModels(ctx context.Context, cfg *Config, mc infer.ModelsConfig, log *slog.Logger) (*Models, error) {
+	mo, err := infer.OpenModels(ctx, mc, log)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +95,7 @@ func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (*Models, er
 	if log != nil {
 		log.Info("models loaded", "depth", cfg.Depth.Model, "auxue", cfg.AuxUE.Model,
 			"provider", m.depth.Provider(), "library", m.depth.Library().Path, "input", fmt.Sprintf("%dx%d", m.inW, m.inH),
-			"relative", mo.Relative())
+			"relative", mo.Relative(), "batch", mo.MaxBatch())
 	}
 	return m, nil
 }
@@ -78,6 +109,50 @@ func (m *Models) Share() (*Models, error) {
 		return nil, err
 	}
 	return &Models{cfg: m.cfg, models: v, depth: m.depth, aux: m.aux, inW: m.inW, inH: m.inH}, nil
+}
+
+// MaxBatch is the most frames one inferBatch takes.
+func (m *Models) MaxBatch() int { return m.models.MaxBatch() }
+
+// NewStaged allocates one staged frame (a camera keeps a few).
+func (m *Models) NewStaged() *infer.Staged { return m.models.NewStaged() }
+
+// Stage fits and normalizes a frame for the depth model into st; it may
+// run on the camera's goroutine while the models run (infer.Models.Stage).
+func (m *Models) Stage(st *infer.Staged, rgb []uint8, w, h int) error {
+	return m.models.Stage(st, rgb, w, h)
+}
+
+// InferStaged runs frames staged by Stage as one batch through views (m
+// and views of it from Share, at most MaxBatch), without a pipeline: the
+// bound of `didoedge bench multicam`. scratch needs len(views) entries.
+func (m *Models) InferStaged(ctx context.Context, views []*Models, staged []*infer.Staged, scratch []*infer.Models, t *StageTimes) error {
+	return m.inferBatch(ctx, views, staged, scratch, t)
+}
+
+// inferBatch runs the frames staged for views (m and views of it) as one
+// batch; each view's maps are then its result(). scratch holds len(views)
+// entries, so that nothing is allocated.
+func (m *Models) inferBatch(ctx context.Context, views []*Models, staged []*infer.Staged, scratch []*infer.Models, t *StageTimes) error {
+	scratch = scratch[:len(views)]
+	for k, v := range views {
+		scratch[k] = v.models
+	}
+	return m.models.InferBatch(ctx, scratch, staged, t)
+}
+
+// result is the view's frame of the last inferBatch: the alerts' maps and
+// the input-size image.
+func (m *Models) result() (alerts.Maps, []uint8, error) {
+	im, img, err := m.models.Result()
+	if err != nil {
+		return alerts.Maps{}, nil, err
+	}
+	maps := alerts.Maps{Width: im.Width, Height: im.Height, Depth: im.Depth, Scale: im.Scale, Epistemic: im.Epistemic}
+	if im.Relative {
+		maps.Depth, maps.Scale = m.relative(im)
+	}
+	return maps, img, nil
 }
 
 // Provider names the depth model's execution provider.

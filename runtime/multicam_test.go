@@ -355,10 +355,10 @@ func TestSharedModelsAllocateNothing(t *testing.T) {
 }
 
 // TestSchedulerRoundRobin: the scheduler serves the cameras with a frame
-// in turn and skips those without.
+// in turn and skips those without; batches take up to the batch size of
+// them in the same order.
 func TestSchedulerRoundRobin(t *testing.T) {
-	f := &camera.Frame{}
-	s := scheduler{ready: make([]*camera.Frame, 3)}
+	s := scheduler{ready: make([]bool, 3)}
 	if s.next() != -1 {
 		t.Fatal("a camera served without a frame")
 	}
@@ -366,7 +366,7 @@ func TestSchedulerRoundRobin(t *testing.T) {
 	for range 6 {
 		for i := range s.ready {
 			if i != 1 { // camera 1 is dead
-				s.ready[i] = f
+				s.ready[i] = true
 			}
 		}
 		for s.next() >= 0 {
@@ -378,12 +378,12 @@ func TestSchedulerRoundRobin(t *testing.T) {
 		t.Fatalf("order %s", got)
 	}
 	// A camera always ready never starves the others.
-	s = scheduler{ready: make([]*camera.Frame, 3)}
+	s = scheduler{ready: make([]bool, 3)}
 	counts := make([]int, 3)
 	for k := range 30 {
-		s.ready[0] = f
+		s.ready[0] = true
 		if k%3 == 0 {
-			s.ready[1], s.ready[2] = f, f
+			s.ready[1], s.ready[2] = true, true
 		}
 		if i := s.next(); i >= 0 {
 			counts[i]++
@@ -392,5 +392,17 @@ func TestSchedulerRoundRobin(t *testing.T) {
 	}
 	if counts[1] != 10 || counts[2] != 10 || counts[0] != 10 {
 		t.Fatalf("served %v, want 10 each", counts)
+	}
+	// Batches of 2 of 4 cameras, camera 2 dead: 3 0 | 1 3 | 0 1 ...
+	s = scheduler{ready: make([]bool, 4)}
+	var batches []string
+	for range 4 {
+		s.ready[0], s.ready[1], s.ready[3] = true, true, true
+		for s.next() >= 0 {
+			batches = append(batches, fmt.Sprint(s.takeBatch(nil, 2)))
+		}
+	}
+	if got := strings.Join(batches, " "); got != "[1 3] [0] [1 3] [0] [1 3] [0] [1 3] [0]" {
+		t.Fatalf("batches %s", got)
 	}
 }

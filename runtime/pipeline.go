@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/alerts/outbox"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // Options are the parts of a pipeline that are not in the config file.
@@ -81,6 +82,18 @@ type Pipeline struct {
 	modelsMu  sync.Mutex // guards models against Close while Health reads it
 	rl        *lograte.Limiter
 	rec       *recorderHook // record: section (recording.go); nil when off
+
+	// batching (scheduler goroutine only): the batch size and scratch
+	// slices of that capacity, so that a batch allocates nothing
+	batch        int
+	times        StageTimes
+	batchCams    []*cameraPipe
+	batchSlots   []*frameSlot
+	batchFrames  []*camera.Frame
+	batchViews   []*Models
+	batchStaged  []*infer.Staged
+	batchScratch []*infer.Models
+	batchOK      []int
 }
 
 // EventRecord is an alert event as the debug page lists it.
@@ -156,10 +169,14 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 		p.cams = append(p.cams, c)
 		p.byName[cs.Name] = c
 	}
-	models, err := OpenModels(ctx, cfg, log)
+	models, err := OpenPipelineModels(ctx, cfg, len(specs), log)
 	if err != nil {
 		return nil, err
 	}
+	p.batch = models.MaxBatch()
+	b := p.batch
+	p.batchCams, p.batchSlots, p.batchFrames = make([]*cameraPipe, 0, b), make([]*frameSlot, 0, b), make([]*camera.Frame, 0, b)
+	p.batchViews, p.batchStaged, p.batchScratch, p.batchOK = make([]*Models, 0, b), make([]*infer.Staged, 0, b), make([]*infer.Models, b), make([]int, 0, b)
 	p.modelsMu.Lock()
 	p.models = models
 	p.modelsMu.Unlock()
@@ -332,19 +349,39 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	defer func() { stopCam(); camWG.Wait() }()
 
-	// Each camera's fetcher waits for its frames so that the scheduler can
-	// serve the other cameras, ticks and reloads meanwhile. A fetcher asks
-	// its source for the next frame once the scheduler processed the
-	// previous one; the source's mailbox keeps the newest frame until then.
-	got := make(chan fetch, len(p.cams))
+	// Each camera's fetcher takes the newest frame of its source and
+	// stages it (resize, normalize) into a free slot while the scheduler
+	// runs the models on other slots; a staged frame the scheduler has not
+	// taken when a newer one is staged is dropped (counted from the
+	// sequence gap). got carries notifications (a slot is ready) and the
+	// sources' errors.
+	got := make(chan fetch, numSlots*len(p.cams))
 	var fetchWG sync.WaitGroup
 	for _, c := range p.cams {
-		c.want = make(chan *camera.Frame, 1)
+		c.initSlots()
 		fetchWG.Go(func() {
-			for f := range c.want {
-				err := c.src.Next(camCtx, f)
+			for {
+				var s *frameSlot
 				select {
-				case got <- fetch{cam: c.idx, frame: f, err: err}:
+				case s = <-c.free:
+				case <-camCtx.Done():
+					return
+				}
+				if !c.waitTaken(camCtx) {
+					c.free <- s
+					return
+				}
+				if err := c.src.Next(camCtx, &s.frame); err != nil {
+					c.free <- s
+					select {
+					case got <- fetch{cam: c.idx, err: err}:
+					case <-camCtx.Done():
+					}
+					return
+				}
+				c.stage(s)
+				select {
+				case got <- fetch{cam: c.idx}:
 				case <-camCtx.Done():
 					return
 				}
@@ -352,24 +389,18 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		})
 	}
 	defer func() {
-		for _, c := range p.cams {
-			close(c.want)
-		}
 		stopCam()
 		fetchWG.Wait()
 	}()
 
 	tick := time.NewTicker(p.cfg.Pipeline.Tick)
 	defer tick.Stop()
-	work := context.WithoutCancel(ctx) // the frame in flight always completes
+	work := context.WithoutCancel(ctx) // the frames in flight always complete
 	p.runStart.Store(time.Now().UnixNano())
 	p.running.Store(true)
 	defer p.running.Store(false)
 	p.ready.Store(true)
-	for _, c := range p.cams {
-		c.want <- &c.bufs[0]
-	}
-	s := scheduler{ready: make([]*camera.Frame, len(p.cams))}
+	s := scheduler{ready: make([]bool, len(p.cams))}
 	live := len(p.cams)
 	handle := func(r fetch) error {
 		c := p.cams[r.cam]
@@ -385,14 +416,15 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			}
 			return fmt.Errorf("camera %s: %w", c.spec.Name, r.err)
 		}
-		s.ready[r.cam] = r.frame
+		s.ready[r.cam] = true
 		return nil
 	}
+	batch := make([]int, 0, p.batch)
 	for {
-		if live == 0 {
+		if live == 0 && s.next() < 0 {
 			return nil
 		}
-		// Control first: a tick or a reload waits for at most one frame.
+		// Control first: a tick or a reload waits for at most one batch.
 		i := s.next()
 		if i < 0 {
 			select {
@@ -427,20 +459,57 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			continue
 		default:
 		}
-		c := p.cams[i]
-		f := s.take(i)
-		c.process(work, f)
-		// Only now the camera's fetcher asks for its next frame: it is
-		// the newest when this camera's turn comes again, and it is
-		// fetched while the other cameras' frames run.
-		c.want <- f
+		// Up to batch_size cameras, round-robin, each with its newest
+		// staged frame: a batch never waits for a camera without one.
+		cams, slots, frames := p.batchCams[:0], p.batchSlots[:0], p.batchFrames[:0]
+		for _, i := range s.takeBatch(batch[:0], p.batch) {
+			c := p.cams[i]
+			sl := c.take()
+			if sl == nil {
+				continue // a notification of a slot already taken
+			}
+			cams, slots, frames = append(cams, c), append(slots, sl), append(frames, &sl.frame)
+		}
+		if len(cams) == 0 {
+			continue
+		}
+		p.runBatch(work, cams, slots, frames)
+		for k, c := range cams {
+			c.free <- slots[k]
+		}
+	}
+}
+
+// runBatch runs the staged frames of cameras (one each) as one batch
+// through the models, then each camera's own stages in turn.
+func (p *Pipeline) runBatch(ctx context.Context, cams []*cameraPipe, slots []*frameSlot, frames []*camera.Frame) {
+	t0 := time.Now()
+	views, staged, ok := p.batchViews[:0], p.batchStaged[:0], p.batchOK[:0]
+	for k, c := range cams {
+		c.begin(frames[k], t0)
+		if err := slots[k].err; err != nil {
+			c.frameError(frames[k].Seq, err)
+			continue
+		}
+		views, staged, ok = append(views, c.models), append(staged, slots[k].st), append(ok, k)
+	}
+	if len(views) == 0 {
+		return
+	}
+	err := p.models.inferBatch(ctx, views, staged, p.batchScratch, &p.times)
+	for _, k := range ok {
+		if err != nil {
+			cams[k].frameError(frames[k].Seq, err)
+			continue
+		}
+		cams[k].finish(frames[k], t0, slots[k].prep, &p.times)
 	}
 }
 
 // scheduler picks the cameras round-robin among those with a frame.
 type scheduler struct {
-	ready []*camera.Frame // the newest frame of each camera, nil when none
-	last  int             // the camera served last
+	ready []bool // a camera has a staged frame (or had: see take)
+	last  int    // the camera served last
 }
 
 // next returns the camera to serve, -1 when no camera has a frame.
@@ -448,19 +517,31 @@ func (s *scheduler) next() int {
 	n := len(s.ready)
 	for k := 1; k <= n; k++ {
 		i := (s.last + k) % n
-		if s.ready[i] != nil {
+		if s.ready[i] {
 			return i
 		}
 	}
 	return -1
 }
 
-// take removes camera i's frame and makes it the last served.
-func (s *scheduler) take(i int) *camera.Frame {
-	f := s.ready[i]
-	s.ready[i] = nil
+// take marks camera i's frame taken and makes it the last served.
+func (s *scheduler) take(i int) {
+	s.ready[i] = false
 	s.last = i
-	return f
+}
+
+// takeBatch takes up to max cameras with a frame, round-robin from the
+// one after the last served, into dst.
+func (s *scheduler) takeBatch(dst []int, max int) []int {
+	for len(dst) < max {
+		i := s.next()
+		if i < 0 {
+			break
+		}
+		s.take(i)
+		dst = append(dst, i)
+	}
+	return dst
 }
 
 // tick runs every camera's stall detection, and stats and states when due.

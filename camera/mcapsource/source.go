@@ -45,6 +45,10 @@ type Source struct {
 	frames   int
 }
 
+// ConsumerPaced reports whether the replay runs at "max" speed (Speed 0):
+// its frames come as fast as they are taken (camera.ConsumerPaced).
+func (s *Source) ConsumerPaced() bool { return s.cfg.Speed == 0 }
+
 // Open opens a recording for replay.
 func Open(cfg Config) (*Source, error) {
 	if cfg.Speed < 0 {

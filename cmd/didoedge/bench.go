@@ -301,6 +301,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	fps := fs.Float64("fps", 0, "each simulated camera's frame rate; 0: free-running cameras (a frame is captured whenever the pipeline asks, so the pipeline alone sets the pace)")
 	frames := fs.Int("frames", 8, "frames each camera pre-renders and loops")
 	nSlices := fs.Int("slices", 5, "alternations of pipeline and bound within each run")
+	dynamic := fs.Bool("dynamic-batch", false, "run copies of the models with a dynamic batch dimension (didoedge model batch: same weights), so that cameras batch")
+	batch := fs.Int("batch-size", 0, "pipeline.batch_size of the runs (0: the default, min(cameras, 4) for dynamic-batch models, else 1)")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -325,7 +327,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	if *nSlices < 1 || *nSlices > 100 {
 		return fmt.Errorf("--slices %d: want 1..100", *nSlices)
 	}
-	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, Log: env.log}
+	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, BatchSize: *batch, DynamicBatch: *dynamic, Log: env.log}
 	if *child >= 0 {
 		var v any
 		var err error
@@ -347,7 +349,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	runChild := func(n int, into any) error {
 		cmd := exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
 			"--duration", duration.String(), "--warmup", warmup.String(), "--fps", strconv.FormatFloat(*fps, 'g', -1, 64),
-			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--child", strconv.Itoa(n))
+			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--batch-size", strconv.Itoa(*batch), "--dynamic-batch="+strconv.FormatBool(*dynamic), "--child", strconv.Itoa(n))
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
@@ -366,10 +368,10 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	if err := runChild(0, &bound); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "single-session bound alone (models back to back, one run per frame, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
-		bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
+	fmt.Fprintf(w, "single-session bound alone (models back to back on staged frames, %d cameras, batch %d, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
+		slices.Max(counts), bound.BatchSize, bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
 	fmt.Fprintf(w, "each row: the pipeline and the bound (models back to back on sessions of their own) in %d alternating slices in the same process; /bound = aggregate over that bound\n", *nSlices)
-	fmt.Fprintf(w, "%7s %9s %7s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "aggregate", "bound", "/bound", "spread", "p50", "p99", "rss MiB",
+	fmt.Fprintf(w, "%7s %5s %9s %7s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "batch", "aggregate", "bound", "/bound", "spread", "p50", "p99", "rss MiB",
 		"allocs/frame", "less idle", "per camera fps (dropped)")
 	var rss1 int64
 	for _, n := range counts {
@@ -384,7 +386,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		for _, c := range r.PerCamera {
 			per = append(per, fmt.Sprintf("%s %.2f (%d)", c.Name, c.FPS, c.Dropped))
 		}
-		fmt.Fprintf(w, "%7d %9.2f %7.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.AggregateFPS,
+		fmt.Fprintf(w, "%7d %5d %9.2f %7.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.BatchSize, r.AggregateFPS,
 			r.BoundFPS, r.Ratio, 100*r.Spread,
 			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, r.FrameAllocs,
 			strings.Join(per, ", "))

@@ -17,22 +17,25 @@ import (
 const modelUsage = `usage:
   didoedge model inspect FILE
   didoedge model expose FILE --tensor NAME --out FILE2
+  didoedge model batch FILE --out FILE2
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
   didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --providers cpu --config FILE --library FILE]
   didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --depth-spec FILE --config FILE --library FILE]
   didoedge model compare DIR1 DIR2 [--tol 1e-3]`
 
-// runModel dispatches `didoedge model inspect|expose|export-test|run|compare`.
+// runModel dispatches `didoedge model inspect|expose|batch|export-test|run|compare`.
 func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprintln(env.stderr, modelUsage)
-		return errors.New("missing subcommand (inspect, expose, export-test, run or compare)")
+		return errors.New("missing subcommand (inspect, expose, batch, export-test, run or compare)")
 	}
 	switch args[0] {
 	case "inspect":
 		return runModelInspect(env, args[1:])
 	case "expose":
 		return runModelExpose(env, args[1:])
+	case "batch":
+		return runModelBatch(env, args[1:])
 	case "export-test":
 		return runModelExportTest(env, args[1:])
 	case "run":
@@ -44,7 +47,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 		return flag.ErrHelp
 	}
 	fmt.Fprintln(env.stderr, modelUsage)
-	return fmt.Errorf("unknown subcommand %q (want inspect, expose, export-test, run or compare)", args[0])
+	return fmt.Errorf("unknown subcommand %q (want inspect, expose, batch, export-test, run or compare)", args[0])
 }
 
 func runModelInspect(env *cliEnv, args []string) error {
@@ -89,6 +92,38 @@ func runModelExpose(env *cliEnv, args []string) error {
 		return err
 	}
 	env.log.Info("exposed tensor as graph output", "model", pos[0], "tensor", *tensor, "out", *out)
+	return nil
+}
+
+// runModelBatch writes a copy of a model whose batch dimension is
+// symbolic (onnx.DynamicBatch): same weights, N frames per run.
+func runModelBatch(env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "model batch")
+	out := fs.String("out", "", "path of the edited model")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *out == "" {
+		fmt.Fprintln(env.stderr, modelUsage)
+		return errors.New("batch: want FILE and --out FILE2")
+	}
+	if *out == pos[0] {
+		return fmt.Errorf("batch: --out %q would overwrite the input model", *out)
+	}
+	m, err := onnx.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	edit, err := onnx.DynamicBatch(m, "")
+	if err != nil {
+		return fmt.Errorf("model %q: %w", pos[0], err)
+	}
+	if err := onnx.WriteFile(*out, m); err != nil {
+		return err
+	}
+	env.log.Info("batch dimension made dynamic", "model", pos[0], "out", *out,
+		"declarations", edit.Declarations, "broadcast_constants", len(edit.Broadcasts))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +103,51 @@ func TestParseBytes(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestModelBatch: `model batch` writes a copy that runs a batch of 2 in
+// ONNX Runtime (y = exp(relu(x)) row by row, a closed form), while the
+// original refuses it; bad invocations name what is missing.
+func TestModelBatch(t *testing.T) {
+	p := twoStage(t)
+	dst := filepath.Join(t.TempDir(), "batched.onnx")
+	env, _, errb := modelTestEnv()
+	if code := run(context.Background(), env, []string{"model", "batch", p, "--out", dst}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	x := []float32{-1, 0, 2, 1, -3, 0.5}
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{{dst, true}, {p, false}} {
+		e, err := infer.NewEvaluator(mustRead(t, c.path), "", "x", []string{"y"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, _, err := e.Run([]int64{2, 3}, x)
+		e.Close()
+		if !c.ok {
+			if err == nil {
+				t.Fatal("the fixed-batch original ran a batch of 2")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range x {
+			if want := float32(math.Exp(float64(max(v, 0)))); math.Abs(float64(outs[0][i]-want)) > 1e-6 {
+				t.Fatalf("y[%d] = %g, want %g", i, outs[0][i], want)
+			}
+		}
+	}
+	env, _, errb = modelTestEnv()
+	if code := run(context.Background(), env, []string{"model", "batch", p}); code != 1 || !strings.Contains(errb.String(), "--out FILE2") {
+		t.Fatalf("missing --out: exit %d, stderr %s", code, errb)
+	}
+	env, _, errb = modelTestEnv()
+	if code := run(context.Background(), env, []string{"model", "batch", p, "--out", p}); code != 1 || !strings.Contains(errb.String(), "overwrite") {
+		t.Fatalf("--out over the input: exit %d, stderr %s", code, errb)
 	}
 }

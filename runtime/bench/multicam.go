@@ -12,10 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // MulticamOptions configure one multi-camera measurement.
@@ -38,7 +40,15 @@ type MulticamOptions struct {
 	// the pipeline and the bound (default 5): on a shared machine both
 	// then see the same load.
 	Slices int
-	Log    *slog.Logger
+	// BatchSize is the pipeline's pipeline.batch_size (0: its default,
+	// min(cameras, 4) for dynamic-batch models, else 1); the bound runs
+	// batches of the size the pipeline uses.
+	BatchSize int
+	// DynamicBatch runs copies of the models made dynamic-batch by
+	// onnx.DynamicBatch (`didoedge model batch`: the same weights), so
+	// that frames of several cameras batch.
+	DynamicBatch bool
+	Log          *slog.Logger
 }
 
 func (o *MulticamOptions) defaults() {
@@ -94,16 +104,20 @@ type MulticamResult struct {
 	IdleAllocsPerSec float64 `json:"idle_allocs_per_sec"`
 	FrameAllocs      float64 `json:"frame_allocs_estimate"`
 	Provider         string  `json:"provider"`
+	// BatchSize is the most frames (of different cameras) one model run
+	// took, in the pipeline and in the bound.
+	BatchSize int `json:"batch_size"`
 }
 
 // BoundResult is the single-session throughput bound: the models run
 // back to back on the rig's frames, without cameras, scheduler or alerts.
 type BoundResult struct {
-	FPS      float64       `json:"fps"`
-	Frames   int           `json:"frames"`
-	MeanTime time.Duration `json:"mean_ns"`
-	RSSBytes int64         `json:"rss_bytes"`
-	Provider string        `json:"provider"`
+	BatchSize int           `json:"batch_size"`
+	FPS       float64       `json:"fps"`
+	Frames    int           `json:"frames"`
+	MeanTime  time.Duration `json:"mean_ns"`
+	RSSBytes  int64         `json:"rss_bytes"`
+	Provider  string        `json:"provider"`
 }
 
 // quietCalibration never alarms: the steady state has no events.
@@ -140,10 +154,26 @@ func rigFrames(n, frames, w, h int) ([][][]uint8, error) {
 // multicamConfig is the demo's runtime config for n cameras fed by the
 // benchmark (the URLs are never dialled), with a calibration that never
 // alarms and the HTTP server off.
-func multicamConfig(modelsDir, tmp string, n int) (*runtime.Config, *demo.Reference, error) {
+func multicamConfig(modelsDir, tmp string, n int, dynamic bool) (*runtime.Config, *demo.Reference, error) {
 	ref, err := demo.ReadReference(modelsDir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if dynamic {
+		for _, path := range []*string{&ref.DepthModel, &ref.AuxUEModel} {
+			m, err := onnx.ReadFile(*path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := onnx.DynamicBatch(m, ""); err != nil {
+				return nil, nil, fmt.Errorf("model %q: %w", *path, err)
+			}
+			out := filepath.Join(tmp, "dynamic-"+filepath.Base(*path))
+			if err := onnx.WriteFile(out, m); err != nil {
+				return nil, nil, err
+			}
+			*path = out
+		}
 	}
 	cal := filepath.Join(tmp, "quiet.yaml")
 	if err := os.WriteFile(cal, []byte(quietCalibration), 0o644); err != nil {
@@ -172,10 +202,11 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	cfg, ref, err := multicamConfig(o.ModelsDir, tmp, o.Cameras)
+	cfg, ref, err := multicamConfig(o.ModelsDir, tmp, o.Cameras, o.DynamicBatch)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Pipeline.BatchSize = o.BatchSize
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	frames, err := rigFrames(o.Cameras, o.Frames, w, h)
 	if err != nil {
@@ -245,10 +276,10 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	res := &MulticamResult{Cameras: o.Cameras, IdleAllocsPerSec: idleRate}
 	res.Provider, _ = p.Providers()
 	slice := max(o.Duration/time.Duration(o.Slices), time.Second)
-	var bound *runtime.Models
+	var bound *batchBound
 	defer func() {
 		if bound != nil {
-			bound.Close()
+			bound.close()
 		}
 	}()
 	var elapsed, boundTime time.Duration
@@ -280,10 +311,11 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 				stop()
 				return nil, err
 			}
-			if bound, err = runtime.OpenModels(ctx, cfg, o.Log); err != nil {
+			if bound, err = openBound(ctx, cfg, o.Cameras, frames, w, h, o.Log); err != nil {
 				stop()
 				return nil, err
 			}
+			res.BatchSize = bound.batch
 		}
 		// Pause the cameras, let the pipeline finish the frames it holds,
 		// then a bound slice: the models back to back on sessions of their own.
@@ -294,13 +326,13 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 		}
 		tb := time.Now()
 		for time.Since(tb) < slice {
-			cam := bi % o.Cameras
-			if _, err := bound.Infer(ctx, frames[cam][(bi/o.Cameras)%len(frames[cam])], w, h); err != nil {
+			n, err := bound.run(ctx, bi)
+			if err != nil {
 				stop()
 				return nil, err
 			}
 			bi++
-			boundFrames++
+			boundFrames += n
 		}
 		boundTime += time.Since(tb)
 		paused.Store(false)
@@ -383,6 +415,10 @@ type freeRunning struct {
 	paused *atomic.Bool
 }
 
+// ConsumerPaced: a frame whenever asked, so the pipeline reads the next
+// only once it took the last (camera.ConsumerPaced).
+func (f *freeRunning) ConsumerPaced() bool { return true }
+
 func (f *freeRunning) Next(ctx context.Context, dst *camera.Frame) error {
 	for f.paused.Load() {
 		if err := sleep(ctx, 5*time.Millisecond); err != nil {
@@ -427,11 +463,82 @@ func drain(ctx context.Context, cams []*runtime.CameraMetrics) error {
 	return nil
 }
 
-// InferenceBound runs the reference models back to back on the rig's
-// frames (cameras 0..cameras-1 in turn) for o.Duration after o.Warmup: the
+// batchBound is the single-session bound: the models (sessions of their
+// own, the pipeline's batch size) run back to back on frames staged once
+// (resized and normalized in advance: in the pipeline that work runs on
+// the cameras' goroutines), batches of consecutive cameras in turn.
+type batchBound struct {
+	m       *runtime.Models
+	batch   int
+	cameras int
+	views   []*runtime.Models
+	staged  [][]*infer.Staged // [camera][frame]
+	stb     []*infer.Staged
+	scratch []*infer.Models
+	times   runtime.StageTimes
+}
+
+func openBound(ctx context.Context, cfg *runtime.Config, cameras int, frames [][][]uint8, w, h int, log *slog.Logger) (_ *batchBound, err error) {
+	m, err := runtime.OpenPipelineModels(ctx, cfg, cameras, log)
+	if err != nil {
+		return nil, err
+	}
+	b := &batchBound{m: m, batch: m.MaxBatch(), cameras: cameras}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	b.views = []*runtime.Models{m}
+	for len(b.views) < b.batch {
+		v, err := m.Share()
+		if err != nil {
+			return nil, err
+		}
+		b.views = append(b.views, v)
+	}
+	for c := range cameras {
+		var sts []*infer.Staged
+		for _, f := range frames[c] {
+			st := m.NewStaged()
+			if err := m.Stage(st, f, w, h); err != nil {
+				return nil, err
+			}
+			sts = append(sts, st)
+		}
+		b.staged = append(b.staged, sts)
+	}
+	b.stb, b.scratch = make([]*infer.Staged, b.batch), make([]*infer.Models, b.batch)
+	return b, nil
+}
+
+// run runs batch i: cameras i*batch ... (mod cameras), each its next
+// frame; it returns the frames run.
+func (b *batchBound) run(ctx context.Context, i int) (int, error) {
+	n := min(b.batch, b.cameras)
+	for k := range n {
+		c := (i*n + k) % b.cameras
+		sts := b.staged[c]
+		b.stb[k] = sts[((i*n+k)/b.cameras)%len(sts)]
+	}
+	if err := b.m.InferStaged(ctx, b.views[:n], b.stb[:n], b.scratch, &b.times); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (b *batchBound) close() {
+	for _, v := range b.views[1:] {
+		v.Close()
+	}
+	b.m.Close()
+}
+
+// InferenceBound runs the reference models back to back, batched as the
+// pipeline of that many cameras would (runtime.OpenPipelineModels), on
+// the rig's frames staged in advance, for o.Duration after o.Warmup: the
 // most frames per second one session per model can give, which no
-// scheduler can beat. The reference models have a fixed batch of 1, so
-// this is one run per frame.
+// scheduler can beat.
 func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*BoundResult, error) {
 	o.defaults()
 	tmp, err := os.MkdirTemp("", "didoedge-bound-")
@@ -439,32 +546,34 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	cfg, ref, err := multicamConfig(o.ModelsDir, tmp, 1)
+	cameras = max(cameras, 1)
+	cfg, ref, err := multicamConfig(o.ModelsDir, tmp, cameras, o.DynamicBatch)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Pipeline.BatchSize = o.BatchSize
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
-	frames, err := rigFrames(max(cameras, 1), o.Frames, w, h)
+	frames, err := rigFrames(cameras, o.Frames, w, h)
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.OpenModels(ctx, cfg, o.Log)
+	b, err := openBound(ctx, cfg, cameras, frames, w, h, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
+	defer b.close()
 	run := func(d time.Duration) (int, time.Duration, error) {
 		t0 := time.Now()
 		n := 0
-		for time.Since(t0) < d {
+		for i := 0; time.Since(t0) < d; i++ {
 			if err := ctx.Err(); err != nil {
 				return n, 0, err
 			}
-			src := frames[n%len(frames)][(n/len(frames))%o.Frames]
-			if _, err := m.Infer(ctx, src, w, h); err != nil {
+			k, err := b.run(ctx, i)
+			if err != nil {
 				return n, 0, err
 			}
-			n++
+			n += k
 		}
 		return n, time.Since(t0), nil
 	}
@@ -475,8 +584,8 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 	if err != nil {
 		return nil, err
 	}
-	res := &BoundResult{FPS: float64(n) / el.Seconds(), Frames: n, MeanTime: el / time.Duration(max(n, 1))}
-	res.Provider = m.Provider()
+	res := &BoundResult{BatchSize: b.batch, FPS: float64(n) / el.Seconds(), Frames: n, MeanTime: el / time.Duration(max(n, 1))}
+	res.Provider = b.m.Provider()
 	if res.RSSBytes, err = rssBytes(); err != nil {
 		return nil, err
 	}

@@ -13,12 +13,19 @@ import (
 func TestMulticamMeasures(t *testing.T) {
 	dir := testModels(t)
 	for _, fps := range []float64{0, 30} { // free-running cameras, and 30 fps cameras
-		t.Run(fmt.Sprintf("fps %g", fps), func(t *testing.T) { multicamMeasures(t, dir, fps) })
+		t.Run(fmt.Sprintf("fps %g", fps), func(t *testing.T) { multicamMeasures(t, dir, fps, false) })
 	}
+	// Dynamic-batch copies of the models: the 3 cameras run as batches of 3
+	// (the default min(cameras, 4)), in the pipeline and in the bound.
+	t.Run("dynamic batch", func(t *testing.T) { multicamMeasures(t, dir, 0, true) })
 }
 
-func multicamMeasures(t *testing.T, dir string, fps float64) {
-	o := MulticamOptions{ModelsDir: dir, Cameras: 3, Duration: 2 * time.Second, Warmup: time.Second, Frames: 2, FPS: fps, Slices: 2}
+func multicamMeasures(t *testing.T, dir string, fps float64, dynamic bool) {
+	o := MulticamOptions{ModelsDir: dir, Cameras: 3, Duration: 2 * time.Second, Warmup: time.Second, Frames: 2, FPS: fps, Slices: 2, DynamicBatch: dynamic}
+	wantBatch := 1
+	if dynamic {
+		wantBatch = 3
+	}
 	r, err := Multicam(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -46,14 +53,14 @@ func multicamMeasures(t *testing.T, dir string, fps float64) {
 	if d := sum - r.AggregateFPS; d > 1e-9 || d < -1e-9 {
 		t.Fatalf("aggregate %g is not the sum of the cameras' %g", r.AggregateFPS, sum)
 	}
-	if r.LatencyP50 <= 0 || r.LatencyP99 < r.LatencyP50 || r.RSSBytes <= 0 || r.Provider != "cpu" {
+	if r.LatencyP50 <= 0 || r.LatencyP99 < r.LatencyP50 || r.RSSBytes <= 0 || r.Provider != "cpu" || r.BatchSize != wantBatch {
 		t.Fatalf("figures %+v", r)
 	}
 	b, err := InferenceBound(context.Background(), o, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Frames < 10 || b.FPS <= 0 || b.MeanTime <= 0 {
+	if b.Frames < 10 || b.FPS <= 0 || b.MeanTime <= 0 || b.BatchSize != wantBatch {
 		t.Fatalf("bound %+v", b)
 	}
 }

@@ -31,6 +31,13 @@ type ModelsConfig struct {
 	// DepthScale multiplies the SourceDepth channel (0 means 1).
 	DepthScale float32
 	Inference  Config
+	// BatchSize is the most frames one run of each model takes (the
+	// pipeline's batch_size); 0 or 1 = one frame per run. Above 1 both
+	// models need a dynamic batch dimension.
+	BatchSize int
+	// BatchIfDynamic opens fixed-batch models with batch 1 instead of
+	// refusing BatchSize > 1 (a default batch size, not a user's).
+	BatchIfDynamic bool
 	// DepthSpecFile and AuxUESpecFile name where the specs come from, for
 	// messages ("" = given inline).
 	DepthSpecFile, AuxUESpecFile string
@@ -103,12 +110,211 @@ type Models struct {
 	canvas                               []uint8
 	depthRemap, auxRemap                 *Remap
 	frameDepth, frameScale, frameEpistem []float32
+	one                                  [1]*Models // InferTimed's batch of one, without allocating
+
+	// the last InferBatch's result of this view
+	res    Maps
+	resImg []uint8
+	resErr error
 }
 
-// auxCopy is one block of a features input: src (times scale) into dst.
+// auxCopy is one block of a features input: values [off, off+n) of the
+// AuxUE input come from src (times scale): the depth model's input
+// (auxSrcImage), the view's depth (auxSrcDepth) or depth output i >= 0.
 type auxCopy struct {
-	dst, src []float32
-	scale    float32
+	off, n int
+	src    int
+	scale  float32
+}
+
+const (
+	auxSrcImage = -1
+	auxSrcDepth = -2
+)
+
+// Staged is one frame fitted into the depth model's input and normalized
+// ahead of its run (Models.Stage), so that this work can overlap the
+// models' runs on another goroutine. Each camera keeps its own.
+type Staged struct {
+	geo     Geometry
+	have    bool
+	resizer *Resizer
+	input   []float32 // the depth model's image input, one frame
+	image   []uint8   // the input-size RGB8 image the model sees
+}
+
+// Image is the input-size RGB8 image of the staged frame (InW x InH).
+func (st *Staged) Image() []uint8 { return st.image }
+
+// Geometry is how the staged frame sits in the input.
+func (st *Staged) Geometry() Geometry { return st.geo }
+
+// NewStaged allocates the buffers of one staged frame.
+func (m *Models) NewStaged() *Staged {
+	return &Staged{input: make([]float32, len(m.depth.Input())), image: make([]uint8, 3*m.inW*m.inH)}
+}
+
+// Stage fits an interleaved RGB8 frame of any size into the input and
+// normalizes it into st. It reads only the models' description and st,
+// never the sessions' tensors, so it may run on another goroutine while
+// the models run (one goroutine per st). It allocates only when the frame
+// size changes.
+func (m *Models) Stage(st *Staged, rgb []uint8, w, h int) error {
+	if w <= 0 || h <= 0 || len(rgb) < 3*w*h {
+		return fmt.Errorf("preprocess: frame of %d bytes is not a %dx%d RGB image", len(rgb), w, h)
+	}
+	if !st.have || st.geo.FrameW != w || st.geo.FrameH != h {
+		st.geo, st.have = m.Geometry(w, h), true
+		st.resizer = NewResizer(st.geo.CW, st.geo.CH)
+		clear(st.image) // black borders
+	}
+	img, err := st.resizer.Resize(rgb, w, h)
+	if err != nil {
+		return fmt.Errorf("preprocess: %w", err)
+	}
+	g := st.geo
+	if g.CW != m.inW || g.CH != m.inH {
+		for y := 0; y < g.CH; y++ {
+			copy(st.image[3*((g.Y0+y)*m.inW+g.X0):], img[3*y*g.CW:3*(y+1)*g.CW])
+		}
+	} else {
+		copy(st.image, img) // img may be the caller's frame
+	}
+	if err := m.depth.ImageInto(st.input, st.image, m.inW, m.inH, 3*m.inW); err != nil {
+		return fmt.Errorf("preprocess: %w", err)
+	}
+	return nil
+}
+
+// MaxBatch is the most frames one InferBatch takes.
+func (m *Models) MaxBatch() int {
+	if m.aux == nil {
+		return m.depth.MaxBatch()
+	}
+	return min(m.depth.MaxBatch(), m.aux.MaxBatch())
+}
+
+// InferBatch runs the frames staged for views (staged[k] for views[k]) as
+// one batch through the shared sessions: the depth model once for all,
+// then the AuxUE once for all. views are m and views of it (Share), each
+// at most once, at most MaxBatch of them. Frame k's maps are then
+// views[k].Result(). An error fails every frame of the batch (a session
+// that cannot run); a frame whose outputs hold NaN or Inf fails alone.
+// It allocates nothing once each view's frame size is known.
+func (m *Models) InferBatch(ctx context.Context, views []*Models, staged []*Staged, t *StageTimes) error {
+	n := len(views)
+	if m.aux == nil {
+		return errors.New("infer: the models were opened without an AuxUE")
+	}
+	if n < 1 || n > m.MaxBatch() || len(staged) != n {
+		return fmt.Errorf("infer batch: %d views and %d staged frames, the sessions take 1 to %d", n, len(staged), m.MaxBatch())
+	}
+	t0 := time.Now()
+	for k, v := range views {
+		if v.depth != m.depth || v.aux != m.aux {
+			return errors.New("infer batch: a view of other sessions")
+		}
+		st := staged[k]
+		if !st.have {
+			return errors.New("infer batch: a frame that was not staged")
+		}
+		v.setFrame(st.geo.FrameW, st.geo.FrameH)
+		copy(m.depth.InputSlot(0, k), st.input)
+		v.resImg = st.image
+	}
+	t.Preprocess = time.Since(t0)
+	return m.runSlots(ctx, views, t)
+}
+
+// Result is this view's frame of the last InferBatch: maps at the frame's
+// size and the input-size image, valid until the next batch.
+func (m *Models) Result() (Maps, []uint8, error) { return m.res, m.resImg, m.resErr }
+
+// runSlots runs the depth model and the AuxUE on the filled depth input
+// slots, one per view, and leaves each view's maps in its result.
+func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) error {
+	n := len(views)
+	t1 := time.Now()
+	fr, err := m.depth.RunBatch(ctx, n)
+	if err != nil {
+		return err
+	}
+	t2 := time.Now()
+	t.Depth = t2.Sub(t1)
+	for k, v := range views {
+		v.res, v.resErr = Maps{}, nil
+		if !fr.SlotValid[k] {
+			v.resErr = ErrInvalidOutput
+		}
+		if _, err := m.depth.DepthSlotInto(k, v.depthOut); err != nil {
+			return err
+		}
+		if v.toInput != nil {
+			if err := v.toInput.Apply(v.depthOut, v.depthIn); err != nil {
+				return err
+			}
+		}
+		if m.cfg.AuxUESpec.OwnsInputs() {
+			copy(m.aux.InputSlot(0, k), m.depth.InputSlot(0, k))
+			copy(m.aux.InputSlot(1, k), v.depthIn)
+			continue
+		}
+		dst := m.aux.InputSlot(0, k)
+		for _, c := range m.auxCopies {
+			var src []float32
+			switch c.src {
+			case auxSrcImage:
+				src = m.depth.InputSlot(0, k)
+			case auxSrcDepth:
+				src = v.depthOut
+			default:
+				src = m.depth.OutputSlot(c.src, k)
+			}
+			d := dst[c.off : c.off+c.n]
+			if c.scale == 1 {
+				copy(d, src)
+				continue
+			}
+			for i, x := range src {
+				d[i] = x * c.scale
+			}
+		}
+	}
+	t3 := time.Now()
+	fa, err := m.aux.RunBatch(ctx, n)
+	if err != nil {
+		return err
+	}
+	t4 := time.Now()
+	t.AuxUE = t4.Sub(t3)
+	for k, v := range views {
+		if !fa.SlotValid[k] {
+			v.resErr = ErrInvalidOutput
+		}
+		if v.resErr != nil {
+			continue
+		}
+		w, h := v.geo.FrameW, v.geo.FrameH
+		maps := Maps{Width: w, Height: h, Depth: v.depthOut, Scale: m.aux.OutputSlot(0, k), Epistemic: m.aux.OutputSlot(1, k), Relative: m.relative}
+		if !v.depthRemap.Identity() {
+			if err := v.depthRemap.Apply(v.depthOut, v.frameDepth); err != nil {
+				return err
+			}
+			maps.Depth = v.frameDepth
+		}
+		if !v.auxRemap.Identity() {
+			if err := v.auxRemap.Apply(maps.Scale, v.frameScale); err != nil {
+				return err
+			}
+			if err := v.auxRemap.Apply(maps.Epistemic, v.frameEpistem); err != nil {
+				return err
+			}
+			maps.Scale, maps.Epistemic = v.frameScale, v.frameEpistem
+		}
+		v.res = maps
+	}
+	t.Readout = t3.Sub(t2) + time.Since(t4)
+	return nil
 }
 
 // OpenModels loads the models of cfg and checks that they fit together.
@@ -132,12 +338,18 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 			m.Close()
 		}
 	}()
-	if m.depth, err = NewSession(ctx, cfg.Depth, cfg.DepthSpec, cfg.Inference, log); err != nil {
+	so := SessionOptions{MaxBatch: cfg.BatchSize, IfDynamic: cfg.BatchIfDynamic}
+	if m.depth, err = OpenSession(ctx, cfg.Depth, cfg.DepthSpec, cfg.Inference, so, log); err != nil {
 		return nil, fmt.Errorf("depth model (%s): %w", specSource(cfg.DepthSpecFile), err)
 	}
 	if cfg.AuxUE != "" {
-		if m.aux, err = NewSession(ctx, cfg.AuxUE, cfg.AuxUESpec, cfg.Inference, log); err != nil {
+		if m.aux, err = OpenSession(ctx, cfg.AuxUE, cfg.AuxUESpec, cfg.Inference, so, log); err != nil {
 			return nil, fmt.Errorf("auxue model (%s): %w", specSource(cfg.AuxUESpecFile), err)
+		}
+		if so.MaxBatch > 1 && m.depth.MaxBatch() != m.aux.MaxBatch() {
+			// Only with BatchIfDynamic: one model batches, the other not.
+			log.Warn("one run per frame: only one of the models has a dynamic batch dimension",
+				"depth", cfg.Depth, "depth_batch", m.depth.MaxBatch(), "auxue", cfg.AuxUE, "auxue_batch", m.aux.MaxBatch())
 		}
 	}
 	if err = m.wire(log); err != nil {
@@ -276,18 +488,19 @@ func (m *Models) wire(log *slog.Logger) error {
 	for _, name := range m.cfg.AuxInputs {
 		var src []float32
 		scale := float32(1)
+		kind := auxSrcImage
 		switch name {
 		case SourceImage:
 			src = m.depth.Input()
 		case SourceDepth:
-			src, scale = m.depthOut, m.cfg.DepthScale
+			src, scale, kind = m.depthOut, m.cfg.DepthScale, auxSrcDepth
 			if scale == 0 {
 				scale = 1
 			}
 		default:
 			for i, n := range m.depth.OutputNames() {
 				if n == name {
-					src = m.depth.Output(i)
+					src, kind = m.depth.Output(i), i
 				}
 			}
 		}
@@ -298,7 +511,7 @@ func (m *Models) wire(log *slog.Logger) error {
 		if off+len(src) > len(dst) {
 			return fmt.Errorf("auxue.inputs %v: more channels than the AuxUE input %v has", m.cfg.AuxInputs, ash)
 		}
-		m.auxCopies = append(m.auxCopies, auxCopy{dst: dst[off : off+len(src)], src: src, scale: scale})
+		m.auxCopies = append(m.auxCopies, auxCopy{off: off, n: len(src), src: kind, scale: scale})
 		layout = append(layout, fmt.Sprintf("%s:%d", name, len(src)/aplane))
 		off += len(src)
 	}
@@ -428,55 +641,12 @@ func (m *Models) InferTimed(ctx context.Context, rgb []uint8, w, h int, t *Stage
 	if err != nil {
 		return Maps{}, nil, err
 	}
-	t1 := time.Now()
-	t.Preprocess = t1.Sub(t0)
-	if err := m.runDepth(ctx); err != nil {
+	t.Preprocess = time.Since(t0)
+	m.one[0] = m
+	if err := m.runSlots(ctx, m.one[:], t); err != nil {
 		return Maps{}, nil, err
 	}
-	t2 := time.Now()
-	t.Depth = t2.Sub(t1)
-	if m.cfg.AuxUESpec.OwnsInputs() {
-		copy(m.aux.InputAt(0), m.depth.Input())
-		copy(m.aux.InputAt(1), m.depthIn)
-	} else {
-		for _, c := range m.auxCopies {
-			if c.scale == 1 {
-				copy(c.dst, c.src)
-				continue
-			}
-			for i, v := range c.src {
-				c.dst[i] = v * c.scale
-			}
-		}
-	}
-	t3 := time.Now()
-	fr, err := m.aux.Run(ctx)
-	if err != nil {
-		return Maps{}, nil, err
-	}
-	t4 := time.Now()
-	t.AuxUE = t4.Sub(t3)
-	if !fr.Valid {
-		return Maps{}, nil, ErrInvalidOutput
-	}
-	maps := Maps{Width: w, Height: h, Depth: m.depthOut, Scale: m.aux.Output(0), Epistemic: m.aux.Output(1), Relative: m.relative}
-	if !m.depthRemap.Identity() {
-		if err := m.depthRemap.Apply(m.depthOut, m.frameDepth); err != nil {
-			return Maps{}, nil, err
-		}
-		maps.Depth = m.frameDepth
-	}
-	if !m.auxRemap.Identity() {
-		if err := m.auxRemap.Apply(maps.Scale, m.frameScale); err != nil {
-			return Maps{}, nil, err
-		}
-		if err := m.auxRemap.Apply(maps.Epistemic, m.frameEpistem); err != nil {
-			return Maps{}, nil, err
-		}
-		maps.Scale, maps.Epistemic = m.frameScale, m.frameEpistem
-	}
-	t.Readout = t3.Sub(t2) + time.Since(t4)
-	return maps, img, nil
+	return m.res, img, m.resErr
 }
 
 // Close releases both sessions.

@@ -18,19 +18,35 @@ import (
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("infer: session closed")
 
+// ErrFixedBatch marks a batch size above 1 asked of a model whose batch
+// dimension is fixed.
+var ErrFixedBatch = errors.New("the model's batch dimension is fixed")
+
 // Session runs one model on one execution provider with input and output
 // tensors allocated once; Run allocates nothing. It is safe for concurrent
 // use, but runs are serialized (they share the tensors).
 type Session struct {
-	mu        sync.Mutex
-	path      string
-	spec      IOSpec
-	lib       Library
-	provider  string
-	sess      *ort.AdvancedSession
-	inputs    []*ort.Tensor[float32]
-	inShapes  []ort.Shape
-	outputs   []*ort.Tensor[float32]
+	mu       sync.Mutex
+	path     string
+	spec     IOSpec
+	lib      Library
+	provider string
+	sess     *ort.AdvancedSession   // batch 1
+	inputs   []*ort.Tensor[float32] // batch maxBatch (their data: every slot)
+	inShapes []ort.Shape            // batch 1
+	outputs  []*ort.Tensor[float32] // batch maxBatch
+	inPer    []int                  // values of one frame per input
+	outPer   []int                  // per output
+	// Batched runs (maxBatch > 1): one dynamic session and, per batch size
+	// n, tensors of batch n over the first n slots of inputs/outputs and an
+	// IoBinding of them, made once, so that a run of any n allocates
+	// nothing.
+	maxBatch  int
+	dynamic   bool // the model's batch dimension is symbolic
+	dyn       *ort.DynamicAdvancedSession
+	bindings  []*ort.IoBinding         // [n-1]
+	batchVals [][]*ort.Tensor[float32] // [n-1]: inputs then outputs of batch n
+	slotValid []bool
 	outNames  []string
 	outMaps   [][2]int // (h, w) of the map outputs (depth, scale, epistemic); 0 otherwise
 	nonFinite []int
@@ -52,6 +68,9 @@ type Frame struct {
 	// Valid is false when any output holds a non-finite value; such a frame
 	// must not be used as depth.
 	Valid bool
+	// SlotValid is Valid per frame of a batch (one entry for Run); reused
+	// by the next run.
+	SlotValid []bool
 }
 
 // Stats are cumulative counters for metrics.
@@ -61,10 +80,27 @@ type Stats struct {
 	NonFiniteValues uint64 // NaN/Inf values seen in all outputs
 }
 
+// SessionOptions are a session's settings beyond the inference config.
+type SessionOptions struct {
+	// MaxBatch is the most frames one run takes (RunBatch); 0 or 1 = one.
+	// Above 1 the model's batch dimension (dim 0 of every input and
+	// output) must be symbolic: a fixed-batch model is refused, unless
+	// IfDynamic.
+	MaxBatch int
+	// IfDynamic opens a fixed-batch model with batch 1 instead of
+	// refusing MaxBatch > 1 (a default, not a user's request).
+	IfDynamic bool
+}
+
 // NewSession loads the model at path, checks it against spec, and creates a
 // session on the first execution provider in cfg that works. A provider that
 // fails is logged once at WARN with the reason and the next one is tried.
 func NewSession(ctx context.Context, path string, spec IOSpec, cfg Config, log *slog.Logger) (*Session, error) {
+	return OpenSession(ctx, path, spec, cfg, SessionOptions{}, log)
+}
+
+// OpenSession is NewSession with a batch size (SessionOptions).
+func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so SessionOptions, log *slog.Logger) (*Session, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -85,15 +121,15 @@ func NewSession(ctx context.Context, path string, spec IOSpec, cfg Config, log *
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release}
-	if err := s.init(ctx, data, cfg, log); err != nil {
+	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release, maxBatch: max(1, so.MaxBatch)}
+	if err := s.init(ctx, data, cfg, so, log); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.Logger) error {
+func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionOptions, log *slog.Logger) error {
 	inputs, outputs, err := ort.GetInputOutputInfoWithONNXData(data)
 	if err != nil {
 		return fmt.Errorf("load model %q: not a loadable ONNX model: %w", s.path, err)
@@ -101,6 +137,15 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 	inShapes, outShapes, err := matchSpec(s.spec, inputs, outputs)
 	if err != nil {
 		return fmt.Errorf("model %q does not match its io spec: %w", s.path, err)
+	}
+	var fixed string
+	s.dynamic, fixed = batchDynamic(s.spec, inputs, outputs)
+	if s.maxBatch > 1 && !s.dynamic {
+		if !so.IfDynamic {
+			return fmt.Errorf("batch size %d: model %q has a fixed batch dimension (%s); make it dynamic with `didoedge model batch %s --out FILE`, or use batch size 1: %w",
+				s.maxBatch, s.path, fixed, s.path, ErrFixedBatch)
+		}
+		s.maxBatch = 1
 	}
 	s.inShapes = inShapes
 	s.outNames = s.spec.outputNames()
@@ -113,24 +158,33 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 	if err := checkOutputShapes(s.spec, outShapes, inputs, outputs); err != nil {
 		return fmt.Errorf("model %q does not match its io spec: %w", s.path, err)
 	}
+	if s.maxBatch > 1 {
+		for i, sh := range outShapes {
+			if len(sh) == 0 || sh[0] != 1 {
+				return fmt.Errorf("batch size %d: model %q: output %q has shape %v, want its batch (dim 0) first", s.maxBatch, s.path, s.outNames[i], sh)
+			}
+		}
+	}
 	ins := make([]ort.Value, len(inShapes))
 	for i, sh := range inShapes {
-		t, err := ort.NewEmptyTensor[float32](sh)
+		t, err := ort.NewEmptyTensor[float32](withBatch(sh, s.maxBatch))
 		if err != nil {
 			return fmt.Errorf("model %q: allocate input %v: %w", s.path, sh, err)
 		}
 		s.inputs = append(s.inputs, t)
+		s.inPer = append(s.inPer, int(sh.FlattenedSize()))
 		ins[i] = t
 	}
 	values := make([]ort.Value, len(outShapes))
 	roles := s.spec.outputRoles()
 	s.outMaps = make([][2]int, len(outShapes))
 	for i, sh := range outShapes {
-		t, err := ort.NewEmptyTensor[float32](sh)
+		t, err := ort.NewEmptyTensor[float32](withBatch(sh, s.maxBatch))
 		if err != nil {
 			return fmt.Errorf("model %q: allocate output %q %v: %w", s.path, s.outNames[i], sh, err)
 		}
 		s.outputs = append(s.outputs, t)
+		s.outPer = append(s.outPer, int(sh.FlattenedSize()))
 		values[i] = t
 		if roles[i] == RoleDepth || roles[i] == RoleScale || roles[i] == RoleEpistemic {
 			h, w, _ := MapShape(sh)
@@ -138,6 +192,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 		}
 	}
 	s.nonFinite = make([]int, len(s.outputs))
+	s.slotValid = make([]bool, s.maxBatch)
 
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
@@ -148,9 +203,14 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, log *slog.L
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sess, err := s.create(data, cfg, p, sha, ins, values)
+		var err error
+		if s.maxBatch > 1 {
+			err = s.createBatched(data, cfg, p, sha)
+		} else {
+			s.sess, err = s.create(data, cfg, p, sha, ins, values)
+		}
 		if err == nil {
-			s.sess, s.provider = sess, p.Name
+			s.provider = p.Name
 			return nil
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %v", p.Name, err))
@@ -182,6 +242,95 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 			inputs, outputs, opts)
 	})
 	return sess, err
+}
+
+// createBatched builds the dynamic session for one provider and, for
+// each batch size n, tensors over the first n slots and their IoBinding.
+func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha string) error {
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return fmt.Errorf("session options: %w", err)
+	}
+	defer opts.Destroy()
+	if err := s.setThreading(opts, cfg); err != nil {
+		return err
+	}
+	var sess *ort.DynamicAdvancedSession
+	withSignalsPreserved(func() {
+		if err = appendProvider(opts, p, sha, s.inputs[0].GetShape()); err != nil {
+			return
+		}
+		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames, opts)
+	})
+	if err != nil {
+		return err
+	}
+	s.dyn = sess
+	inNames := s.spec.inputNames()
+	for n := 1; n <= s.maxBatch; n++ {
+		b, err := sess.CreateIoBinding()
+		if err != nil {
+			return fmt.Errorf("io binding: %w", err)
+		}
+		s.bindings = append(s.bindings, b)
+		var vals []*ort.Tensor[float32]
+		bind := func(name string, full *ort.Tensor[float32], per int, input bool) error {
+			t, err := ort.NewTensor(withBatch(full.GetShape(), n), full.GetData()[:n*per])
+			if err != nil {
+				return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+			}
+			vals = append(vals, t)
+			if input {
+				return b.BindInput(name, t)
+			}
+			return b.BindOutput(name, t)
+		}
+		for i, t := range s.inputs {
+			if err := bind(inNames[i], t, s.inPer[i], true); err != nil {
+				s.batchVals = append(s.batchVals, vals)
+				return err
+			}
+		}
+		for i, t := range s.outputs {
+			if err := bind(s.outNames[i], t, s.outPer[i], false); err != nil {
+				s.batchVals = append(s.batchVals, vals)
+				return err
+			}
+		}
+		s.batchVals = append(s.batchVals, vals)
+	}
+	return nil
+}
+
+// withBatch returns sh with dim 0 set to n.
+func withBatch(sh ort.Shape, n int) ort.Shape {
+	out := sh.Clone()
+	out[0] = int64(n)
+	return out
+}
+
+// batchDynamic reports whether dim 0 of every input the spec feeds and
+// every output it reads is symbolic; otherwise it names the first fixed one.
+func batchDynamic(spec IOSpec, inputs, outputs []ort.InputOutputInfo) (bool, string) {
+	check := func(kind string, infos []ort.InputOutputInfo, names []string) string {
+		for _, n := range names {
+			in := findInfo(infos, n)
+			if in == nil {
+				continue
+			}
+			if len(in.Dimensions) == 0 || in.Dimensions[0] >= 0 {
+				return fmt.Sprintf("%s %q has shape %v", kind, n, in.Dimensions)
+			}
+		}
+		return ""
+	}
+	if f := check("input", inputs, spec.inputNames()); f != "" {
+		return false, f
+	}
+	if f := check("output", outputs, spec.outputNames()); f != "" {
+		return false, f
+	}
+	return true, ""
 }
 
 // setThreading puts the session on the global pool, or sizes its own pool;
@@ -217,34 +366,55 @@ func (s *Session) ThreadPool() string {
 	return ThreadPoolSession
 }
 
-// Run executes the model on the current input tensor and scans the outputs
-// for NaN and Inf. It allocates nothing.
-func (s *Session) Run(ctx context.Context) (Frame, error) {
+// Run executes the model on the current input tensor (slot 0) and scans
+// the outputs for NaN and Inf. It allocates nothing.
+func (s *Session) Run(ctx context.Context) (Frame, error) { return s.RunBatch(ctx, 1) }
+
+// RunBatch executes the model on the first n slots of the inputs (1 <= n
+// <= MaxBatch) and scans their outputs for NaN and Inf, slot by slot. It
+// allocates nothing.
+func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 	if err := ctx.Err(); err != nil {
 		return Frame{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sess == nil {
+	if s.sess == nil && s.dyn == nil {
 		return Frame{}, ErrClosed
 	}
-	if err := s.sess.Run(); err != nil {
+	if n < 1 || n > s.maxBatch {
+		return Frame{}, fmt.Errorf("run model %q: batch of %d frames, the session takes 1 to %d", s.path, n, s.maxBatch)
+	}
+	var err error
+	if s.dyn != nil {
+		err = s.dyn.RunWithBinding(s.bindings[n-1])
+	} else {
+		err = s.sess.Run()
+	}
+	if err != nil {
 		return Frame{}, fmt.Errorf("run model %q on %s: %w", s.path, s.provider, err)
 	}
-	valid := true
 	var total int
-	for i, t := range s.outputs {
-		n := countNonFinite(t.GetData())
-		s.nonFinite[i] = n
-		total += n
+	for i := range s.nonFinite {
+		s.nonFinite[i] = 0
 	}
-	s.frames.Add(1)
-	if total > 0 {
-		valid = false
-		s.flagged.Add(1)
-		s.nonFiniteValues.Add(uint64(total))
+	for k := range n {
+		bad := 0
+		for i, t := range s.outputs {
+			per := s.outPer[i]
+			c := countNonFinite(t.GetData()[k*per : (k+1)*per])
+			s.nonFinite[i] += c
+			bad += c
+		}
+		s.slotValid[k] = bad == 0
+		s.frames.Add(1)
+		if bad > 0 {
+			s.flagged.Add(1)
+		}
+		total += bad
 	}
-	return Frame{NonFinite: s.nonFinite, Valid: valid}, nil
+	s.nonFiniteValues.Add(uint64(total))
+	return Frame{NonFinite: s.nonFinite, Valid: total == 0, SlotValid: s.slotValid[:n]}, nil
 }
 
 // countNonFinite counts NaN and ±Inf: v-v is 0 for finite v and NaN otherwise.
@@ -259,14 +429,35 @@ func countNonFinite(xs []float32) int {
 }
 
 // Input returns the first input tensor's backing slice (the image, or an
-// AuxUE's features), in the spec's layout; fill it before Run.
-func (s *Session) Input() []float32 { return s.inputs[0].GetData() }
+// AuxUE's features), in the spec's layout; fill it before Run. With a
+// batch, the first frame's slot.
+func (s *Session) Input() []float32 { return s.InputSlot(0, 0) }
 
 // InputAt returns input i's backing slice: 0 the image (or features),
-// 1 an AuxUE's depth input.
-func (s *Session) InputAt(i int) []float32 { return s.inputs[i].GetData() }
+// 1 an AuxUE's depth input (the first frame's slot).
+func (s *Session) InputAt(i int) []float32 { return s.InputSlot(i, 0) }
 
-// InputShape returns the first input's shape: (1,C,H,W) or (1,H,W,C).
+// InputSlot returns input i's values of frame k of a batch.
+func (s *Session) InputSlot(i, k int) []float32 {
+	per := s.inPer[i]
+	return s.inputs[i].GetData()[k*per : (k+1)*per]
+}
+
+// OutputSlot returns output i of frame k of the last run, valid until the
+// next run.
+func (s *Session) OutputSlot(i, k int) []float32 {
+	per := s.outPer[i]
+	return s.outputs[i].GetData()[k*per : (k+1)*per]
+}
+
+// MaxBatch is the most frames one run takes (1 unless the session was
+// opened with a batch size and the model's batch is dynamic).
+func (s *Session) MaxBatch() int { return s.maxBatch }
+
+// DynamicBatch reports whether the model's batch dimension is symbolic.
+func (s *Session) DynamicBatch() bool { return s.dynamic }
+
+// InputShape returns the first input's shape of one frame: (1,C,H,W) or (1,H,W,C).
 func (s *Session) InputShape() []int64 { return s.inShapes[0] }
 
 // Spec returns the IO spec the session was opened with.
@@ -281,10 +472,11 @@ func (s *Session) Path() string { return s.path }
 // Output returns output i as the tensor's backing slice, valid until the
 // next Run. Depth models: 0 = depth, then the features in spec order;
 // AuxUEs: 0 = scale, 1 = epistemic, 2 = alpha when the spec names it.
-func (s *Session) Output(i int) []float32 { return s.outputs[i].GetData() }
+// With a batch, the first frame's slot.
+func (s *Session) Output(i int) []float32 { return s.OutputSlot(i, 0) }
 
-// OutputShape returns the shape of output i.
-func (s *Session) OutputShape(i int) []int64 { return s.outputs[i].GetShape() }
+// OutputShape returns the shape of output i for one frame.
+func (s *Session) OutputShape(i int) []int64 { return withBatch(s.outputs[i].GetShape(), 1) }
 
 // MapSize is the (width, height) of map output i (depth, scale,
 // epistemic), whatever its rank (MapShape); 0, 0 for other outputs.
@@ -319,7 +511,27 @@ func (s *Session) SetImageRGB8(pix []byte, width, height, stride int) error {
 	if stride < 3*width || len(pix) < (height-1)*stride+3*width {
 		return fmt.Errorf("model %q: image buffer of %d bytes (stride %d) is too small for %dx%d RGB", s.path, len(pix), stride, width, height)
 	}
-	dst := s.inputs[0].GetData()
+	return s.imageInto(s.Input(), pix, width, height, stride)
+}
+
+// ImageInto is SetImageRGB8 into dst (one frame of the image input, e.g.
+// a frame staged off the inference goroutine): it reads only the spec, so
+// it may run while the session runs.
+func (s *Session) ImageInto(dst []float32, pix []byte, width, height, stride int) error {
+	in := s.spec.Input
+	if s.spec.IsAuxUE() && !s.spec.OwnsInputs() {
+		return fmt.Errorf("model %q: input %q is an AuxUE features input, not an image", s.path, in.Name)
+	}
+	if width != in.Width || height != in.Height || len(dst) != s.inPer[0] {
+		return fmt.Errorf("model %q: image is %dx%d into %d values, input %q wants %dx%d", s.path, width, height, len(dst), in.Name, in.Width, in.Height)
+	}
+	if stride < 3*width || len(pix) < (height-1)*stride+3*width {
+		return fmt.Errorf("model %q: image buffer of %d bytes (stride %d) is too small for %dx%d RGB", s.path, len(pix), stride, width, height)
+	}
+	return s.imageInto(dst, pix, width, height, stride)
+}
+
+func (s *Session) imageInto(dst []float32, pix []byte, width, height, stride int) error {
 	if s.spec.channels() == 1 {
 		greyInto(s.pixels, pix, width, height, stride, dst)
 		return nil
@@ -375,7 +587,15 @@ func (s *Session) DepthInto(dst []float32) (invalid int, err error) {
 	if s.spec.IsAuxUE() {
 		return 0, fmt.Errorf("model %q: an AuxUE has no depth output", s.path)
 	}
-	src := s.outputs[0].GetData()
+	return s.DepthSlotInto(0, dst)
+}
+
+// DepthSlotInto is DepthInto for frame k of the last batch.
+func (s *Session) DepthSlotInto(slot int, dst []float32) (invalid int, err error) {
+	if s.spec.IsAuxUE() {
+		return 0, fmt.Errorf("model %q: an AuxUE has no depth output", s.path)
+	}
+	src := s.OutputSlot(0, slot)
 	if len(dst) != len(src) {
 		return 0, fmt.Errorf("model %q: depth buffer has %d values, output %q has %d", s.path, len(dst), s.outNames[0], len(src))
 	}
@@ -423,6 +643,20 @@ func (s *Session) Close() error {
 		errs = append(errs, s.sess.Destroy())
 		s.sess = nil
 	}
+	for _, b := range s.bindings {
+		errs = append(errs, b.Destroy())
+	}
+	s.bindings = nil
+	if s.dyn != nil {
+		errs = append(errs, s.dyn.Destroy())
+		s.dyn = nil
+	}
+	for _, vals := range s.batchVals {
+		for _, t := range vals {
+			errs = append(errs, t.Destroy())
+		}
+	}
+	s.batchVals = nil
 	for _, t := range s.outputs {
 		errs = append(errs, t.Destroy())
 	}

@@ -34,7 +34,7 @@ type modelPair struct {
 	depthSpec, auxueSpec IOSpec
 }
 
-func modelPairs(t *testing.T) []modelPair {
+func modelPairs(t testing.TB) []modelPair {
 	t.Helper()
 	f := testmodels.Write(t, t.TempDir())
 	ds, err := ParseIOSpecKind([]byte(testmodels.DepthIOSpec), "depth.yaml", KindDepth)
