@@ -255,7 +255,9 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 			}
 		}
 		if m.cfg.AuxUESpec.OwnsInputs() {
-			copy(m.aux.InputSlot(0, k), m.depth.InputSlot(0, k))
+			if !m.aux.InputShared(0) {
+				copy(m.aux.InputSlot(0, k), m.depth.InputSlot(0, k))
+			}
 			copy(m.aux.InputSlot(1, k), v.depthIn)
 			continue
 		}
@@ -343,7 +345,14 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 		return nil, fmt.Errorf("depth model (%s): %w", specSource(cfg.DepthSpecFile), err)
 	}
 	if cfg.AuxUE != "" {
-		if m.aux, err = OpenSession(ctx, cfg.AuxUE, cfg.AuxUESpec, cfg.Inference, so, log); err != nil {
+		aso := so
+		if cfg.AuxUESpec.OwnsInputs() {
+			// The AuxUE's image input holds the depth model's input
+			// values (its contract): one buffer for both saves a copy of
+			// the frame (1.5 MB at 640x192) on every run.
+			aso.SharedInputs = []SharedInput{{Data: m.depth.inputs[0].GetData(), FrameSize: m.depth.inPer[0]}}
+		}
+		if m.aux, err = OpenSession(ctx, cfg.AuxUE, cfg.AuxUESpec, cfg.Inference, aso, log); err != nil {
 			return nil, fmt.Errorf("auxue model (%s): %w", specSource(cfg.AuxUESpecFile), err)
 		}
 		if so.MaxBatch > 1 && m.depth.MaxBatch() != m.aux.MaxBatch() {

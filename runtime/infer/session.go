@@ -45,6 +45,7 @@ type Session struct {
 	dynamic   bool // the model's batch dimension is symbolic
 	dyn       *ort.DynamicAdvancedSession
 	bindings  []*ort.IoBinding         // [n-1]
+	inShared  []bool                   // per input: memory of another session (SharedInputs)
 	batchVals [][]*ort.Tensor[float32] // [n-1]: inputs then outputs of batch n
 	slotValid []bool
 	outNames  []string
@@ -90,6 +91,21 @@ type SessionOptions struct {
 	// IfDynamic opens a fixed-batch model with batch 1 instead of
 	// refusing MaxBatch > 1 (a default, not a user's request).
 	IfDynamic bool
+	// SharedInputs[i], when not nil, is the memory of input i instead of
+	// a buffer of the session's own: another session's tensor that holds
+	// the same values (the AuxUE's image input is the depth model's), so
+	// that no copy runs between the two. It is used when its frames have
+	// the input's size and it holds at least MaxBatch of them (frame k at
+	// k times the frame size, as in every session); InputShared says
+	// whether it was.
+	SharedInputs []SharedInput
+}
+
+// SharedInput is memory of another session's input: Data holds frames of
+// FrameSize values each.
+type SharedInput struct {
+	Data      []float32
+	FrameSize int
 }
 
 // NewSession loads the model at path, checks it against spec, and creates a
@@ -166,8 +182,17 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		}
 	}
 	ins := make([]ort.Value, len(inShapes))
+	s.inShared = make([]bool, len(inShapes))
 	for i, sh := range inShapes {
-		t, err := ort.NewEmptyTensor[float32](withBatch(sh, s.maxBatch))
+		full := withBatch(sh, s.maxBatch)
+		var t *ort.Tensor[float32]
+		var err error
+		if i < len(so.SharedInputs) && so.SharedInputs[i].usable(sh.FlattenedSize(), full.FlattenedSize()) {
+			t, err = ort.NewTensor(full, so.SharedInputs[i].Data[:full.FlattenedSize()])
+			s.inShared[i] = err == nil
+		} else {
+			t, err = ort.NewEmptyTensor[float32](full)
+		}
 		if err != nil {
 			return fmt.Errorf("model %q: allocate input %v: %w", s.path, sh, err)
 		}
@@ -449,6 +474,16 @@ func (s *Session) OutputSlot(i, k int) []float32 {
 	per := s.outPer[i]
 	return s.outputs[i].GetData()[k*per : (k+1)*per]
 }
+
+// usable reports whether the shared memory can hold this input: frames of
+// the same size and enough of them.
+func (si SharedInput) usable(frame, total int64) bool {
+	return si.Data != nil && int64(si.FrameSize) == frame && int64(len(si.Data)) >= total
+}
+
+// InputShared reports whether input i lives in another session's memory
+// (SessionOptions.SharedInputs).
+func (s *Session) InputShared(i int) bool { return i < len(s.inShared) && s.inShared[i] }
 
 // MaxBatch is the most frames one run takes (1 unless the session was
 // opened with a batch size and the model's batch is dynamic).
