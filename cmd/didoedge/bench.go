@@ -19,6 +19,7 @@ import (
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -303,12 +304,17 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	nSlices := fs.Int("slices", 5, "alternations of pipeline and bound within each run")
 	dynamic := fs.Bool("dynamic-batch", false, "run copies of the models with a dynamic batch dimension (didoedge model batch: same weights), so that cameras batch")
 	batch := fs.Int("batch-size", 0, "pipeline.batch_size of the runs (0: the default, min(cameras, 4) for dynamic-batch models, else 1)")
+	pool := fs.String("thread-pool", "", "inference thread_pool of the runs: global or session (empty: the runtime's default, global)")
+	spinning := fs.Bool("thread-spinning", false, "inference thread_spinning of the runs (ONNX Runtime's own default is a spinning pool per session)")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := (infer.Config{ThreadPool: *pool}).Validate(); err != nil {
+		return fmt.Errorf("--thread-pool: %w", err)
 	}
 	var counts []int
 	for _, f := range strings.Split(*camList, ",") {
@@ -327,7 +333,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	if *nSlices < 1 || *nSlices > 100 {
 		return fmt.Errorf("--slices %d: want 1..100", *nSlices)
 	}
-	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, BatchSize: *batch, DynamicBatch: *dynamic, Log: env.log}
+	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, BatchSize: *batch, DynamicBatch: *dynamic,
+		ThreadPool: *pool, ThreadSpinning: *spinning, Log: env.log}
 	if *child >= 0 {
 		var v any
 		var err error
@@ -349,7 +356,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	runChild := func(n int, into any) error {
 		cmd := exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
 			"--duration", duration.String(), "--warmup", warmup.String(), "--fps", strconv.FormatFloat(*fps, 'g', -1, 64),
-			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--batch-size", strconv.Itoa(*batch), "--dynamic-batch="+strconv.FormatBool(*dynamic), "--child", strconv.Itoa(n))
+			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--batch-size", strconv.Itoa(*batch), "--dynamic-batch="+strconv.FormatBool(*dynamic),
+			"--thread-pool", *pool, "--thread-spinning="+strconv.FormatBool(*spinning), "--child", strconv.Itoa(n))
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
@@ -362,8 +370,12 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	if *fps == 0 {
 		rate = "free-running cameras"
 	}
-	fmt.Fprintf(w, "bench multicam: models %s, simulated rig (pre-rendered frames, %s, in-process sources), %v per run after %v warm-up, each run in its own process\n",
-		*models, rate, *duration, *warmup)
+	threads := "thread_pool " + *pool
+	if *pool == "" {
+		threads = "thread_pool global (default)"
+	}
+	fmt.Fprintf(w, "bench multicam: models %s, simulated rig (pre-rendered frames, %s, in-process sources), %v per run after %v warm-up, each run in its own process; %s, thread_spinning %t\n",
+		*models, rate, *duration, *warmup, threads, *spinning)
 	var bound bench.BoundResult
 	if err := runChild(0, &bound); err != nil {
 		return err

@@ -48,7 +48,14 @@ type MulticamOptions struct {
 	// onnx.DynamicBatch (`didoedge model batch`: the same weights), so
 	// that frames of several cameras batch.
 	DynamicBatch bool
-	Log          *slog.Logger
+	// ThreadPool and ThreadSpinning are the inference config's
+	// thread_pool and thread_spinning for the runs (empty and false: the
+	// runtime's defaults, one global pool without spinning), so that the
+	// figures can be compared with ONNX Runtime's own default of a
+	// spinning pool per session.
+	ThreadPool     string
+	ThreadSpinning bool
+	Log            *slog.Logger
 }
 
 func (o *MulticamOptions) defaults() {
@@ -207,6 +214,7 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 		return nil, err
 	}
 	cfg.Pipeline.BatchSize = o.BatchSize
+	cfg.Inference.ThreadPool, cfg.Inference.ThreadSpinning = o.ThreadPool, o.ThreadSpinning
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	frames, err := rigFrames(o.Cameras, o.Frames, w, h)
 	if err != nil {
@@ -552,6 +560,7 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 		return nil, err
 	}
 	cfg.Pipeline.BatchSize = o.BatchSize
+	cfg.Inference.ThreadPool, cfg.Inference.ThreadSpinning = o.ThreadPool, o.ThreadSpinning
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	frames, err := rigFrames(cameras, o.Frames, w, h)
 	if err != nil {
