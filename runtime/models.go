@@ -144,7 +144,12 @@ func (m *Models) inferBatch(ctx context.Context, views []*Models, staged []*infe
 // result is the view's frame of the last inferBatch: the alerts' maps and
 // the input-size image.
 func (m *Models) result() (alerts.Maps, []uint8, error) {
-	im, img, err := m.models.Result()
+	return m.alertsMaps(m.models.Result())
+}
+
+// alertsMaps turns the models' maps into the alerts' (relative depth for
+// a relative model, see Infer).
+func (m *Models) alertsMaps(im infer.Maps, img []uint8, err error) (alerts.Maps, []uint8, error) {
 	if err != nil {
 		return alerts.Maps{}, nil, err
 	}
@@ -183,15 +188,7 @@ func (m *Models) Infer(ctx context.Context, rgb []uint8, w, h int) (alerts.Maps,
 
 // infer also returns the resized image and fills the stage times.
 func (m *Models) infer(ctx context.Context, rgb []uint8, w, h int, t *StageTimes) (alerts.Maps, []uint8, error) {
-	im, img, err := m.models.InferTimed(ctx, rgb, w, h, t)
-	if err != nil {
-		return alerts.Maps{}, nil, err
-	}
-	maps := alerts.Maps{Width: im.Width, Height: im.Height, Depth: im.Depth, Scale: im.Scale, Epistemic: im.Epistemic}
-	if im.Relative {
-		maps.Depth, maps.Scale = m.relative(im)
-	}
-	return maps, img, nil
+	return m.alertsMaps(m.models.InferTimed(ctx, rgb, w, h, t))
 }
 
 // relative converts a relative model's maps to the alerts' depth and scale.
