@@ -109,3 +109,31 @@ print(" ".join(v.type.tensor_type.shape.dim[0].dim_param or "fixed" for v in lis
 		}
 	}
 }
+
+// FuzzDynamicBatch: any model that decodes (a foreign file handed to
+// `didoedge model batch`) is edited or refused with an error, never a
+// panic, and an edited model still encodes and decodes.
+func FuzzDynamicBatch(f *testing.F) {
+	b := NewBuilder("t")
+	x := b.Input("x", 1, 2, 3, 4)
+	c := b.Const("plane", []int64{1, 1, 3, 4}, make([]float32, 12))
+	cat := b.Op("Concat", []string{x, c}, IntAttr("axis", 1))
+	b.Rename(cat, "y")
+	b.OutputShaped("y", 1, 3, 3, 4)
+	seed := b.Model().Marshal()
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte("not onnx"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Unmarshal(data)
+		if err != nil {
+			return
+		}
+		if _, err := DynamicBatch(m, ""); err != nil {
+			return
+		}
+		if _, err := Unmarshal(m.Marshal()); err != nil {
+			t.Fatalf("edited model does not decode: %v", err)
+		}
+	})
+}
