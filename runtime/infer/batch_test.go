@@ -2,6 +2,7 @@ package infer
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -359,5 +360,55 @@ func BenchmarkBatchReference(b *testing.B) {
 	}
 	for _, s := range setups {
 		b.ReportMetric(float64(s.total.Microseconds())/float64(max(s.count, 1))/1000, strings.ReplaceAll(s.name, " ", "_")+"-ms/frame")
+	}
+}
+
+// A dynamic-batch session asks TensorRT for one optimization profile from
+// 1 frame to the batch size over every input (image and depth for the
+// reference AuxUE), so that a partial batch never triggers an engine
+// rebuild; its engine cache directory names the range. The session
+// itself falls back to the CPU here (no TensorRT on this machine).
+func TestTensorRTBatchProfile(t *testing.T) {
+	ref := modelPairs(t)[1]
+	aux := dynamicCopy(t, ref.aux)
+	cache := t.TempDir()
+	cfg := Config{IntraOpThreads: 1, Providers: []ProviderConfig{
+		{Name: ProviderTensorRT, FP16: true, EngineCacheDir: cache}, {Name: ProviderCPU}}}
+	s, err := OpenSession(context.Background(), aux, ref.auxueSpec, cfg, SessionOptions{MaxBatch: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Provider() != ProviderCPU {
+		t.Fatalf("provider %q, want the cpu fallback", s.Provider())
+	}
+	o := s.profile().options()
+	want := map[string]string{
+		"trt_profile_min_shapes": "image:1x3x192x640,depth:1x1x192x640",
+		"trt_profile_opt_shapes": "image:3x3x192x640,depth:3x1x192x640",
+		"trt_profile_max_shapes": "image:3x3x192x640,depth:3x1x192x640",
+	}
+	if !maps.Equal(o, want) {
+		t.Fatalf("profile options\n got %v\nwant %v", o, want)
+	}
+	sha := strings.Repeat("cd", 32)
+	trt, err := tensorRTOptions(cfg.Providers[0], sha, []int64{3, 3, 192, 640}, s.profile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range want {
+		if trt[k] != v {
+			t.Fatalf("tensorrt option %s = %q, want %q", k, trt[k], v)
+		}
+	}
+	if dir := filepath.Join(cache, "cdcdcdcdcdcdcdcd_fp16_3x3x192x640_b1-3"); trt["trt_engine_cache_path"] != dir || !fileExists(dir) {
+		t.Fatalf("engine cache path %q, want %q (created)", trt["trt_engine_cache_path"], dir)
+	}
+	fixed, err := tensorRTOptions(cfg.Providers[0], sha, []int64{1, 3, 192, 640}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fixed["trt_profile_min_shapes"]; ok {
+		t.Fatalf("a fixed-shape session got a profile: %v", fixed)
 	}
 }

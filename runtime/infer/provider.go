@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,45 @@ func engineCacheKey(modelSHA256 string, fp16 bool, inputShape []int64) string {
 	return fmt.Sprintf("%s_%s_%s", sha, prec, strings.Join(dims, "x"))
 }
 
+// batchProfile is the range of batch sizes a dynamic-batch session runs:
+// each input's shape for one frame, and the largest batch. TensorRT builds
+// one engine per optimization profile; without an explicit profile it
+// builds for the first shape it sees and rebuilds (seconds to minutes on
+// a Jetson, the pipeline stalled) the first time a partial batch of
+// another size arrives.
+type batchProfile struct {
+	inputs []string
+	frame  [][]int64 // per input, batch dimension first (1 here)
+	max    int
+}
+
+// options are ONNX Runtime's TensorRT profile keys: min batch 1, opt and
+// max the configured batch size ("name:1x3x192x640,depth:1x1x192x640").
+func (b batchProfile) options() map[string]string {
+	shapes := func(n int) string {
+		parts := make([]string, len(b.inputs))
+		for i, name := range b.inputs {
+			dims := make([]string, len(b.frame[i]))
+			for k, d := range b.frame[i] {
+				if k == 0 {
+					d = int64(n)
+				}
+				dims[k] = strconv.FormatInt(d, 10)
+			}
+			parts[i] = name + ":" + strings.Join(dims, "x")
+		}
+		return strings.Join(parts, ",")
+	}
+	return map[string]string{
+		"trt_profile_min_shapes": shapes(1),
+		"trt_profile_opt_shapes": shapes(b.max),
+		"trt_profile_max_shapes": shapes(b.max),
+	}
+}
+
 // tensorRTOptions maps a ProviderConfig to ONNX Runtime's TensorRT keys.
-func tensorRTOptions(p ProviderConfig, modelSHA256 string, inputShape []int64) (map[string]string, error) {
+// profile is nil for a session that runs one fixed shape.
+func tensorRTOptions(p ProviderConfig, modelSHA256 string, inputShape []int64, profile *batchProfile) (map[string]string, error) {
 	o := map[string]string{
 		"device_id":       strconv.Itoa(p.DeviceID),
 		"trt_fp16_enable": boolFlag(p.FP16),
@@ -37,8 +75,13 @@ func tensorRTOptions(p ProviderConfig, modelSHA256 string, inputShape []int64) (
 	if p.WorkspaceBytes > 0 {
 		o["trt_max_workspace_size"] = strconv.FormatInt(p.WorkspaceBytes, 10)
 	}
+	key := engineCacheKey(modelSHA256, p.FP16, inputShape)
+	if profile != nil {
+		maps.Copy(o, profile.options())
+		key += "_b1-" + strconv.Itoa(profile.max)
+	}
 	if p.EngineCacheDir != "" {
-		dir := filepath.Join(p.EngineCacheDir, engineCacheKey(modelSHA256, p.FP16, inputShape))
+		dir := filepath.Join(p.EngineCacheDir, key)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("engine_cache_dir: %w", err)
 		}
@@ -60,12 +103,12 @@ func boolFlag(b bool) string {
 // appendProvider adds p to opts. TensorRT is followed by CUDA on the same
 // device so that nodes TensorRT rejects still run on the GPU; CPU needs
 // nothing (ONNX Runtime always has it).
-func appendProvider(opts *ort.SessionOptions, p ProviderConfig, modelSHA256 string, inputShape []int64) error {
+func appendProvider(opts *ort.SessionOptions, p ProviderConfig, modelSHA256 string, inputShape []int64, profile *batchProfile) error {
 	switch p.Name {
 	case ProviderCPU:
 		return nil
 	case ProviderTensorRT:
-		trtOpts, err := tensorRTOptions(p, modelSHA256, inputShape)
+		trtOpts, err := tensorRTOptions(p, modelSHA256, inputShape, profile)
 		if err != nil {
 			return err
 		}

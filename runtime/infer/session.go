@@ -260,7 +260,7 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 	}
 	var sess *ort.AdvancedSession
 	withSignalsPreserved(func() {
-		if err = appendProvider(opts, p, sha, s.inShapes[0]); err != nil {
+		if err = appendProvider(opts, p, sha, s.inShapes[0], nil); err != nil {
 			return
 		}
 		sess, err = ort.NewAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames,
@@ -282,7 +282,7 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 	}
 	var sess *ort.DynamicAdvancedSession
 	withSignalsPreserved(func() {
-		if err = appendProvider(opts, p, sha, s.inputs[0].GetShape()); err != nil {
+		if err = appendProvider(opts, p, sha, s.inputs[0].GetShape(), s.profile()); err != nil {
 			return
 		}
 		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames, opts)
@@ -325,6 +325,16 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 		s.batchVals = append(s.batchVals, vals)
 	}
 	return nil
+}
+
+// profile is the batch range of a dynamic-batch session: 1 to maxBatch
+// frames of every input's shape.
+func (s *Session) profile() *batchProfile {
+	b := &batchProfile{inputs: s.spec.inputNames(), max: s.maxBatch}
+	for _, sh := range s.inShapes {
+		b.frame = append(b.frame, withBatch(sh, 1))
+	}
+	return b
 }
 
 // withBatch returns sh with dim 0 set to n.

@@ -380,7 +380,7 @@ func TestEngineCacheKey(t *testing.T) {
 		t.Fatal("precision and shape must change the key")
 	}
 	dir := t.TempDir()
-	o, err := tensorRTOptions(ProviderConfig{Name: ProviderTensorRT, DeviceID: 1, FP16: true, EngineCacheDir: dir, WorkspaceBytes: 1 << 30}, sha, []int64{1, 3, 192, 640})
+	o, err := tensorRTOptions(ProviderConfig{Name: ProviderTensorRT, DeviceID: 1, FP16: true, EngineCacheDir: dir, WorkspaceBytes: 1 << 30}, sha, []int64{1, 3, 192, 640}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
