@@ -107,7 +107,8 @@ type Outbox struct {
 	pendSize int64
 	lastSeq  uint64
 	acked    uint64
-	ackDirty bool // the ack file is behind o.acked (a failed write)
+	ackDirty bool     // the ack file is behind o.acked (a failed write)
+	ackF     *os.File // the ack file, open once it was first written
 	ready    chan struct{}
 	buf      []byte
 	st       Stats
@@ -207,20 +208,36 @@ func (o *Outbox) readAcked() (acked, last uint64) {
 	return 0, 0
 }
 
-// writeAcked replaces the ack file atomically. It is not fsynced: after a
-// power loss the previous position may come back, which re-sends records
-// that subscribers then drop as already seen.
+// writeAcked overwrites the ack file's 20 bytes in place. It is not
+// fsynced: after a power loss the previous position may come back, which
+// re-sends records that subscribers then drop as already seen; a torn
+// write fails the CRC and re-sends everything pending (readAcked). In
+// place, not a new file renamed over the old one: a create, rename and
+// unlink per acknowledgement are journaled metadata that the next
+// event's fsync would have to commit with it (BenchmarkAppendAfterAck).
 func (o *Outbox) writeAcked() error {
 	var b [20]byte
 	binary.LittleEndian.PutUint64(b[:], o.acked)
 	binary.LittleEndian.PutUint64(b[8:], o.lastSeq)
 	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	tmp := filepath.Join(o.opts.Dir, ackFile+".tmp")
-	if err := os.WriteFile(tmp, b[:], 0o640); err != nil {
-		os.Remove(tmp)
+	if o.ackF == nil {
+		f, err := os.OpenFile(filepath.Join(o.opts.Dir, ackFile), os.O_RDWR|os.O_CREATE, 0o640)
+		if err != nil {
+			return err
+		}
+		// Once per open: the file may be of the first format (12 bytes).
+		if err := f.Truncate(int64(len(b))); err != nil {
+			f.Close()
+			return err
+		}
+		o.ackF = f
+	}
+	if _, err := o.ackF.WriteAt(b[:], 0); err != nil {
+		o.ackF.Close()
+		o.ackF = nil
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(o.opts.Dir, ackFile))
+	return nil
 }
 
 // replay reads every segment. It reports whether damage was found (and
@@ -947,6 +964,9 @@ func (o *Outbox) Close() error {
 	var err error
 	if o.active != nil {
 		err = o.active.Close()
+	}
+	if o.ackF != nil {
+		err = errors.Join(err, o.ackF.Close())
 	}
 	return errors.Join(err, o.lock.Close())
 }

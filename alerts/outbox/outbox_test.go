@@ -2,7 +2,9 @@ package outbox
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"fmt"
 	"log/slog"
 	"os"
@@ -349,4 +351,52 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The ack file is overwritten in place (no new file per Ack): a file of
+// the first format (acked | crc, 12 bytes) is read, then replaced by the
+// 20-byte format; a longer unreadable file is cut to 20 bytes at the
+// first Ack, so it reads back. Each time the reopened outbox holds
+// exactly the records after the ack position.
+func TestAckFileInPlace(t *testing.T) {
+	first := make([]byte, 12)
+	binary.LittleEndian.PutUint64(first, 2)
+	binary.LittleEndian.PutUint32(first[8:], crc32.Checksum(first[:8], castagnoli))
+	for _, c := range []struct {
+		name    string
+		initial []byte
+		want    []uint64 // pending after the first reopen
+	}{
+		{"first format", first, []uint64{3, 4, 5}},
+		{"garbage, 40 bytes", bytes.Repeat([]byte{0xA5}, 40), []uint64{1, 2, 3, 4, 5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := mustOpen(t, testOptions(dir))
+			appendN(t, b, 5, false, "a")
+			b.Close()
+			if err := os.WriteFile(filepath.Join(dir, ackFile), c.initial, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			b = mustOpen(t, testOptions(dir))
+			if got := pendingSeqs(b); !slices.Equal(got, c.want) {
+				t.Fatalf("pending %v, want %v", got, c.want)
+			}
+			if err := b.Ack(4); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(filepath.Join(dir, ackFile)); err != nil || fi.Size() != 20 {
+				t.Fatalf("ack file after Ack: %v, %v; want 20 bytes", fi, err)
+			}
+			b.Close()
+			b = mustOpen(t, testOptions(dir))
+			defer b.Close()
+			if got := pendingSeqs(b); !slices.Equal(got, []uint64{5}) {
+				t.Fatalf("pending after reopen %v, want [5]", got)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ackFile+".tmp")); !os.IsNotExist(err) {
+				t.Fatalf("a temporary ack file exists: %v", err)
+			}
+		})
+	}
 }

@@ -166,6 +166,12 @@ type LatencyReport struct {
 	// MQTT), without the camera transport and the latest-frame wait.
 	RuntimeP50, RuntimeP99 time.Duration
 	RuntimeRatio           float64 // RuntimeP50 / InferP50
+	// The runtime path in two parts: pipeline taking the frame to its
+	// event durable in the outbox and handed to the publisher (the end of
+	// the alerts stage), and from there to the subscriber (the publisher,
+	// the broker and the subscriber's client).
+	QueuedP50, HopP50 time.Duration
+	QueuedRatio       float64 // QueuedP50 / InferP50
 	// Record is the recording's cost over the measured time (nil when
 	// Options.Record is nil).
 	Record *RecordReport
@@ -295,13 +301,15 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	rmu.Lock()
 	got := append([]recv(nil), received[skip:]...)
 	rmu.Unlock()
-	var lat, inf, run []time.Duration
+	var lat, inf, run, queued, hop []time.Duration
 	mu.Lock()
 	for _, r := range got {
 		if ft, ok := frames[r.seq]; ok {
 			lat = append(lat, r.at.Sub(ft.Capture))
 			inf = append(inf, ft.Inference)
 			run = append(run, r.at.Sub(ft.Start))
+			queued = append(queued, ft.Done.Sub(ft.Start))
+			hop = append(hop, r.at.Sub(ft.Done))
 		}
 	}
 	mu.Unlock()
@@ -314,6 +322,8 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	rep.Ratio = float64(rep.LatencyP50) / float64(rep.InferP50)
 	rep.RuntimeP50, rep.RuntimeP99 = quantile(run, 0.5), quantile(run, 0.99)
 	rep.RuntimeRatio = float64(rep.RuntimeP50) / float64(rep.InferP50)
+	rep.QueuedP50, rep.HopP50 = quantile(queued, 0.5), quantile(hop, 0.5)
+	rep.QueuedRatio = float64(rep.QueuedP50) / float64(rep.InferP50)
 	return rep, nil
 }
 

@@ -78,7 +78,10 @@ type DepthPass struct {
 	Relative bool
 }
 
-// StageTimes are the durations of one Infer call.
+// StageTimes are the durations of one Infer call. Depth and AuxUE are
+// ONNX Runtime's execution of each model alone; Readout is everything
+// else after the staging copy (Preprocess): the scans of the outputs for
+// NaN and Inf, the depth conversion and the AuxUE's inputs, the remaps.
 type StageTimes struct {
 	Preprocess, Depth, AuxUE, Readout time.Duration
 }
@@ -240,7 +243,10 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		return err
 	}
 	t2 := time.Now()
-	t.Depth = t2.Sub(t1)
+	// Depth and AuxUE are ONNX Runtime's execution alone; the output scans
+	// (RunBatch's NaN/Inf count) belong to the read-outs.
+	t.Depth = fr.Run
+	scans := t2.Sub(t1) - fr.Run
 	for k, v := range views {
 		v.res, v.resErr = Maps{}, nil
 		if !fr.SlotValid[k] {
@@ -288,7 +294,8 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		return err
 	}
 	t4 := time.Now()
-	t.AuxUE = t4.Sub(t3)
+	t.AuxUE = fa.Run
+	scans += t4.Sub(t3) - fa.Run
 	for k, v := range views {
 		if !fa.SlotValid[k] {
 			v.resErr = ErrInvalidOutput
@@ -315,7 +322,7 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		}
 		v.res = maps
 	}
-	t.Readout = t3.Sub(t2) + time.Since(t4)
+	t.Readout = t3.Sub(t2) + scans + time.Since(t4)
 	return nil
 }
 
