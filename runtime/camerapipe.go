@@ -44,6 +44,16 @@ type cameraPipe struct {
 	// stages the next, so that none is dropped; taken signals a take.
 	paced   bool
 	taken   chan struct{}
+	// direct: the fetcher may stage into the sessions' input slot itself
+	// (infer.Models.StageDirect) when no frame of the camera is staged or
+	// in the models; directOut marks such a frame until it ran or was
+	// dropped, inFlight a frame taken and not yet done (readyMu). Only
+	// for a single camera at batch size 1, where nothing else writes the
+	// slot.
+	direct    bool
+	directOut bool
+	inFlight  bool
+	directN   atomic.Uint64 // frames staged directly (tests, docs)
 	ended   bool         // the source ended (io.EOF)
 	image   alerts.Image // the frame as the engine sees it (for snapshots)
 	lastSeq uint64
@@ -103,16 +113,41 @@ func (c *cameraPipe) waitTaken(ctx context.Context) bool {
 // ready slot; the slot it replaces goes back to the free list (a dropped
 // frame, counted from the sequence gap).
 func (c *cameraPipe) stage(s *frameSlot) {
+	c.readyMu.Lock()
+	// Nothing staged and nothing in the models: the scheduler cannot
+	// start a batch until this frame is ready, so the slot is free.
+	direct := c.direct && c.staged == nil && !c.inFlight && !c.directOut
+	c.directOut = c.directOut || direct
+	c.readyMu.Unlock()
 	t0 := time.Now()
-	s.err = c.models.Stage(s.st, s.frame.RGB, s.frame.Width, s.frame.Height)
+	if direct {
+		s.err = c.models.StageDirect(s.st, s.frame.RGB, s.frame.Width, s.frame.Height)
+		c.directN.Add(1)
+	} else {
+		s.err = c.models.Stage(s.st, s.frame.RGB, s.frame.Width, s.frame.Height)
+	}
 	s.prep = time.Since(t0)
 	c.readyMu.Lock()
 	old := c.staged
 	c.staged = s
+	if old != nil && old.st.Direct() {
+		c.directOut = false // dropped before it ran
+	}
 	c.readyMu.Unlock()
 	if old != nil {
 		c.free <- old // never blocks: the list holds every slot at most once
 	}
+}
+
+// done returns a slot the models ran to the free list.
+func (c *cameraPipe) done(s *frameSlot) {
+	c.readyMu.Lock()
+	c.inFlight = false
+	if s.st.Direct() {
+		c.directOut = false
+	}
+	c.readyMu.Unlock()
+	c.free <- s
 }
 
 // take returns the ready slot, nil when there is none.
@@ -122,6 +157,7 @@ func (c *cameraPipe) take() *frameSlot {
 	s := c.staged
 	c.staged = nil
 	if s != nil {
+		c.inFlight = true
 		select {
 		case c.taken <- struct{}{}:
 		default:

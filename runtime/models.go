@@ -123,6 +123,13 @@ func (m *Models) Stage(st *infer.Staged, rgb []uint8, w, h int) error {
 	return m.models.Stage(st, rgb, w, h)
 }
 
+// StageDirect stages a frame into the sessions' input slot itself, so
+// that its batch of one copies nothing (infer.Models.StageDirect: the
+// caller keeps every other batch away until this frame ran).
+func (m *Models) StageDirect(st *infer.Staged, rgb []uint8, w, h int) error {
+	return m.models.StageDirect(st, rgb, w, h)
+}
+
 // InferStaged runs frames staged by Stage as one batch through views (m
 // and views of it from Share, at most MaxBatch), without a pipeline: the
 // bound of `didoedge bench multicam`. scratch needs len(views) entries.

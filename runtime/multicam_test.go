@@ -187,6 +187,11 @@ func TestCamerasSharePipeline(t *testing.T) {
 			t.Fatalf("camera %d has its own sessions", i+1)
 		}
 	}
+	for _, c := range p.cams {
+		if c.direct { // another camera's batch may hold the sessions' input
+			t.Fatalf("camera %s stages directly into the shared input", c.spec.Name)
+		}
+	}
 	waitFor(t, 30*time.Second, "critical events of front's zones, and frames on every camera", func() bool {
 		c := countEvents(sub.snapshot(), alerts.EventNew, alerts.LevelCritical)
 		ready := p.CameraReady()

@@ -188,6 +188,9 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error
 		// The first camera uses the models themselves, the others views
 		// with their own buffers over the same sessions.
 		c.models = mo
+		// One camera, one frame per batch: its fetcher may stage a frame
+		// straight into the sessions' input while they are idle.
+		c.direct = len(p.cams) == 1 && p.batch == 1
 		if i > 0 {
 			if c.models, err = mo.Share(); err != nil {
 				return nil, fmt.Errorf("%s: %w", c.spec.Key, err)
@@ -475,7 +478,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 		p.runBatch(work, cams, slots, frames)
 		for k, c := range cams {
-			c.free <- slots[k]
+			c.done(slots[k])
 		}
 	}
 }

@@ -145,6 +145,11 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if d, a := p.Providers(); d != "cpu" || a != "cpu" {
 		t.Fatalf("providers %s, %s; want cpu", d, a)
 	}
+	// One camera at batch size 1: frames that arrive while the models are
+	// idle are staged straight into the sessions' input (no copy).
+	if n := p.cams[0].directN.Load(); n == 0 || !p.cams[0].direct {
+		t.Fatalf("direct staging: enabled %v, %d frames staged directly of %d", p.cams[0].direct, n, m.Frames.Load())
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

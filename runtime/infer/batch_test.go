@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -410,5 +411,88 @@ func TestTensorRTBatchProfile(t *testing.T) {
 	}
 	if _, ok := fixed["trt_profile_min_shapes"]; ok {
 		t.Fatalf("a fixed-shape session got a profile: %v", fixed)
+	}
+}
+
+// A frame staged straight into the sessions' input slot (StageDirect)
+// gives bit for bit the maps of the same frame staged into its own buffer
+// and copied (Stage), on the test and reference models, at the frame
+// sizes of batchFrames (letterboxed or not); it allocates nothing, and a
+// batch of two refuses it.
+func TestStageDirectEqualsCopy(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range modelPairs(t) {
+		t.Run(p.name, func(t *testing.T) {
+			w, h := p.depthSpec.Input.Width, p.depthSpec.Input.Height
+			m := openPair(t, p, 1)
+			frames, ws, hs := batchFrames(3, w, h)
+			st := m.NewStaged()
+			var tm StageTimes
+			for k := range frames {
+				if err := m.Stage(st, frames[k], ws[k], hs[k]); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.InferBatch(ctx, []*Models{m}, []*Staged{st}, &tm); err != nil {
+					t.Fatal(err)
+				}
+				want, _, err := m.Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = Maps{Depth: clone(want.Depth), Scale: clone(want.Scale), Epistemic: clone(want.Epistemic)}
+				clear(m.DepthSession().InputSlot(0, 0)) // nothing of the copy stays
+				if err := m.StageDirect(st, frames[k], ws[k], hs[k]); err != nil {
+					t.Fatal(err)
+				}
+				if !st.Direct() {
+					t.Fatal("StageDirect did not mark the frame")
+				}
+				if err := m.InferBatch(ctx, []*Models{m}, []*Staged{st}, &tm); err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := m.Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []struct {
+					name      string
+					got, want []float32
+				}{{"depth", got.Depth, want.Depth}, {"scale", got.Scale, want.Scale}, {"epistemic", got.Epistemic, want.Epistemic}} {
+					if !slices.Equal(c.got, c.want) {
+						t.Fatalf("frame %d (%dx%d): %s differs between direct and copied staging", k, ws[k], hs[k], c.name)
+					}
+				}
+			}
+			run := func() {
+				if err := m.StageDirect(st, frames[0], ws[0], hs[0]); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.InferBatch(ctx, []*Models{m}, []*Staged{st}, &tm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if allocs := testing.AllocsPerRun(5, run); allocs != 0 {
+				t.Errorf("StageDirect + InferBatch allocate %.1f times per frame", allocs)
+			}
+		})
+	}
+	p := modelPairs(t)[0]
+	p.depth, p.aux = dynamicCopy(t, p.depth), dynamicCopy(t, p.aux)
+	m := openPair(t, p, 2)
+	v, err := m.Share()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, ws, hs := batchFrames(2, testmodels.Width, testmodels.Height)
+	st := []*Staged{m.NewStaged(), m.NewStaged()}
+	if err := m.StageDirect(st[0], frames[0], ws[0], hs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stage(st[1], frames[1], ws[1], hs[1]); err != nil {
+		t.Fatal(err)
+	}
+	var tm StageTimes
+	if err := m.InferBatch(ctx, []*Models{m, v}, st, &tm); err == nil || !strings.Contains(err.Error(), "directly") {
+		t.Fatalf("a direct frame in a batch of 2: %v, want an error", err)
 	}
 }

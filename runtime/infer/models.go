@@ -144,7 +144,13 @@ type Staged struct {
 	resizer *Resizer
 	input   []float32 // the depth model's image input, one frame
 	image   []uint8   // the input-size RGB8 image the model sees
+	// direct: the normalized frame is in the depth session's input slot
+	// 0, not in input (StageDirect).
+	direct bool
 }
+
+// Direct reports whether st was staged by StageDirect.
+func (st *Staged) Direct() bool { return st.direct }
 
 // Image is the input-size RGB8 image of the staged frame (InW x InH).
 func (st *Staged) Image() []uint8 { return st.image }
@@ -163,6 +169,25 @@ func (m *Models) NewStaged() *Staged {
 // the models run (one goroutine per st). It allocates only when the frame
 // size changes.
 func (m *Models) Stage(st *Staged, rgb []uint8, w, h int) error {
+	st.direct = false
+	return m.stage(st, st.input, rgb, w, h)
+}
+
+// StageDirect stages a frame as Stage does, but normalizes it straight
+// into the depth session's input slot 0 (which the AuxUE's image input
+// shares), so that InferBatch of this frame alone copies nothing: a
+// 640x192 frame is 1.5 MB that the copy would move on the frame's path.
+// The caller guarantees that no InferBatch runs on these sessions from
+// the start of StageDirect until the batch of this frame, and that no
+// other frame is staged directly before then: one camera, whose
+// scheduler is idle (runtime's single-camera pipeline).
+func (m *Models) StageDirect(st *Staged, rgb []uint8, w, h int) error {
+	st.direct = true
+	return m.stage(st, m.depth.InputSlot(0, 0), rgb, w, h)
+}
+
+// stage fits rgb into st's geometry and image and normalizes it into dst.
+func (m *Models) stage(st *Staged, dst []float32, rgb []uint8, w, h int) error {
 	if w <= 0 || h <= 0 || len(rgb) < 3*w*h {
 		return fmt.Errorf("preprocess: frame of %d bytes is not a %dx%d RGB image", len(rgb), w, h)
 	}
@@ -183,7 +208,7 @@ func (m *Models) Stage(st *Staged, rgb []uint8, w, h int) error {
 	} else {
 		copy(st.image, img) // img may be the caller's frame
 	}
-	if err := m.depth.ImageInto(st.input, st.image, m.inW, m.inH, 3*m.inW); err != nil {
+	if err := m.depth.ImageInto(dst, st.image, m.inW, m.inH, 3*m.inW); err != nil {
 		return fmt.Errorf("preprocess: %w", err)
 	}
 	return nil
@@ -222,7 +247,12 @@ func (m *Models) InferBatch(ctx context.Context, views []*Models, staged []*Stag
 			return errors.New("infer batch: a frame that was not staged")
 		}
 		v.setFrame(st.geo.FrameW, st.geo.FrameH)
-		copy(m.depth.InputSlot(0, k), st.input)
+		switch {
+		case !st.direct:
+			copy(m.depth.InputSlot(0, k), st.input)
+		case n > 1:
+			return fmt.Errorf("infer batch: a frame staged directly into slot 0 in a batch of %d", n)
+		}
 		v.resImg = st.image
 	}
 	t.Preprocess = time.Since(t0)
@@ -353,6 +383,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	if cfg.AuxUE != "" {
 		aso := so
+		aso.SkipAlpha = true
 		if cfg.AuxUESpec.OwnsInputs() {
 			// The AuxUE's image input holds the depth model's input
 			// values (its contract): one buffer for both saves a copy of

@@ -104,6 +104,13 @@ type SessionOptions struct {
 	// k times the frame size, as in every session); InputShared says
 	// whether it was.
 	SharedInputs []SharedInput
+	// SkipAlpha: an AuxUE's alpha output is checked against the spec
+	// (shape, K) but not fetched, so ONNX Runtime does not copy it out
+	// and the NaN/Inf scan does not read it (32x48x160 values for the
+	// reference AuxUE, 40 % of its outputs). Models sets it: nothing
+	// reads alpha at run time, and a non-finite alpha shows in the
+	// epistemic map computed from it.
+	SkipAlpha bool
 }
 
 // SharedInput is memory of another session's input: Data holds frames of
@@ -185,6 +192,10 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 				return fmt.Errorf("batch size %d: model %q: output %q has shape %v, want its batch (dim 0) first", s.maxBatch, s.path, s.outNames[i], sh)
 			}
 		}
+	}
+	if so.SkipAlpha && s.spec.IsAuxUE() && s.spec.Alpha.Name != "" {
+		// alpha is the last output (outputNames).
+		s.outNames, outShapes = s.outNames[:len(s.outNames)-1], outShapes[:len(outShapes)-1]
 	}
 	ins := make([]ort.Value, len(inShapes))
 	s.inShared = make([]bool, len(inShapes))

@@ -2,6 +2,8 @@ package infer
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +69,52 @@ func TestAuxUESharesTheImageInput(t *testing.T) {
 				t.Fatal("shared memory of another frame size was used")
 			}
 		})
+	}
+}
+
+// SkipAlpha: the reference AuxUE opened without fetching alpha has only
+// scale and epistemic outputs, and they are bit for bit those of the
+// session that fetches alpha too; a spec whose K does not match the
+// model's alpha is still refused.
+func TestSkipAlpha(t *testing.T) {
+	ref := modelPairs(t)[1]
+	ctx := context.Background()
+	cfg := Config{IntraOpThreads: 1}
+	full := newSession(t, ref.aux, ref.auxueSpec, cfg, nil)
+	skip, err := OpenSession(ctx, ref.aux, ref.auxueSpec, cfg, SessionOptions{SkipAlpha: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer skip.Close()
+	if got := strings.Join(skip.OutputNames(), ","); got != "scale,epistemic" {
+		t.Fatalf("outputs %s, want scale,epistemic", got)
+	}
+	if got := strings.Join(full.OutputNames(), ","); got != "scale,epistemic,alpha" {
+		t.Fatalf("outputs of the full session %s", got)
+	}
+	for i := range 2 {
+		in := full.InputAt(i)
+		for k := range in {
+			in[k] = float32(k%97)*0.01 + float32(i)
+		}
+		copy(skip.InputAt(i), in)
+	}
+	if _, err := full.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := skip.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if !slices.Equal(skip.Output(i), full.Output(i)) {
+			t.Fatalf("output %s differs without alpha", full.OutputNames()[i])
+		}
+	}
+	wrong := ref.auxueSpec
+	a := *wrong.AuxUE
+	a.K = 8
+	wrong.AuxUE = &a
+	if _, err := OpenSession(ctx, ref.aux, wrong, cfg, SessionOptions{SkipAlpha: true}, nil); err == nil || !strings.Contains(err.Error(), "auxue.k: 8") {
+		t.Fatalf("k 8 against a 32-bin alpha with SkipAlpha: %v", err)
 	}
 }
