@@ -42,8 +42,8 @@ type cameraPipe struct {
 	// paced: the source is consumer-paced (camera.ConsumerPaced): the
 	// fetcher waits until the scheduler took the staged frame before it
 	// stages the next, so that none is dropped; taken signals a take.
-	paced   bool
-	taken   chan struct{}
+	paced bool
+	taken chan struct{}
 	// direct: the fetcher may stage into the sessions' input slot itself
 	// (infer.Models.StageDirect) when no frame of the camera is staged or
 	// in the models; directOut marks such a frame until it ran or was
@@ -54,9 +54,9 @@ type cameraPipe struct {
 	directOut bool
 	inFlight  bool
 	directN   atomic.Uint64 // frames staged directly (tests, docs)
-	ended   bool         // the source ended (io.EOF)
-	image   alerts.Image // the frame as the engine sees it (for snapshots)
-	lastSeq uint64
+	ended     bool          // the source ended (io.EOF)
+	image     alerts.Image  // the frame as the engine sees it (for snapshots)
+	lastSeq   uint64
 
 	statusMu sync.Mutex
 	status   []alerts.ZoneStatus // each zone after the last frame
