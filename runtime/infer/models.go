@@ -101,6 +101,7 @@ type Models struct {
 	inW, inH   int
 	outW, outH int // depth output map
 	depthOut   []float32
+	resDepth   []float32 // the last batch's read-out depth: depthOut or the AuxUE's depth input slot
 	depthIn    []float32 // depth on the input grid (aliases depthOut when the sizes agree)
 	toInput    *Remap    // depth output -> input grid; nil when the sizes agree
 	auxCopies  []auxCopy // features-input AuxUE
@@ -282,7 +283,15 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		if !fr.SlotValid[k] {
 			v.resErr = ErrInvalidOutput
 		}
-		if _, err := m.depth.DepthSlotInto(k, v.depthOut); err != nil {
+		// The read-out depth goes straight into the AuxUE's depth input
+		// when that input is the depth on the same grid (no conversion),
+		// saving a copy of the map; it is this frame's Maps.Depth then.
+		owns := m.cfg.AuxUESpec.OwnsInputs()
+		v.resDepth = v.depthOut
+		if owns && v.toInput == nil && len(m.aux.InputSlot(1, k)) == len(v.depthOut) {
+			v.resDepth = m.aux.InputSlot(1, k)
+		}
+		if _, err := m.depth.DepthSlotInto(k, v.resDepth); err != nil {
 			return err
 		}
 		if v.toInput != nil {
@@ -290,11 +299,13 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 				return err
 			}
 		}
-		if m.cfg.AuxUESpec.OwnsInputs() {
+		if owns {
 			if !m.aux.InputShared(0) {
 				copy(m.aux.InputSlot(0, k), m.depth.InputSlot(0, k))
 			}
-			copy(m.aux.InputSlot(1, k), v.depthIn)
+			if &v.resDepth[0] != &m.aux.InputSlot(1, k)[0] {
+				copy(m.aux.InputSlot(1, k), v.depthIn)
+			}
 			continue
 		}
 		dst := m.aux.InputSlot(0, k)
@@ -334,9 +345,9 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 			continue
 		}
 		w, h := v.geo.FrameW, v.geo.FrameH
-		maps := Maps{Width: w, Height: h, Depth: v.depthOut, Scale: m.aux.OutputSlot(0, k), Epistemic: m.aux.OutputSlot(1, k), Relative: m.relative}
+		maps := Maps{Width: w, Height: h, Depth: v.resDepth, Scale: m.aux.OutputSlot(0, k), Epistemic: m.aux.OutputSlot(1, k), Relative: m.relative}
 		if !v.depthRemap.Identity() {
-			if err := v.depthRemap.Apply(v.depthOut, v.frameDepth); err != nil {
+			if err := v.depthRemap.Apply(v.resDepth, v.frameDepth); err != nil {
 				return err
 			}
 			maps.Depth = v.frameDepth

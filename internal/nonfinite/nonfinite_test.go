@@ -1,4 +1,4 @@
-package infer
+package nonfinite
 
 import (
 	"math"
@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// countNonFiniteByCompare is the definition: v-v is 0 for a finite v and
+// countByCompare is the definition: v-v is 0 for a finite v and
 // NaN for NaN and ±Inf.
-func countNonFiniteByCompare(xs []float32) int {
+func countByCompare(xs []float32) int {
 	n := 0
 	for _, v := range xs {
 		if v-v != 0 {
@@ -23,7 +23,7 @@ func countNonFiniteByCompare(xs []float32) int {
 // signalling NaNs with any payload and sign), alone, in runs that fill
 // both halves of many words at once (the per-half counters must not
 // carry into each other), at every length mod 8 and offset.
-func TestCountNonFinite(t *testing.T) {
+func TestCount(t *testing.T) {
 	special := []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
 		math.MaxFloat32, -math.MaxFloat32, 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)),
 		float32(math.NaN()), math.Float32frombits(0x7f800001), math.Float32frombits(0xffffffff), math.Float32frombits(0x7fc00000),
@@ -50,13 +50,17 @@ func TestCountNonFinite(t *testing.T) {
 		for off := 0; off < min(3, len(c.xs)+1); off++ {
 			for cut := 0; cut < min(9, len(c.xs)-off+1); cut++ {
 				xs := c.xs[off : len(c.xs)-cut]
-				if got, want := countNonFinite(xs), countNonFiniteByCompare(xs); got != want {
-					t.Fatalf("%s [%d:len-%d]: %d non-finite, want %d", c.name, off, cut, got, want)
+				want := countByCompare(xs)
+				if got := Count(xs); got != want {
+					t.Fatalf("Count %s [%d:len-%d]: %d non-finite, want %d", c.name, off, cut, got, want)
+				}
+				if got := countWords(xs); got != want {
+					t.Fatalf("countWords %s [%d:len-%d]: %d non-finite, want %d", c.name, off, cut, got, want)
 				}
 			}
 		}
 	}
-	if got := countNonFinite(cases[4].xs); got != 4096 {
+	if got := Count(cases[4].xs); got != 4096 {
 		t.Fatalf("all NaN: %d, want 4096", got)
 	}
 }
@@ -69,17 +73,18 @@ func fill(n int, f func(int) float32) []float32 {
 	return xs
 }
 
-// BenchmarkCountNonFinite scans the reference AuxUE's outputs of one frame
-// (scale and epistemic at 192x640, alpha 32x48x160, and the depth:
-// 614,400 values): the word-wise count against a compare per value.
+// BenchmarkCount scans the outputs the runtime reads of one frame of the
+// reference models (depth, scale and epistemic at 192x640: 368,640
+// values): Count (AVX2 where the CPU has it), the word-wise loop, and a
+// compare per value.
 //
-//	go test ./runtime/infer -run '^$' -bench CountNonFinite
-func BenchmarkCountNonFinite(b *testing.B) {
-	xs := fill(3*192*640+32*48*160, func(i int) float32 { return float32(i%5000) * 1e-2 })
+//	go test ./internal/nonfinite -run '^$' -bench Count
+func BenchmarkCount(b *testing.B) {
+	xs := fill(3*192*640, func(i int) float32 { return float32(i%5000) * 1e-2 })
 	for _, c := range []struct {
 		name string
 		f    func([]float32) int
-	}{{"words", countNonFinite}, {"compare", countNonFiniteByCompare}} {
+	}{{"count", Count}, {"words", countWords}, {"compare", countByCompare}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(4 * len(xs)))
 			for b.Loop() {
