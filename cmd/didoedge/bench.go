@@ -100,7 +100,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(w, "ratio latency/inference (p50): %.3f\n", r.Ratio)
 		fmt.Fprintf(w, "runtime path (pipeline takes the frame -> subscriber): p50 %v  p99 %v  ratio to inference (p50) %.3f\n",
 			r.RuntimeP50.Round(time.Microsecond), r.RuntimeP99.Round(time.Microsecond), r.RuntimeRatio)
-		fmt.Fprintf(w, "  of which pipeline takes the frame -> event durable in the outbox, handed to the publisher: p50 %v  ratio to inference (p50) %.3f; then -> subscriber (publisher, broker, client): p50 %v\n",
+		fmt.Fprintf(w, "  of which pipeline takes the frame -> its event durable in the outbox, signalled to the publisher (frame to publish): p50 %v  ratio to inference (p50) %.3f; then -> subscriber (publisher, broker, client): p50 %v\n",
 			r.QueuedP50.Round(time.Microsecond), r.QueuedRatio, r.HopP50.Round(time.Microsecond))
 		fmt.Fprintf(w, "means: capture -> pipeline start %v, capture -> events queued %v; stages:", r.CameraMean.Round(time.Microsecond), r.PipelineMean.Round(time.Microsecond))
 		for _, st := range []string{"camera", "preprocess", "depth", "auxue", "readout", "alerts"} {

@@ -67,7 +67,7 @@ type system struct {
 	cancel   context.CancelFunc
 }
 
-func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool, onFrame func(runtime.FrameTiming)) (*system, error) {
+func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool, onFrame func(runtime.FrameTiming), onEvent func(*alerts.Event)) (*system, error) {
 	tmp, err := os.MkdirTemp("", "didoedge-bench-")
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool
 			return nil, err
 		}
 	}
-	if s.pipeline, err = runtime.New(ctx, cfg, runtime.Options{Logger: o.Log, OnFrame: onFrame}); err != nil {
+	if s.pipeline, err = runtime.New(ctx, cfg, runtime.Options{Logger: o.Log, OnFrame: onFrame, OnEvent: onEvent}); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -167,9 +167,9 @@ type LatencyReport struct {
 	RuntimeP50, RuntimeP99 time.Duration
 	RuntimeRatio           float64 // RuntimeP50 / InferP50
 	// The runtime path in two parts: pipeline taking the frame to its
-	// event durable in the outbox and handed to the publisher (the end of
-	// the alerts stage), and from there to the subscriber (the publisher,
-	// the broker and the subscriber's client).
+	// first event durable in the outbox and signalled to the publisher
+	// (frame to publish), and from there to the subscriber (the
+	// publisher's goroutine, the broker and the subscriber's client).
 	QueuedP50, HopP50 time.Duration
 	QueuedRatio       float64 // QueuedP50 / InferP50
 	// Record is the recording's cost over the measured time (nil when
@@ -216,8 +216,20 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 		frames[ft.Seq] = ft
 		mu.Unlock()
 	}
+	// queued: when the frame's first event was durable in the outbox and
+	// signalled to the publisher (the engine's sinks call OnEvent after
+	// the outbox's Append returned).
+	queuedAt := map[uint64]time.Time{}
+	onEvent := func(ev *alerts.Event) {
+		at := time.Now()
+		mu.Lock()
+		if _, ok := queuedAt[ev.FrameSeq]; !ok {
+			queuedAt[ev.FrameSeq] = at
+		}
+		mu.Unlock()
+	}
 	outdoor := []demo.Phase{{Name: "outdoor", World: "outdoor", Duration: time.Hour}}
-	sys, err := start(ctx, o, outdoor, true, onFrame)
+	sys, err := start(ctx, o, outdoor, true, onFrame, onEvent)
 	if err != nil {
 		return nil, err
 	}
@@ -308,8 +320,10 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 			lat = append(lat, r.at.Sub(ft.Capture))
 			inf = append(inf, ft.Inference)
 			run = append(run, r.at.Sub(ft.Start))
-			queued = append(queued, ft.Done.Sub(ft.Start))
-			hop = append(hop, r.at.Sub(ft.Done))
+			if q, ok := queuedAt[r.seq]; ok {
+				queued = append(queued, q.Sub(ft.Start))
+				hop = append(hop, r.at.Sub(q))
+			}
 		}
 	}
 	mu.Unlock()
@@ -322,8 +336,10 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	rep.Ratio = float64(rep.LatencyP50) / float64(rep.InferP50)
 	rep.RuntimeP50, rep.RuntimeP99 = quantile(run, 0.5), quantile(run, 0.99)
 	rep.RuntimeRatio = float64(rep.RuntimeP50) / float64(rep.InferP50)
-	rep.QueuedP50, rep.HopP50 = quantile(queued, 0.5), quantile(hop, 0.5)
-	rep.QueuedRatio = float64(rep.QueuedP50) / float64(rep.InferP50)
+	if len(queued) > 0 {
+		rep.QueuedP50, rep.HopP50 = quantile(queued, 0.5), quantile(hop, 0.5)
+		rep.QueuedRatio = float64(rep.QueuedP50) / float64(rep.InferP50)
+	}
 	return rep, nil
 }
 
@@ -373,7 +389,7 @@ func Soak(ctx context.Context, o Options, interval time.Duration) (*SoakReport, 
 	for i := range sc {
 		sc[i].Duration = max(2*time.Second, min(sc[i].Duration, o.Duration/8))
 	}
-	sys, err := start(ctx, o, sc, false, nil)
+	sys, err := start(ctx, o, sc, false, nil, nil)
 	if err != nil {
 		return nil, err
 	}
