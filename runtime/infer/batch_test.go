@@ -267,8 +267,10 @@ func TestForeignDynamicBatch(t *testing.T) {
 	}
 }
 
-// InferBatch allocates nothing once every view knows its frame size.
-func TestInferBatchAllocatesNothing(t *testing.T) {
+// twoViews opens the test models made dynamic at batch size 2 and a second
+// view of them, with a staged buffer and a frame of its own size each.
+func twoViews(t *testing.T) (views []*Models, st []*Staged, frames [][]uint8, ws, hs []int) {
+	t.Helper()
 	p := modelPairs(t)[0]
 	p.depth, p.aux = dynamicCopy(t, p.depth), dynamicCopy(t, p.aux)
 	m := openPair(t, p, 2)
@@ -276,9 +278,14 @@ func TestInferBatchAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, ws, hs := batchFrames(2, testmodels.Width, testmodels.Height)
-	st := []*Staged{m.NewStaged(), m.NewStaged()}
-	views := []*Models{m, v}
+	frames, ws, hs = batchFrames(2, testmodels.Width, testmodels.Height)
+	return []*Models{m, v}, []*Staged{m.NewStaged(), m.NewStaged()}, frames, ws, hs
+}
+
+// InferBatch allocates nothing once every view knows its frame size.
+func TestInferBatchAllocatesNothing(t *testing.T) {
+	views, st, frames, ws, hs := twoViews(t)
+	m := views[0]
 	ctx := context.Background()
 	var tm StageTimes
 	run := func() {
@@ -476,15 +483,8 @@ func TestStageDirectEqualsCopy(t *testing.T) {
 			}
 		})
 	}
-	p := modelPairs(t)[0]
-	p.depth, p.aux = dynamicCopy(t, p.depth), dynamicCopy(t, p.aux)
-	m := openPair(t, p, 2)
-	v, err := m.Share()
-	if err != nil {
-		t.Fatal(err)
-	}
-	frames, ws, hs := batchFrames(2, testmodels.Width, testmodels.Height)
-	st := []*Staged{m.NewStaged(), m.NewStaged()}
+	views, st, frames, ws, hs := twoViews(t)
+	m := views[0]
 	if err := m.StageDirect(st[0], frames[0], ws[0], hs[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestStageDirectEqualsCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tm StageTimes
-	if err := m.InferBatch(ctx, []*Models{m, v}, st, &tm); err == nil || !strings.Contains(err.Error(), "directly") {
+	if err := m.InferBatch(ctx, views, st, &tm); err == nil || !strings.Contains(err.Error(), "directly") {
 		t.Fatalf("a direct frame in a batch of 2: %v, want an error", err)
 	}
 }
