@@ -56,6 +56,9 @@ type Publisher struct {
 
 	mu       sync.Mutex
 	retained map[string][]byte // latest retained payload by topic: states, snapshots, discovery
+	dirty    []string          // topics set since run last published them, in order
+	isDirty  map[string]bool
+	setReady chan struct{} // a retained payload was set
 	subs     map[string]func(payload []byte)
 	closed   bool
 
@@ -94,7 +97,8 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 	}
 	log := opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID)
 	p := &Publisher{opts: opts, box: box, log: log, rl: lograte.New(log, 0),
-		retained: map[string][]byte{}, subs: map[string]func([]byte){}, stop: make(chan struct{}), done: make(chan struct{})}
+		retained: map[string][]byte{}, isDirty: map[string]bool{}, setReady: make(chan struct{}, 1),
+		subs: map[string]func([]byte){}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.store = newAckStore()
 	avail := opts.Topics.Availability()
 	co := mqtt.NewClientOptions().
@@ -200,18 +204,42 @@ func (p *Publisher) SetState(s *alerts.State) error {
 	return nil
 }
 
-// SetRetained records the latest retained payload of a topic (QoS 1) and
-// publishes it when connected; every connect republishes them all. An
-// empty payload clears the broker's retained message. Retained messages
-// are state, not events: they skip the outbox, and only the latest per
-// topic matters.
+// SetRetained records the latest retained payload of a topic (QoS 1); the
+// publisher's goroutine publishes it when connected, after the events
+// queued before it, and every connect republishes them all. An empty
+// payload clears the broker's retained message. Retained messages are
+// state, not events: they skip the outbox, and only the latest per topic
+// matters. The caller (the frame's goroutine) does not wait for paho:
+// an event's zone state, set right after the event, no longer reaches
+// paho ahead of the event nor sits on the frame's path.
 func (p *Publisher) SetRetained(topic string, payload []byte) {
 	p.mu.Lock()
 	p.retained[topic] = payload
-	p.mu.Unlock()
-	if p.client.IsConnectionOpen() {
-		p.client.Publish(topic, 1, true, payload)
+	if !p.isDirty[topic] {
+		p.isDirty[topic] = true
+		p.dirty = append(p.dirty, topic)
 	}
+	p.mu.Unlock()
+	select {
+	case p.setReady <- struct{}{}:
+	default:
+	}
+}
+
+// publishRetained publishes the retained payloads set since the last
+// call, in the order they were first set; while disconnected they wait
+// (the next connect republishes every retained payload anyway).
+func (p *Publisher) publishRetained() {
+	if !p.client.IsConnectionOpen() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, topic := range p.dirty {
+		p.client.Publish(topic, 1, true, p.retained[topic])
+		delete(p.isDirty, topic)
+	}
+	p.dirty = p.dirty[:0]
 }
 
 // RepublishRetained publishes every retained payload again (for a
@@ -343,6 +371,7 @@ func (p *Publisher) run() {
 			default:
 			}
 		}
+		p.publishRetained()
 		// While the outbox cannot write (disk full), try a write now and
 		// then, so that it leaves that state when space returns even if no
 		// event comes.
@@ -355,6 +384,7 @@ func (p *Publisher) run() {
 			return
 		case <-p.store.acks:
 		case <-p.box.Ready():
+		case <-p.setReady:
 		case <-tick.C:
 		}
 	}
@@ -389,6 +419,7 @@ func (p *Publisher) Close(ctx context.Context) error {
 	close(p.stop)
 	<-p.done
 	p.rl.Flush()
+	p.publishRetained() // the states set after run's last pass
 	if p.client.IsConnectionOpen() {
 		tok := p.client.Publish(p.opts.Topics.Availability(), 1, true, Offline)
 		wait := 2 * time.Second

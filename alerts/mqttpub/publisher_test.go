@@ -336,6 +336,32 @@ embedded:
 		t.Fatal(err)
 	}
 
+	// A zone's state follows the event it was set with: the publisher's
+	// goroutine sends the queued events before the states set after
+	// them, over the one connection, so no state names an episode
+	// whose new event the subscriber has not seen yet.
+	seenEpisode := map[string]bool{}
+	states := 0
+	for _, msg := range sub.messages() {
+		switch {
+		case strings.HasSuffix(msg.topic, "/events"):
+			var ev alerts.Event
+			json.Unmarshal([]byte(msg.payload), &ev)
+			seenEpisode[ev.ID] = true
+		case strings.HasSuffix(msg.topic, "/state"):
+			var st alerts.State
+			json.Unmarshal([]byte(msg.payload), &st)
+			if st.EpisodeID != "" {
+				states++
+				if !seenEpisode[st.EpisodeID] {
+					t.Fatalf("state of episode %s arrived before its event", st.EpisodeID)
+				}
+			}
+		}
+	}
+	if states == 0 {
+		t.Fatal("no state named an episode")
+	}
 	schemas := map[string]string{"events": schema.Event, "state": schema.State, "stats": schema.Stats}
 	var types []string
 	for _, msg := range sub.messages() {
