@@ -56,9 +56,8 @@ type Publisher struct {
 
 	mu       sync.Mutex
 	retained map[string][]byte // latest retained payload by topic: states, snapshots, discovery
-	dirty    []string          // topics set since run last published them, in order
-	isDirty  map[string]bool
-	setReady chan struct{} // a retained payload was set
+	toSend   []retainedMsg     // retained payloads set since run last published, in order
+	setReady chan struct{}     // a retained payload was set
 	subs     map[string]func(payload []byte)
 	closed   bool
 
@@ -97,7 +96,7 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 	}
 	log := opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID)
 	p := &Publisher{opts: opts, box: box, log: log, rl: lograte.New(log, 0),
-		retained: map[string][]byte{}, isDirty: map[string]bool{}, setReady: make(chan struct{}, 1),
+		retained: map[string][]byte{}, setReady: make(chan struct{}, 1),
 		subs: map[string]func([]byte){}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.store = newAckStore()
 	avail := opts.Topics.Availability()
@@ -215,10 +214,7 @@ func (p *Publisher) SetState(s *alerts.State) error {
 func (p *Publisher) SetRetained(topic string, payload []byte) {
 	p.mu.Lock()
 	p.retained[topic] = payload
-	if !p.isDirty[topic] {
-		p.isDirty[topic] = true
-		p.dirty = append(p.dirty, topic)
-	}
+	p.toSend = append(p.toSend, retainedMsg{topic, payload})
 	p.mu.Unlock()
 	select {
 	case p.setReady <- struct{}{}:
@@ -226,20 +222,26 @@ func (p *Publisher) SetRetained(topic string, payload []byte) {
 	}
 }
 
+// retainedMsg is one retained payload to publish.
+type retainedMsg struct {
+	topic   string
+	payload []byte
+}
+
 // publishRetained publishes the retained payloads set since the last
-// call, in the order they were first set; while disconnected they wait
-// (the next connect republishes every retained payload anyway).
+// call, each one, in the order they were set. While disconnected it
+// drops them: the next connect republishes the latest of every topic.
 func (p *Publisher) publishRetained() {
-	if !p.client.IsConnectionOpen() {
-		return
-	}
+	connected := p.client.IsConnectionOpen()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, topic := range p.dirty {
-		p.client.Publish(topic, 1, true, p.retained[topic])
-		delete(p.isDirty, topic)
+	if connected {
+		for _, m := range p.toSend {
+			p.client.Publish(m.topic, 1, true, m.payload)
+		}
 	}
-	p.dirty = p.dirty[:0]
+	clear(p.toSend) // no payload kept alive
+	p.toSend = p.toSend[:0]
 }
 
 // RepublishRetained publishes every retained payload again (for a
