@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/calib/corrupt"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/camera/sim"
 )
@@ -86,7 +85,6 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 	}
 	d := c.Data
 	W, H := d.Width, d.Height
-	hw := W * H
 	tab := newTable(len(c.Seeds))
 	section := func(name string, t0 time.Time) { res.Meta.WallSeconds[name] += time.Since(t0).Seconds() }
 	// Wall times only mean training time for models that were not cached.
@@ -224,106 +222,27 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 		res.Meta.Sizes[k] = v
 	}
 
-	type cond struct {
-		corr string
-		sev  int
-	}
-	conds := []cond{{CorrClean, 0}}
+	conds := []evalCond{{CorrClean, 0}}
 	for _, s := range c.Severities {
 		for _, name := range c.Corruptions {
-			conds = append(conds, cond{name, s})
+			conds = append(conds, evalCond{name, s})
 		}
 	}
 
 	t0 = time.Now()
 	plan := newEvalPlan(c, methods, variants, curves, len(test))
 	workers := make([]*seedWorker, len(c.Seeds))
+	convWorkers := evalConvWorkers(len(c.Seeds))
+	main.net.SetWorkers(convWorkers)
 	for si := range c.Seeds {
-		if workers[si], err = newSeedWorker(plan, si, models[si], ens[si], main, auxIn); err != nil {
+		if workers[si], err = newSeedWorker(plan, si, models[si], ens[si], main, auxIn, convWorkers); err != nil {
 			return nil, nil, err
 		}
 	}
-	var uce metrics.UCE
-	in := &frameInputs{depth: make([]float32, hw), dec: decFeats, grad: make([]float32, hw),
-		gtMask: make([]bool, hw), skyMask: make([]bool, hw)}
-	rgb := make([]uint8, 3*hw)
-	corr := corrupt.NewCorruptor()
-	// prepare computes what every seed reads of one frame: the main model's
-	// depth and features and the gradient score.
-	prepare := func(fr *frame, pixels []uint8, cond, index int) error {
-		if c.Baselines.Gradient {
-			main.setImage(pixels, false)
-			if err := main.gradientScore(pixels, in.grad); err != nil {
-				return err
-			}
-		}
-		main.setImage(pixels, false)
-		if err := main.predictFeatures(in.depth, in.dec); err != nil {
-			return err
-		}
-		in.fr, in.pixels, in.img, in.cond, in.index = fr, pixels, main.image(), cond, index
-		for i := range in.gtMask {
-			in.gtMask[i] = fr.sparse[i] > 0
-			in.skyMask[i] = fr.sem[i] == metrics.SkyClass
-		}
-		return nil
-	}
-	for ci, cd := range conds {
-		for _, w := range workers {
-			w.resetAccs(len(methods))
-		}
-		for fi := range test {
-			fr := &test[fi]
-			pixels := fr.rgb
-			if cd.sev > 0 {
-				if err := corr.Apply(rgb, fr.rgb, W, H, cd.corr, cd.sev, uint64(1000*fi+cd.sev)); err != nil {
-					return nil, nil, fmt.Errorf("corrupt frame %d: %w", fi, err)
-				}
-				pixels = rgb
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			if err := prepare(fr, pixels, ci, fi); err != nil {
-				return nil, nil, err
-			}
-			err := forEachSeed(ctx, len(workers), func(si int) error {
-				w := workers[si]
-				ensOut, err := w.produce(plan, in)
-				if err != nil {
-					return err
-				}
-				return w.accumulate(plan, in, ensOut)
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-		}
-		if ci == 0 {
-			// Dataset change: indoor GT pixels are the positives.
-			for fi := range indoor {
-				fr := &indoor[fi]
-				if err := prepare(fr, fr.rgb, 1<<10, fi); err != nil {
-					return nil, nil, err
-				}
-				err := forEachSeed(ctx, len(workers), func(si int) error {
-					if _, err := workers[si].produce(plan, in); err != nil {
-						return err
-					}
-					return workers[si].addIndoor(plan, in)
-				})
-				if err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-		for _, wk := range workers {
-			if err := wk.finalize(plan, tab, cd.corr, cd.sev, ci == 0, &uce); err != nil {
-				return nil, nil, err
-			}
-		}
-		log.Info("eval: condition done", "corruption", cd.corr, "severity", cd.sev, "done", ci+1, "of", len(conds),
-			"elapsed", time.Since(t0).Round(time.Second))
+	ev := &evaluation{plan: plan, workers: workers, main: main, test: test, indoor: indoor, conds: conds,
+		nMethods: len(methods), w: W, h: H, decLen: len(decFeats), log: log}
+	if err := ev.run(ctx, tab); err != nil {
+		return nil, nil, err
 	}
 	section("evaluate", t0)
 
