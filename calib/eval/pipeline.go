@@ -30,12 +30,14 @@ import (
 // apart by that many frames. A slot holds about 3 MB at 640x192.
 const evalSlots = 6
 
-// evalConvWorkers is the number of goroutines each network's convolutions
-// use during the evaluation: 1 when the seeds' workers alone are at least as
-// many as the cores (they keep every core busy, and a convolution split
-// across a pool would only add hand-offs and a barrier per pass: 17 % of the
-// evaluation's wall time on the 2-core machine with 3 seeds), else GOMAXPROCS.
-func evalConvWorkers(seeds int) int {
+// seedConvWorkers is the number of goroutines each network's convolutions
+// use while the seeds train their AuxUEs or evaluate concurrently: 1 when
+// the seeds' goroutines alone are at least as many as the cores (they keep
+// every core busy, and a convolution split across a pool would only add
+// hand-offs and a barrier per pass: on the 2-core machine with 3 seeds the
+// probe evaluation took 106 s and 179 CPU-seconds with pools of 2, 93 s and
+// 166 CPU-seconds without), else GOMAXPROCS.
+func seedConvWorkers(seeds int) int {
 	if seeds >= runtime.GOMAXPROCS(0) {
 		return 1
 	}
