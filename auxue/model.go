@@ -204,6 +204,17 @@ func (m *Model) encoder(rng *rand.Rand) (*nn.Sequential, error) {
 // Params lists every trainable parameter with its path, e.g. "epis_head.0.weight".
 func (m *Model) Params() []NamedParam { return m.named }
 
+// SetWorkers sets how many goroutines each convolution splits its passes
+// across (nn.Conv2d.SetWorkers; n < 1: GOMAXPROCS). The outputs and
+// gradients do not depend on it.
+func (m *Model) SetWorkers(n int) {
+	for _, s := range []*nn.Sequential{m.Encoder, m.EpisEncoder, m.AleaHead, m.EpisHead} {
+		if s != nil {
+			nn.SetWorkers(n, s)
+		}
+	}
+}
+
 // checkInput validates x against the form and returns N and HW.
 func (m *Model) checkInput(x *tensor.Dense) (n, hw int, err error) {
 	if x == nil {

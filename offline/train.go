@@ -36,6 +36,10 @@ type TrainConfig struct {
 	Lambda float64
 	// Log receives progress lines; nil discards them.
 	Log *slog.Logger
+	// ConvWorkers is the number of goroutines each convolution splits its
+	// passes across (nn.Conv2d.SetWorkers) [GOMAXPROCS]; 1 suits a caller
+	// that trains several networks at once. The weights do not depend on it.
+	ConvWorkers int
 }
 
 func (c *TrainConfig) defaults() {
@@ -101,6 +105,7 @@ func Train(ctx context.Context, cfg TrainConfig) (*depthnet.Net, TrainStats, err
 	if err != nil {
 		return nil, TrainStats{}, err
 	}
+	net.SetWorkers(cfg.ConvWorkers)
 	src, err := NewSimSource(cfg.Seed, cfg.Drives, cfg.FramesPerDrive, cfg.Width, cfg.Height)
 	if err != nil {
 		return nil, TrainStats{}, err

@@ -120,6 +120,13 @@ func New(cfg Config) (*Net, error) {
 	return n, nil
 }
 
+// SetWorkers sets how many goroutines each convolution splits its passes
+// across (nn.Conv2d.SetWorkers; n < 1: GOMAXPROCS). The outputs do not depend
+// on it.
+func (n *Net) SetWorkers(workers int) {
+	nn.SetWorkers(workers, n.Enc1, n.Enc2, n.Enc3, n.Enc4, n.Dec3, n.Dec2, n.Dec1, n.Head)
+}
+
 // Params lists every trainable parameter with a unique checkpoint name.
 func (n *Net) Params() []*nn.Param { return n.named }
 

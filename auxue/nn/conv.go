@@ -96,7 +96,9 @@ type Conv2d struct {
 	have     bool
 	dy       []float32
 	pool     *workerPool
-	portable bool // use the Go kernels even where the assembly ones run (tests)
+	poolStop runtime.Cleanup // closes pool when the layer is collected
+	nWorkers int             // SetWorkers; < 1: GOMAXPROCS
+	portable bool            // use the Go kernels even where the assembly ones run (tests)
 
 	geo       convGeometry
 	wPack     []float32   // forward: 4-row panels over Out, columns (c, kh, kw)
@@ -219,6 +221,30 @@ func (c *Conv2d) name() string {
 	return fmt.Sprintf("Conv2d(%d->%d, k=%d, s=%d, p=%d, d=%d)", g.In, g.Out, g.Kernel, g.Stride, g.Padding, g.Dilation)
 }
 
+// SetWorkers sets the number of goroutines, the caller's included, that the
+// layer's passes are split across; n < 1 means GOMAXPROCS (the default).
+// A program that already keeps every core busy with networks of its own,
+// one goroutine each, sets 1: a pass then runs on the calling goroutine,
+// without the hand-offs and the barrier of the pool. The results do not
+// depend on n (every unit of work is computed the same way whoever runs it;
+// TestConv2dWorkerCountIndependent).
+func (c *Conv2d) SetWorkers(n int) { c.nWorkers = n }
+
+// SetWorkers calls SetWorkers(n) on every Conv2d among layers, looking
+// into Sequential containers.
+func SetWorkers(n int, layers ...Layer) {
+	for _, l := range layers {
+		switch l := l.(type) {
+		case *Conv2d:
+			l.SetWorkers(n)
+		case *Sequential:
+			if l != nil {
+				SetWorkers(n, l.Layers...)
+			}
+		}
+	}
+}
+
 // floorDiv is ⌊e/s⌋ for s > 0.
 func floorDiv(e, s int) int {
 	if e >= 0 {
@@ -246,9 +272,17 @@ func phaseSize(n, r, s int) int {
 // prepare sizes the buffers for an n × In × h × w input (a no-op while the
 // shape and the configuration stay the same) and starts the worker pool.
 func (c *Conv2d) prepare(n, h, w, ho, wo int) {
-	if c.pool == nil {
-		c.pool = newWorkerPool(workers())
-		runtime.AddCleanup(c, (*workerPool).close, c.pool)
+	size := c.nWorkers
+	if size < 1 {
+		size = workers()
+	}
+	if c.pool == nil || c.pool.size != size {
+		if c.pool != nil {
+			c.poolStop.Stop()
+			c.pool.close()
+		}
+		c.pool = newWorkerPool(size)
+		c.poolStop = runtime.AddCleanup(c, (*workerPool).close, c.pool)
 	}
 	g := c.Config
 	key := convKey{cfg: g, n: n, h: h, w: w, workers: c.pool.size}

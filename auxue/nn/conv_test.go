@@ -252,6 +252,32 @@ func TestConv2dWorkersReleased(t *testing.T) {
 	}
 }
 
+// TestConv2dSetWorkers checks that SetWorkers resizes the pool on the next
+// pass and that the goroutines of the replaced pool exit at once (the layer
+// is still alive, so no cleanup closes them).
+func TestConv2dSetWorkers(t *testing.T) {
+	c := mustConv(Conv2dConfig{In: 2, Out: 2, Kernel: 3, Padding: 1})
+	x := NewDense(2, 2, 8, 8)
+	base := runtime.NumGoroutine()
+	for _, tc := range []struct{ set, size, extra int }{{4, 4, 3}, {1, 1, 0}, {2, 2, 1}, {0, workers(), workers() - 1}} {
+		c.SetWorkers(tc.set)
+		if _, err := c.Forward(x, Eval); err != nil {
+			t.Fatal(err)
+		}
+		if c.pool.size != tc.size {
+			t.Fatalf("SetWorkers(%d): pool of %d, want %d", tc.set, c.pool.size, tc.size)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() != base+tc.extra && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n != base+tc.extra {
+			t.Errorf("SetWorkers(%d): %d goroutines, want %d (%d before the first pass)", tc.set, n, base+tc.extra, base)
+		}
+	}
+	runtime.KeepAlive(c)
+}
+
 // TestConv2dBiasGradientOrder pins the bias gradient's summation order: per
 // image, one float32 chain over the plane in element order, then the images
 // in order (padGrad interleaves four planes' chains without reordering any).
@@ -299,8 +325,7 @@ func TestConv2dWorkerCountIndependent(t *testing.T) {
 			var ref [][]float32
 			for _, nw := range []int{1, 2, 3, 5} {
 				c := mustConv(cfg)
-				c.pool = newWorkerPool(nw)
-				defer c.pool.close()
+				c.SetWorkers(nw)
 				var got [][]float32
 				for step := 0; step < 3; step++ { // reused buffers and dynamic chunks
 					ZeroGrad(c.Params())

@@ -229,12 +229,15 @@ type auxCacheKey struct {
 	Variant                   string
 }
 
-// loadOrTrainAux trains variant v on ad (or loads it from cacheDir).
-func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed int64, mainID string, ad func() (*auxData, error), cacheDir string, log *slog.Logger) (*auxue.Model, bool, error) {
+// loadOrTrainAux trains variant v on ad (or loads it from cacheDir); the
+// training's convolutions use convWorkers goroutines (nn.Conv2d.SetWorkers,
+// which does not change the weights).
+func loadOrTrainAux(ctx context.Context, c *Config, v auxVariant, in int, seed int64, mainID string, ad func() (*auxData, error), cacheDir string, convWorkers int, log *slog.Logger) (*auxue.Model, bool, error) {
 	m, err := newAuxModel(c, v, in, seed)
 	if err != nil {
 		return nil, false, err
 	}
+	m.SetWorkers(convWorkers)
 	a, d := c.AuxUE, c.Data
 	key := auxCacheKey{Main: mainID, W: d.Width, H: d.Height, Drives: d.Drives, FramesPer: d.FramesPerDrive,
 		TrainSeed: d.TrainSeed, MainSeed: c.Main.Seed, Seed: seed, Frames: a.Frames, Epochs: a.Epochs, Batch: a.Batch,

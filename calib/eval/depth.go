@@ -47,8 +47,9 @@ type depthCacheKey struct {
 
 // loadOrTrainDepth returns the reference network (when cfg.Main.Reference
 // exists) for seed < 0, else a network trained with cfg.Main's budget and
-// weight/data seed, cached under cacheDir.
-func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference bool, cacheDir string, log *slog.Logger) (*depthnet.Net, string, error) {
+// weight/data seed, cached under cacheDir. A training splits its
+// convolutions across convWorkers goroutines (offline.TrainConfig.ConvWorkers).
+func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference bool, cacheDir string, convWorkers int, log *slog.Logger) (*depthnet.Net, string, error) {
 	d := cfg.Data
 	if useReference && cfg.Main.Reference != "" && fileExists(cfg.Main.Reference) {
 		net, err := depthnet.New(depthnet.DefaultConfig())
@@ -79,7 +80,7 @@ func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference
 	net, st, err := offline.Train(ctx, offline.TrainConfig{Net: ncfg, Seed: seed + d.TrainSeed,
 		Drives: d.Drives, FramesPerDrive: d.FramesPerDrive, ValFrames: 2, ValDrives: 1, ValEvery: cfg.Main.Steps,
 		Width: d.Width, Height: d.Height, Steps: cfg.Main.Steps, Batch: cfg.Main.Batch, CropWidth: cfg.Main.CropWidth,
-		LR: cfg.Main.LR, Log: log})
+		LR: cfg.Main.LR, Log: log, ConvWorkers: convWorkers})
 	if err != nil {
 		return nil, "", fmt.Errorf("train depth seed %d: %w", seed, err)
 	}

@@ -94,7 +94,9 @@ func cloneDepthNet(n *depthnet.Net) (*depthnet.Net, error) {
 	return c, nil
 }
 
-func newSeedWorker(p *evalPlan, si int, models []*auxue.Model, ens []*depthModel, main *depthModel, auxIn int) (*seedWorker, error) {
+// newSeedWorker makes seed si's worker; its networks split their
+// convolutions across convWorkers goroutines (nn.Conv2d.SetWorkers).
+func newSeedWorker(p *evalPlan, si int, models []*auxue.Model, ens []*depthModel, main *depthModel, auxIn, convWorkers int) (*seedWorker, error) {
 	c := p.c
 	W, H := c.Data.Width, c.Data.Height
 	hw := W * H
@@ -108,6 +110,15 @@ func newSeedWorker(p *evalPlan, si int, models []*auxue.Model, ens []*depthModel
 			return nil, err
 		}
 		w.inject = newDepthModel(net, W, H)
+		net.SetWorkers(convWorkers)
+	}
+	for _, m := range models {
+		if m != nil {
+			m.SetWorkers(convWorkers)
+		}
+	}
+	for _, em := range ens {
+		em.net.SetWorkers(convWorkers)
 	}
 	w.unc = make([][]float32, len(p.methods))
 	for i := range w.unc {
@@ -348,17 +359,17 @@ func forEachSeed(ctx context.Context, n int, fn func(si int) error) error {
 	return nil
 }
 
-// finalize writes the seed's figures of one condition into tab; clean adds
+// finalize appends the seed's figures of one condition to cells; clean adds
 // the dataset-change areas, whose pools are complete after the clean
 // condition.
-func (w *seedWorker) finalize(p *evalPlan, tab *table, corr string, sev int, clean bool, uce *metrics.UCE) error {
+func (w *seedWorker) finalize(p *evalPlan, cells *[]tableCell, corr string, sev int, clean bool, uce *metrics.UCE) error {
 	for mi, m := range p.methods {
 		if w.skip(m) {
 			continue
 		}
 		a := w.accs[mi]
 		set := func(exp, metric string, v float64) {
-			tab.set(rowKey{m.name, exp, corr, sev, metric}, w.si, v)
+			*cells = append(*cells, tableCell{rowKey{m.name, exp, corr, sev, metric}, v})
 		}
 		if m.name == MethodMain || m.name == MethodEnsemble {
 			q := a.dq.Mean()
@@ -394,10 +405,10 @@ func (w *seedWorker) finalize(p *evalPlan, tab *table, corr string, sev int, cle
 		if clean {
 			dc := &w.dc[mi]
 			if v, err := dc.AUC(); err == nil {
-				tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "auc"}, w.si, v)
+				*cells = append(*cells, tableCell{rowKey{m.name, ExpDatasetChange, CorrClean, 0, "auc"}, v})
 			}
 			if v, err := dc.AUPR(); err == nil {
-				tab.set(rowKey{m.name, ExpDatasetChange, CorrClean, 0, "aupr"}, w.si, v)
+				*cells = append(*cells, tableCell{rowKey{m.name, ExpDatasetChange, CorrClean, 0, "aupr"}, v})
 			}
 			dc.Release() // complete after the clean condition: free its pixels
 		}

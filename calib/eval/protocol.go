@@ -7,13 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/calib/corrupt"
+	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/camera/sim"
+	"golang.org/x/sync/errgroup"
 )
 
 // Method names besides the AuxUE read-outs (see auxPlan).
@@ -86,103 +88,130 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 	}
 	d := c.Data
 	W, H := d.Width, d.Height
-	hw := W * H
 	tab := newTable(len(c.Seeds))
 	section := func(name string, t0 time.Time) { res.Meta.WallSeconds[name] += time.Since(t0).Seconds() }
 	// Wall times only mean training time for models that were not cached.
 	fromCache := map[string]int{"ensemble_nets_from_cache": 0, "auxue_models_from_cache": 0}
 
-	// Main model (frozen) and, per seed, the ensemble members.
-	t0 := time.Now()
-	mainNet, src, err := loadOrTrainDepth(ctx, c, c.Main.Seed, true, cache, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	res.Meta.MainModel = src
-	var mainID string
-	if c.Main.Reference != "" && fileExists(c.Main.Reference) {
-		b, err := os.ReadFile(c.Main.Reference)
-		if err != nil {
-			return nil, nil, fmt.Errorf("main model: %w", err)
-		}
-		mainID = hashOf(b) // AuxUEs trained on another reference checkpoint are not reused
-	} else {
-		mainID = hashOf(depthCacheKey{W: W, H: H, Drives: d.Drives, FramesPerDrive: d.FramesPerDrive, TrainSeed: d.TrainSeed, Main: c.Main, Seed: c.Main.Seed})
-	}
-	main := newDepthModel(mainNet, W, H)
-	section("train_main", t0)
-	t0 = time.Now()
-	ens := make([][]*depthModel, len(c.Seeds))
-	for si, s := range c.Seeds {
-		for j := 0; j < c.Baselines.EnsembleMembers; j++ {
-			net, src, err := loadOrTrainDepth(ctx, c, int64(100*s+j+1), false, cache, log)
-			if err != nil {
-				return nil, nil, err
-			}
-			if strings.HasPrefix(src, "cached") {
-				fromCache["ensemble_nets_from_cache"]++
-			}
-			ens[si] = append(ens[si], newDepthModel(net, W, H))
-		}
-	}
-	section("train_ensemble", t0)
-
-	// AuxUE variants per seed.
-	t0 = time.Now()
+	// The main model (frozen), per seed the ensemble members, and the AuxUEs
+	// of every seed. The ensemble members need nothing but the data, so each
+	// seed's members train one after the other beside the main model and
+	// then beside the AuxUEs (which need the main model): with 3 seeds on 2
+	// cores every training runs its convolutions on its own goroutine and the
+	// cores stay busy through the serial stretches of each training. The
+	// sections' wall times overlap.
+	var (
+		mainNet           *depthnet.Net
+		main              *depthModel
+		mainID            string
+		ens               = make([][]*depthModel, len(c.Seeds))
+		models            = make([][]*auxue.Model, len(c.Seeds))
+		notes             = make([][]string, len(c.Seeds))
+		cachedAux         = make([]int, len(c.Seeds))
+		cachedEns         = make([]int, len(c.Seeds))
+		wallEnsSeed       = make([]float64, len(c.Seeds))
+		wallMain, wallAux float64
+		auxIn             int
+		decFeats          []float32
+	)
 	variants, auxMethods := auxPlan(c)
-	auxIn := auxInputChannels(c, main)
-	var decFeats []float32
-	if c.auxInputs().decoder {
-		decFeats = make([]float32, (auxIn-c.auxInputs().content())*(W/c.AuxUE.Factor)*(H/c.AuxUE.Factor))
-	}
-	// The seeds train concurrently (their runs are independent), each
-	// building its data with a private copy of the main network.
-	models := make([][]*auxue.Model, len(c.Seeds))
-	notes := make([][]string, len(c.Seeds))
-	cachedAux := make([]int, len(c.Seeds))
-	err = forEachSeed(ctx, len(c.Seeds), func(si int) error {
-		s := int64(c.Seeds[si])
-		var data *auxData
-		get := func() (*auxData, error) {
-			if data == nil {
-				net, err := cloneDepthNet(mainNet)
+	convWorkers := seedConvWorkers(len(c.Seeds))
+	tStart := time.Now()
+	train, tctx := errgroup.WithContext(ctx)
+	for si, s := range c.Seeds {
+		train.Go(func() error {
+			for j := 0; j < c.Baselines.EnsembleMembers; j++ {
+				net, src, err := loadOrTrainDepth(tctx, c, int64(100*s+j+1), false, cache, convWorkers, log)
 				if err != nil {
-					return nil, err
+					return err
 				}
-				if data, err = buildAuxData(ctx, c, newDepthModel(net, W, H), s); err != nil {
-					return nil, err
+				if strings.HasPrefix(src, "cached") {
+					cachedEns[si]++
 				}
+				ens[si] = append(ens[si], newDepthModel(net, W, H))
 			}
-			return data, nil
+			wallEnsSeed[si] = time.Since(tStart).Seconds()
+			return nil
+		})
+	}
+	train.Go(func() error {
+		t0 := time.Now()
+		var src string
+		var err error
+		if mainNet, src, err = loadOrTrainDepth(tctx, c, c.Main.Seed, true, cache, 0, log); err != nil {
+			return err
 		}
-		for _, v := range variants {
-			m, cached, err := loadOrTrainAux(ctx, c, v, auxIn, s, mainID, get, cache, log)
-			if errors.Is(err, errDiverged) {
-				// Reported, not hidden: the variant's rows average the other seeds.
-				notes[si] = append(notes[si], fmt.Sprintf("AuxUE %s, seed %d: %v; its methods are left out for this seed", v.id(), s, err))
-				log.Warn("eval: auxue diverged", "variant", v.id(), "seed", s, "err", err)
-				models[si] = append(models[si], nil)
-				continue
-			}
+		res.Meta.MainModel = src
+		if c.Main.Reference != "" && fileExists(c.Main.Reference) {
+			b, err := os.ReadFile(c.Main.Reference)
 			if err != nil {
-				return err
+				return fmt.Errorf("main model: %w", err)
 			}
-			log.Info("eval: auxue ready", "variant", v.id(), "seed", s, "cached", cached)
-			if cached {
-				cachedAux[si]++
-			}
-			models[si] = append(models[si], m)
+			mainID = hashOf(b) // AuxUEs trained on another reference checkpoint are not reused
+		} else {
+			mainID = hashOf(depthCacheKey{W: W, H: H, Drives: d.Drives, FramesPerDrive: d.FramesPerDrive, TrainSeed: d.TrainSeed, Main: c.Main, Seed: c.Main.Seed})
 		}
-		return nil
+		main = newDepthModel(mainNet, W, H)
+		wallMain = time.Since(t0).Seconds()
+
+		// AuxUE variants per seed.
+		t0 = time.Now()
+		auxIn = auxInputChannels(c, main)
+		if c.auxInputs().decoder {
+			decFeats = make([]float32, (auxIn-c.auxInputs().content())*(W/c.AuxUE.Factor)*(H/c.AuxUE.Factor))
+		}
+		// The seeds train concurrently (their runs are independent), each
+		// building its data with a private copy of the main network.
+		err = forEachSeed(tctx, len(c.Seeds), func(si int) error {
+			s := int64(c.Seeds[si])
+			var data *auxData
+			get := func() (*auxData, error) {
+				if data == nil {
+					net, err := cloneDepthNet(mainNet)
+					if err != nil {
+						return nil, err
+					}
+					net.SetWorkers(convWorkers)
+					if data, err = buildAuxData(tctx, c, newDepthModel(net, W, H), s); err != nil {
+						return nil, err
+					}
+				}
+				return data, nil
+			}
+			for _, v := range variants {
+				m, cached, err := loadOrTrainAux(tctx, c, v, auxIn, s, mainID, get, cache, convWorkers, log)
+				if errors.Is(err, errDiverged) {
+					// Reported, not hidden: the variant's rows average the other seeds.
+					notes[si] = append(notes[si], fmt.Sprintf("AuxUE %s, seed %d: %v; its methods are left out for this seed", v.id(), s, err))
+					log.Warn("eval: auxue diverged", "variant", v.id(), "seed", s, "err", err)
+					models[si] = append(models[si], nil)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				log.Info("eval: auxue ready", "variant", v.id(), "seed", s, "cached", cached)
+				if cached {
+					cachedAux[si]++
+				}
+				models[si] = append(models[si], m)
+			}
+			return nil
+		})
+		wallAux = time.Since(t0).Seconds()
+		return err
 	})
-	if err != nil {
+	if err := train.Wait(); err != nil {
 		return nil, nil, err
 	}
 	for si := range c.Seeds {
 		res.Meta.Notes = append(res.Meta.Notes, notes[si]...)
 		fromCache["auxue_models_from_cache"] += cachedAux[si]
+		fromCache["ensemble_nets_from_cache"] += cachedEns[si]
 	}
-	section("train_auxue", t0)
+	res.Meta.WallSeconds["train_main"] = wallMain
+	res.Meta.WallSeconds["train_ensemble"] = slices.Max(append(wallEnsSeed, 0))
+	res.Meta.WallSeconds["train_auxue"] = wallAux
 
 	methods := []method{{name: MethodMain}}
 	for i := range auxMethods {
@@ -206,7 +235,7 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 	}
 
 	// Data.
-	t0 = time.Now()
+	t0 := time.Now()
 	test, err := renderFrames(ctx, sim.WorldOutdoor, d.TestSeed, d.TestDrives, d.TestFrames, W, H)
 	if err != nil {
 		return nil, nil, err
@@ -224,106 +253,26 @@ func Run(ctx context.Context, c *Config, opt Options) (*Results, *Curves, error)
 		res.Meta.Sizes[k] = v
 	}
 
-	type cond struct {
-		corr string
-		sev  int
-	}
-	conds := []cond{{CorrClean, 0}}
+	conds := []evalCond{{CorrClean, 0}}
 	for _, s := range c.Severities {
 		for _, name := range c.Corruptions {
-			conds = append(conds, cond{name, s})
+			conds = append(conds, evalCond{name, s})
 		}
 	}
 
 	t0 = time.Now()
 	plan := newEvalPlan(c, methods, variants, curves, len(test))
 	workers := make([]*seedWorker, len(c.Seeds))
+	main.net.SetWorkers(convWorkers)
 	for si := range c.Seeds {
-		if workers[si], err = newSeedWorker(plan, si, models[si], ens[si], main, auxIn); err != nil {
+		if workers[si], err = newSeedWorker(plan, si, models[si], ens[si], main, auxIn, convWorkers); err != nil {
 			return nil, nil, err
 		}
 	}
-	var uce metrics.UCE
-	in := &frameInputs{depth: make([]float32, hw), dec: decFeats, grad: make([]float32, hw),
-		gtMask: make([]bool, hw), skyMask: make([]bool, hw)}
-	rgb := make([]uint8, 3*hw)
-	corr := corrupt.NewCorruptor()
-	// prepare computes what every seed reads of one frame: the main model's
-	// depth and features and the gradient score.
-	prepare := func(fr *frame, pixels []uint8, cond, index int) error {
-		if c.Baselines.Gradient {
-			main.setImage(pixels, false)
-			if err := main.gradientScore(pixels, in.grad); err != nil {
-				return err
-			}
-		}
-		main.setImage(pixels, false)
-		if err := main.predictFeatures(in.depth, in.dec); err != nil {
-			return err
-		}
-		in.fr, in.pixels, in.img, in.cond, in.index = fr, pixels, main.image(), cond, index
-		for i := range in.gtMask {
-			in.gtMask[i] = fr.sparse[i] > 0
-			in.skyMask[i] = fr.sem[i] == metrics.SkyClass
-		}
-		return nil
-	}
-	for ci, cd := range conds {
-		for _, w := range workers {
-			w.resetAccs(len(methods))
-		}
-		for fi := range test {
-			fr := &test[fi]
-			pixels := fr.rgb
-			if cd.sev > 0 {
-				if err := corr.Apply(rgb, fr.rgb, W, H, cd.corr, cd.sev, uint64(1000*fi+cd.sev)); err != nil {
-					return nil, nil, fmt.Errorf("corrupt frame %d: %w", fi, err)
-				}
-				pixels = rgb
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			if err := prepare(fr, pixels, ci, fi); err != nil {
-				return nil, nil, err
-			}
-			err := forEachSeed(ctx, len(workers), func(si int) error {
-				w := workers[si]
-				ensOut, err := w.produce(plan, in)
-				if err != nil {
-					return err
-				}
-				return w.accumulate(plan, in, ensOut)
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-		}
-		if ci == 0 {
-			// Dataset change: indoor GT pixels are the positives.
-			for fi := range indoor {
-				fr := &indoor[fi]
-				if err := prepare(fr, fr.rgb, 1<<10, fi); err != nil {
-					return nil, nil, err
-				}
-				err := forEachSeed(ctx, len(workers), func(si int) error {
-					if _, err := workers[si].produce(plan, in); err != nil {
-						return err
-					}
-					return workers[si].addIndoor(plan, in)
-				})
-				if err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-		for _, wk := range workers {
-			if err := wk.finalize(plan, tab, cd.corr, cd.sev, ci == 0, &uce); err != nil {
-				return nil, nil, err
-			}
-		}
-		log.Info("eval: condition done", "corruption", cd.corr, "severity", cd.sev, "done", ci+1, "of", len(conds),
-			"elapsed", time.Since(t0).Round(time.Second))
+	ev := &evaluation{plan: plan, workers: workers, main: main, test: test, indoor: indoor, conds: conds,
+		nMethods: len(methods), w: W, h: H, decLen: len(decFeats), log: log}
+	if err := ev.run(ctx, tab); err != nil {
+		return nil, nil, err
 	}
 	section("evaluate", t0)
 
