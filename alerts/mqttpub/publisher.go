@@ -57,6 +57,7 @@ type Publisher struct {
 	mu       sync.Mutex
 	retained map[string][]byte // latest retained payload by topic: states, snapshots, discovery
 	toSend   []retainedMsg     // retained payloads set since run last published, in order
+	sending  []retainedMsg     // the list publishRetained is sending (run's goroutine only)
 	setReady chan struct{}     // a retained payload was set
 	subs     map[string]func(payload []byte)
 	closed   bool
@@ -231,17 +232,19 @@ type retainedMsg struct {
 // publishRetained publishes the retained payloads set since the last
 // call, each one, in the order they were set. While disconnected it
 // drops them: the next connect republishes the latest of every topic.
+// The list is swapped out under the lock and published outside it, so
+// that SetRetained (the frame's goroutine) never waits on paho.
+// Only run, and Close after run ended, call it.
 func (p *Publisher) publishRetained() {
-	connected := p.client.IsConnectionOpen()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if connected {
-		for _, m := range p.toSend {
+	p.toSend, p.sending = p.sending[:0], p.toSend
+	p.mu.Unlock()
+	if p.client.IsConnectionOpen() {
+		for _, m := range p.sending {
 			p.client.Publish(m.topic, 1, true, m.payload)
 		}
 	}
-	clear(p.toSend) // no payload kept alive
-	p.toSend = p.toSend[:0]
+	clear(p.sending) // no payload kept alive
 }
 
 // RepublishRetained publishes every retained payload again (for a
