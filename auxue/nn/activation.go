@@ -52,6 +52,11 @@ func (r *ReLU) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	return y, nil
 }
 
+// skip marks a Forward that a Conv2d computed in its place (Sequential's
+// fusion): the layer holds no input or output of it, and a Backward
+// reports that it had no Forward.
+func (r *ReLU) skip() { r.x, r.have = nil, false }
+
 // Backward passes dy where the input was positive.
 func (r *ReLU) Backward(dy *tensor.Dense) (*tensor.Dense, error) {
 	g, dxs, dx, err := r.backward(r, dy)

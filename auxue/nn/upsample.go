@@ -56,55 +56,74 @@ func (u *Upsample) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 		return nil, fmt.Errorf("%s: factor must be at least 1", u.name())
 	}
 	sh := x.Shape()
-	u.n, u.c, u.h, u.w, u.have = sh[0], sh[1], sh[2], sh[3], true
+	u.setShape(sh[0], sh[1], sh[2], sh[3])
+	u.have = true
+	f := u.Factor
+	H, W := u.h*f, u.w*f
+	y := reuse(&u.out, u.n, u.c, H, W)
+	ys := Data(y)
+	rows := grow(&u.rows, 2*W)
+	for p := 0; p < u.n*u.c; p++ {
+		u.plane(xs[p*u.h*u.w:(p+1)*u.h*u.w], ys[p*H*W:(p+1)*H*W], W, rows)
+	}
+	return y, nil
+}
+
+// setShape records the input shape (N, C, h, w) and builds the
+// interpolation tables when h, w or the factor changed.
+func (u *Upsample) setShape(n, c, h, w int) {
+	u.n, u.c, u.h, u.w = n, c, h, w
 	f := u.Factor
 	if u.tabH != u.h || u.tabW != u.w || u.tabF != f {
 		halfPixelTable(u.h, f, &u.rowLo, &u.rowHi, &u.rowWt)
 		halfPixelTable(u.w, f, &u.colLo, &u.colHi, &u.colWt)
 		u.tabH, u.tabW, u.tabF = u.h, u.w, f
 	}
+}
+
+// plane interpolates one h × w plane src into dst, whose H = h·Factor rows
+// of W = w·Factor values start pitch values apart (pitch W for a plain
+// output; a convolution's padded plane for Conv2d.ForwardConcat, which
+// thereby reads the same values Forward would have written). rows is
+// scratch for 2·W values.
+//
+// Each output row blends two source rows already interpolated along the
+// width: every source row is interpolated once (into one of two slots),
+// not once per output row that reads it. The arithmetic per value is
+// unchanged: top = r0[l] + b(r0[h] − r0[l]), out = top + a(bot − top).
+func (u *Upsample) plane(src, dst []float32, pitch int, rows []float32) {
+	f := u.Factor
 	H, W := u.h*f, u.w*f
-	y := reuse(&u.out, u.n, u.c, H, W)
-	ys := Data(y)
-	// Each output row blends two source rows already interpolated along the
-	// width: every source row is interpolated once (into one of two slots),
-	// not once per output row that reads it. The arithmetic per value is
-	// unchanged: top = r0[l] + b(r0[h] − r0[l]), out = top + a(bot − top).
-	rows := grow(&u.rows, 2*W)
-	for p := 0; p < u.n*u.c; p++ {
-		src, dst := xs[p*u.h*u.w:(p+1)*u.h*u.w], ys[p*H*W:(p+1)*H*W]
-		slot := [2]int{-1, -1}
-		row := func(r int) []float32 {
-			for k := range slot {
-				if slot[k] == r {
-					return rows[k*W : (k+1)*W]
-				}
+	slot := [2]int{-1, -1}
+	row := func(r int) []float32 {
+		for k := range slot {
+			if slot[k] == r {
+				return rows[k*W : (k+1)*W]
 			}
-			k := 0
-			if slot[0] >= 0 && (slot[1] < 0 || slot[1] < slot[0]) {
-				k = 1 // replace the older (lower) row
-			}
-			slot[k] = r
-			h, sr := rows[k*W:(k+1)*W], src[r*u.w:(r+1)*u.w]
-			if f == 2 {
-				widen2(h, sr)
-			} else {
-				u.widen(h, sr)
-			}
-			return h
 		}
-		for i := 0; i < H; i++ {
-			top, bot := row(u.rowLo[i]), row(u.rowHi[i])
-			a := u.rowWt[i]
-			out := dst[i*W : (i+1)*W]
-			bot = bot[:len(out)]
-			top = top[:len(out)]
-			for j := range out {
-				out[j] = top[j] + a*(bot[j]-top[j])
-			}
+		k := 0
+		if slot[0] >= 0 && (slot[1] < 0 || slot[1] < slot[0]) {
+			k = 1 // replace the older (lower) row
+		}
+		slot[k] = r
+		h, sr := rows[k*W:(k+1)*W], src[r*u.w:(r+1)*u.w]
+		if f == 2 {
+			widen2(h, sr)
+		} else {
+			u.widen(h, sr)
+		}
+		return h
+	}
+	for i := 0; i < H; i++ {
+		top, bot := row(u.rowLo[i]), row(u.rowHi[i])
+		a := u.rowWt[i]
+		out := dst[i*pitch : i*pitch+W]
+		bot = bot[:len(out)]
+		top = top[:len(out)]
+		for j := range out {
+			out[j] = top[j] + a*(bot[j]-top[j])
 		}
 	}
-	return y, nil
 }
 
 // widen interpolates one source row sr along the width into h (the tables'
