@@ -46,9 +46,7 @@ func (r *ReLU) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, v := range xs {
-		ys[i] = max(v, 0)
-	}
+	reluCopy(false, ys, xs)
 	return y, nil
 }
 

@@ -630,10 +630,7 @@ func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, 
 					continue
 				}
 				if relu {
-					d := dst[base : base+seg]
-					for t, v := range src {
-						d[t] = max(v, 0)
-					}
+					reluCopy(c.portable, dst[base:base+seg], src)
 					continue
 				}
 				copy(dst[base:base+seg], src)

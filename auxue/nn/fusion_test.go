@@ -176,3 +176,41 @@ func TestForwardConcatErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReLUCopy checks the ReLU copy (kernelReLU where it runs) against
+// Go's max(v, 0) bit for bit on every class of float32: NaNs of both
+// signs and several payloads, ±Inf, ±0, subnormals, normal values, at
+// every length up to 41 and at unaligned offsets.
+func TestReLUCopy(t *testing.T) {
+	special := []uint32{0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fbfffff, 0xffffffff,
+		0x7f800000, 0xff800000, 0, 0x80000000, 1, 0x80000001, 0x007fffff, 0x807fffff,
+		0x3f800000, 0xbf800000, 0x7f7fffff, 0xff7fffff}
+	rng := testRNG(41)
+	src := make([]float32, 200)
+	for i := range src {
+		if i%3 == 0 {
+			src[i] = math.Float32frombits(special[rng.IntN(len(special))])
+			continue
+		}
+		src[i] = math.Float32frombits(rng.Uint32())
+	}
+	for off := 0; off < 3; off++ {
+		for n := 0; n <= 41; n++ {
+			s := src[off+n : off+2*n]
+			for _, portable := range []bool{false, true} {
+				dst := make([]float32, n+1)
+				dst[n] = 42 // past the end: untouched
+				reluCopy(portable, dst, s)
+				for i, v := range s {
+					if want := max(v, 0); math.Float32bits(dst[i]) != math.Float32bits(want) {
+						t.Fatalf("offset %d, length %d, portable %v: value %d (bits %#x) -> %#x, want %#x",
+							off, n, portable, i, math.Float32bits(v), math.Float32bits(dst[i]), math.Float32bits(want))
+					}
+				}
+				if dst[n] != 42 {
+					t.Fatalf("length %d: wrote past the end", n)
+				}
+			}
+		}
+	}
+}

@@ -198,3 +198,18 @@ func KernelName() string {
 	}
 	return "portable Go"
 }
+
+// reluCopy writes max(v, 0) (ReLU.Forward's expression) of each src value
+// to dst, which is at least as long: 8 values at a time in kernelReLU
+// where it runs, bit-identical to the Go loop (TestReLUCopy).
+func reluCopy(portable bool, dst, src []float32) {
+	dst = dst[:len(src)]
+	n := 0
+	if haveReLUKernel && !portable && len(src) >= 8 {
+		n = len(src) &^ 7
+		kernelReLU(&dst[0], &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = max(src[i], 0)
+	}
+}

@@ -39,3 +39,13 @@ func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *f
 //
 //go:noescape
 func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32)
+
+// haveReLUKernel reports whether kernelReLU can run (AVX2; checked with the
+// other kernels).
+var haveReLUKernel = haveKernel
+
+// kernelReLU writes max(src[i], 0) (as Go computes it: ±0 gives +0)
+// to dst[i] for i < n, n a multiple of 8.
+//
+//go:noescape
+func kernelReLU(dst, src *float32, n int)

@@ -453,3 +453,36 @@ runloop6:
 	JNE  runs6
 	VZEROUPPER
 	RET
+
+// func kernelReLU(dst, src *float32, n int)
+//
+// dst[i] = max(src[i], 0) for n a multiple of 8, bit for bit as Go
+// compiles max on amd64, which is −min(−v, −0) by two MINSS and an OR:
+// with v' = v ^ sign and z' = −0, m1 = v' < z' ? v' : z', m2 = m1 < v' ?
+// m1 : v', result (m1 | m2) ^ sign. For ordered v this is max(v, 0) with
+// +0 for ±0; a NaN comes back with its sign bit cleared. The same steps
+// on 8 lanes (VMINPS keeps MINSS's operand rule) give the same bits.
+TEXT ·kernelReLU(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x80000000, AX
+	MOVD         AX, X14
+	VPBROADCASTD X14, Y14
+	XORQ         AX, AX
+
+reluLoop:
+	CMPQ    AX, CX
+	JGE     reluDone
+	VXORPS  (SI)(AX*4), Y14, Y0
+	VMINPS  Y14, Y0, Y1
+	VMINPS  Y0, Y1, Y2
+	VORPS   Y1, Y2, Y2
+	VXORPS  Y14, Y2, Y2
+	VMOVUPS Y2, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     reluLoop
+
+reluDone:
+	VZEROUPPER
+	RET

@@ -16,3 +16,7 @@ func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *f
 func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int) {}
 
 func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32) {}
+
+const haveReLUKernel = false
+
+func kernelReLU(dst, src *float32, n int) {}
