@@ -214,3 +214,41 @@ func TestReLUCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestUpsampleKernels checks Upsample's row kernels (kernelLerp,
+// kernelWiden2 where they run) against the arithmetic they replace, bit
+// for bit: the interpolation tables for the widening, the blend written
+// out with each operation rounded, at widths around the 8-value blocks.
+func TestUpsampleKernels(t *testing.T) {
+	rng := testRNG(51)
+	for w := 1; w <= 42; w++ {
+		sr := make([]float32, w)
+		for i := range sr {
+			sr[i] = rng.Float32()*200 - 100
+		}
+		u := &Upsample{Factor: 2}
+		halfPixelTable(w, 2, &u.colLo, &u.colHi, &u.colWt)
+		got, want := make([]float32, 2*w+1), make([]float32, 2*w)
+		got[2*w] = 42
+		widen2(got[:2*w], sr)
+		u.widen(want, sr)
+		sameBits(t, "widen2", got[:2*w], want)
+		if got[2*w] != 42 {
+			t.Fatalf("w=%d: widen2 wrote past the row", w)
+		}
+
+		top, bot := make([]float32, w), make([]float32, w)
+		for i := range top {
+			top[i], bot[i] = rng.Float32()*20-10, rng.Float32()*20-10
+		}
+		for _, a := range []float32{0, 0.25, 0.75, 0.3} {
+			out := make([]float32, w)
+			lerp(out, top, bot, a)
+			for j := range out {
+				if want := top[j] + float32(a*(bot[j]-top[j])); math.Float32bits(out[j]) != math.Float32bits(want) {
+					t.Fatalf("w=%d a=%v: lerp %d = %v, want %v", w, a, j, out[j], want)
+				}
+			}
+		}
+	}
+}

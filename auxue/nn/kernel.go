@@ -205,7 +205,7 @@ func KernelName() string {
 func reluCopy(portable bool, dst, src []float32) {
 	dst = dst[:len(src)]
 	n := 0
-	if haveReLUKernel && !portable && len(src) >= 8 {
+	if haveElementwise && !portable && len(src) >= 8 {
 		n = len(src) &^ 7
 		kernelReLU(&dst[0], &src[0], n)
 	}

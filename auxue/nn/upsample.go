@@ -117,12 +117,24 @@ func (u *Upsample) plane(src, dst []float32, pitch int, rows []float32) {
 	for i := 0; i < H; i++ {
 		top, bot := row(u.rowLo[i]), row(u.rowHi[i])
 		a := u.rowWt[i]
-		out := dst[i*pitch : i*pitch+W]
-		bot = bot[:len(out)]
-		top = top[:len(out)]
-		for j := range out {
-			out[j] = top[j] + a*(bot[j]-top[j])
-		}
+		lerp(dst[i*pitch:i*pitch+W], top, bot, a)
+	}
+}
+
+// lerp writes top[j] + a·(bot[j] − top[j]) to out[j]: 8 values at a time in
+// kernelLerp where it runs. The conversion keeps the product rounded on
+// its own (no fused multiply-add, which Go may use on some targets), as
+// the kernel rounds it: the same bits either way (TestUpsampleKernels).
+func lerp(out, top, bot []float32, a float32) {
+	bot = bot[:len(out)]
+	top = top[:len(out)]
+	n := 0
+	if haveElementwise && len(out) >= 8 {
+		n = len(out) &^ 7
+		kernelLerp(&out[0], &top[0], &bot[0], a, n)
+	}
+	for j := n; j < len(out); j++ {
+		out[j] = top[j] + float32(a*(bot[j]-top[j]))
 	}
 }
 
@@ -131,7 +143,7 @@ func (u *Upsample) plane(src, dst []float32, pitch int, rows []float32) {
 func (u *Upsample) widen(h, sr []float32) {
 	for j := range h {
 		l, hi, b := u.colLo[j], u.colHi[j], u.colWt[j]
-		h[j] = sr[l] + b*(sr[hi]-sr[l])
+		h[j] = sr[l] + float32(b*(sr[hi]-sr[l]))
 	}
 }
 
@@ -143,13 +155,18 @@ func widen2(h, sr []float32) {
 	w := len(sr)
 	h = h[:2*w]
 	last := sr[w-1]
-	h[0] = sr[0] + 0*(sr[min(1, w-1)]-sr[0])
-	for m := 0; m < w-1; m++ {
-		a, b := sr[m], sr[m+1]
-		h[2*m+1] = a + 0.25*(b-a)
-		h[2*m+2] = a + 0.75*(b-a)
+	h[0] = sr[0] + float32(0*(sr[min(1, w-1)]-sr[0]))
+	n := 0
+	if haveElementwise && w-1 >= 8 {
+		n = (w - 1) &^ 7
+		kernelWiden2(&h[1], &sr[0], n) // columns 1 .. 2n, 8 values of m at a time
 	}
-	h[2*w-1] = last + 0.25*(last-last)
+	for m := n; m < w-1; m++ {
+		a, b := sr[m], sr[m+1]
+		h[2*m+1] = a + float32(0.25*(b-a))
+		h[2*m+2] = a + float32(0.75*(b-a))
+	}
+	h[2*w-1] = last + float32(0.25*(last-last))
 }
 
 // Backward distributes each output gradient to its four source pixels with the
