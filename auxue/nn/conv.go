@@ -560,6 +560,20 @@ func (c *Conv2d) padInput(w, lo, hi int) {
 			continue
 		}
 		img := src.x[(n*src.c+lc)*hw : (n*src.c+lc+1)*hw]
+		if s == 2 {
+			// Both column phases of a row in one pass over it.
+			for rh := 0; rh < 2; rh++ {
+				p0 := c.xp[n*geo.imgX+(ch*4+rh*2)*geo.planeX:]
+				p1 := c.xp[n*geo.imgX+(ch*4+rh*2+1)*geo.planeX:]
+				w0, w1 := phaseSize(c.w, 0, 2), phaseSize(c.w, 1, 2)
+				for i := 0; i < phaseSize(c.h, rh, 2); i++ {
+					row := img[(2*i+rh)*c.w : (2*i+rh+1)*c.w]
+					o := (i+A)*geo.pitch + A
+					deinterleave2(p0[o:o+w0], p1[o:o+w1], row, c.portable)
+				}
+			}
+			continue
+		}
 		for rh := 0; rh < s; rh++ {
 			for rw := 0; rw < s; rw++ {
 				plane := c.xp[n*geo.imgX+(ch*s*s+rh*s+rw)*geo.planeX:]

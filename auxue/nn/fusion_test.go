@@ -252,3 +252,33 @@ func TestUpsampleKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestDeinterleave2 checks the stride-2 column split against its
+// definition at every row length up to 41 (odd and even), kernel and Go.
+func TestDeinterleave2(t *testing.T) {
+	rng := testRNG(61)
+	for w := 1; w <= 41; w++ {
+		row := make([]float32, w)
+		for i := range row {
+			row[i] = math.Float32frombits(rng.Uint32())
+		}
+		for _, portable := range []bool{false, true} {
+			even, odd := make([]float32, (w+1)/2+1), make([]float32, w/2+1)
+			even[(w+1)/2], odd[w/2] = 42, 42
+			deinterleave2(even[:(w+1)/2], odd[:w/2], row, portable)
+			for k := range (w + 1) / 2 {
+				if math.Float32bits(even[k]) != math.Float32bits(row[2*k]) {
+					t.Fatalf("w=%d portable=%v: even %d", w, portable, k)
+				}
+			}
+			for k := range w / 2 {
+				if math.Float32bits(odd[k]) != math.Float32bits(row[2*k+1]) {
+					t.Fatalf("w=%d portable=%v: odd %d", w, portable, k)
+				}
+			}
+			if even[(w+1)/2] != 42 || odd[w/2] != 42 {
+				t.Fatalf("w=%d: wrote past a phase", w)
+			}
+		}
+	}
+}

@@ -41,7 +41,8 @@ func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *f
 func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32)
 
 // haveElementwise reports whether the element-wise kernels (kernelReLU,
-// kernelLerp, kernelWiden2: AVX2) can run; they come with the others.
+// kernelLerp, kernelWiden2, kernelDeinterleave2: AVX2) can run; they come
+// with the others.
 var haveElementwise = haveKernel
 
 // kernelReLU writes max(src[i], 0) (as Go computes it: ±0 gives +0)
@@ -61,3 +62,9 @@ func kernelLerp(out, top, bot *float32, a float32, n int)
 //
 //go:noescape
 func kernelWiden2(h, sr *float32, n int)
+
+// kernelDeinterleave2 writes src[2k] to even[k] and src[2k+1] to odd[k] for
+// k < n, n a multiple of 8.
+//
+//go:noescape
+func kernelDeinterleave2(even, odd, src *float32, n int)

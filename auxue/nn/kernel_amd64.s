@@ -557,3 +557,34 @@ widenLoop:
 widenDone:
 	VZEROUPPER
 	RET
+
+// func kernelDeinterleave2(even, odd, src *float32, n int)
+//
+// even[k] = src[2k], odd[k] = src[2k+1] for k < n (a multiple of 8): the
+// two column phases of a row for a stride-2 convolution. Per 16 values,
+// VSHUFPS picks the even (odd) ones of each 128-bit half and VPERMPD puts
+// the 64-bit pairs back in order.
+TEXT ·kernelDeinterleave2(SB), NOSPLIT, $0-32
+	MOVQ even+0(FP), DI
+	MOVQ odd+8(FP), DX
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+
+deintLoop:
+	CMPQ    AX, CX
+	JGE     deintDone
+	VMOVUPS (SI)(AX*8), Y0
+	VMOVUPS 32(SI)(AX*8), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2 // 0 2 8 10 | 4 6 12 14
+	VSHUFPS $0xdd, Y1, Y0, Y3 // 1 3 9 11 | 5 7 13 15
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y2, (DI)(AX*4)
+	VMOVUPS Y3, (DX)(AX*4)
+	ADDQ    $8, AX
+	JMP     deintLoop
+
+deintDone:
+	VZEROUPPER
+	RET

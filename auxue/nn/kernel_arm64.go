@@ -33,3 +33,5 @@ func kernelReLU(dst, src *float32, n int) {}
 func kernelLerp(out, top, bot *float32, a float32, n int) {}
 
 func kernelWiden2(h, sr *float32, n int) {}
+
+func kernelDeinterleave2(even, odd, src *float32, n int) {}
