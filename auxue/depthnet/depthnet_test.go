@@ -1,6 +1,7 @@
 package depthnet
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -166,5 +167,43 @@ func TestHooks(t *testing.T) {
 	}
 	if _, err := (&Net{}).Decode(nn.Eval, nil); err == nil {
 		t.Fatal("Decode without Encode accepted")
+	}
+}
+
+// TestInferenceEqualsTraining checks that inference (conv+ReLU fused, the
+// decoder's upsampling and concatenation read straight into the
+// convolutions' planes) gives the bit patterns of a Train-mode Forward,
+// which runs every layer on its own; the decoder features too.
+func TestInferenceEqualsTraining(t *testing.T) {
+	net, err := New(Config{Height: 48, MaxDepth: 80, Width: 1, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := nn.NewDense(2, 3, 48, 80)
+	for i := range nn.Data(x) {
+		nn.Data(x)[i] = float32(rng.NormFloat64())
+	}
+	z, err := net.Forward(x, nn.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]float32(nil), nn.Data(z)...)
+	wantDec := append([]float32(nil), nn.Data(net.DecoderFeatures())...)
+	for _, mode := range []nn.Mode{nn.Eval, nn.MonteCarlo} {
+		z, err := net.Forward(x, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range nn.Data(z) {
+			if math.Float32bits(v) != math.Float32bits(want[i]) {
+				t.Fatalf("mode %d: logit %d = %v, Train-mode Forward %v", mode, i, v, want[i])
+			}
+		}
+		for i, v := range nn.Data(net.DecoderFeatures()) {
+			if math.Float32bits(v) != math.Float32bits(wantDec[i]) {
+				t.Fatalf("mode %d: decoder feature %d = %v, Train-mode Forward %v", mode, i, v, wantDec[i])
+			}
+		}
 	}
 }

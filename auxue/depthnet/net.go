@@ -271,6 +271,11 @@ func (n *Net) HeadBackward(dz *tensor.Dense) (*tensor.Dense, error) {
 }
 
 func (n *Net) decode(dec *nn.Sequential, up *nn.Upsample, cat *nn.Concat, low, skip *tensor.Dense, mode nn.Mode) (*tensor.Dense, error) {
+	if mode != nn.Train {
+		// The same values without the upsampled and concatenated tensors
+		// (their Backward is never needed outside training).
+		return dec.ForwardConcat(mode, nn.ConvInput{X: low, Up: up}, nn.ConvInput{X: skip})
+	}
 	u, err := up.Forward(low, mode)
 	if err != nil {
 		return nil, err

@@ -46,11 +46,14 @@ func (r *ReLU) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, v := range xs {
-		ys[i] = max(v, 0)
-	}
+	reluCopy(false, ys, xs)
 	return y, nil
 }
+
+// skip marks a Forward that a Conv2d computed in its place (Sequential's
+// fusion): the layer holds no input or output of it, and a Backward
+// reports that it had no Forward.
+func (r *ReLU) skip() { r.x, r.have = nil, false }
 
 // Backward passes dy where the input was positive.
 func (r *ReLU) Backward(dy *tensor.Dense) (*tensor.Dense, error) {

@@ -89,7 +89,9 @@ type Conv2d struct {
 	Config       Conv2dConfig
 	Weight, Bias *Param
 
-	x        []float32
+	srcs     []convSource // the input parts of the current Forward
+	srcArr   [2]convSource
+	relu     bool // the current Forward writes max(y, 0) (a ReLU after it, fused)
 	n, h, w  int
 	ho, wo   int
 	out, dx  *tensor.Dense
@@ -146,6 +148,7 @@ type convGeometry struct {
 // convWorker is one worker's scratch.
 type convWorker struct {
 	cTile []float32 // tile results (rows × convTile)
+	rows  []float32 // interpolated rows of an upsampled input part
 	sums  [dotRows * dotCols]float32
 	sums6 [2 * dotRows * dotCols]float32
 }
@@ -162,7 +165,7 @@ const (
 func (c *Conv2d) runTiles(op, w, lo, hi int) {
 	switch op {
 	case opPadInput:
-		c.padInput(lo, hi)
+		c.padInput(w, lo, hi)
 	case opForward:
 		c.forwardTiles(w, lo, hi)
 	case opPadGrad:
@@ -398,10 +401,34 @@ func (c *Conv2d) prepare(n, h, w, ho, wo int) {
 // Forward convolves x (N, In, H, W) into (N, Out, Ho, Wo). The returned tensor
 // is owned by the layer and overwritten by the next Forward.
 func (c *Conv2d) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
-	xs, err := checkInput(c, x, 4)
-	if err != nil {
-		return nil, err
-	}
+	in := [1]ConvInput{{X: x}}
+	return c.forward(in[:], false)
+}
+
+// ConvInput is one part of a convolution's input in Sequential.ForwardConcat:
+// the parts are concatenated along the channel axis, in order, and a part
+// with Up is first resized by it.
+type ConvInput struct {
+	X  *tensor.Dense
+	Up *Upsample // nil: X as it is
+}
+
+// convSource is one input part of the current Forward: channels of the
+// layer's input, read from x (N, c, h, w), resized by up when it is set.
+type convSource struct {
+	x    []float32
+	c    int
+	h, w int
+	up   *Upsample
+}
+
+// forward convolves the channel concatenation of parts; with relu it
+// writes max(y, 0), the values a ReLU after the layer would compute. A
+// part with Up is interpolated by Upsample.plane straight into the padded
+// planes, and a plain part is copied there, so neither the resized nor the
+// concatenated tensor is ever built: the planes hold the same values
+// Forward on that tensor copies into them, and the output is bit-identical.
+func (c *Conv2d) forward(parts []ConvInput, relu bool) (*tensor.Dense, error) {
 	g := c.Config
 	if err := g.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name(), err)
@@ -417,20 +444,66 @@ func (c *Conv2d) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 			return nil, err
 		}
 	}
-	sh := x.Shape()
-	if sh[1] != g.In {
-		return nil, fmt.Errorf("%s: input shape %v has %d channels, want %d", c.name(), sh, sh[1], g.In)
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%s: no input", c.name())
 	}
-	ho, wo := g.OutputSize(sh[2], sh[3])
+	c.srcs = c.srcArr[:0]
+	var n, h, w, channels int
+	for i, p := range parts {
+		xs, err := checkInput(c, p.X, 4)
+		if err != nil {
+			if len(parts) > 1 {
+				return nil, fmt.Errorf("input part %d: %w", i, err)
+			}
+			return nil, err
+		}
+		sh := p.X.Shape()
+		ph, pw := sh[2], sh[3]
+		if p.Up != nil {
+			if p.Up.Factor < 1 {
+				return nil, fmt.Errorf("%s: input part %d: %s: factor must be at least 1", c.name(), i, p.Up.name())
+			}
+			if g.Stride != 1 {
+				return nil, fmt.Errorf("%s: input part %d is resized, which needs stride 1", c.name(), i)
+			}
+			ph, pw = ph*p.Up.Factor, pw*p.Up.Factor
+		}
+		if i == 0 {
+			n, h, w = sh[0], ph, pw
+		} else if sh[0] != n || ph != h || pw != w {
+			return nil, fmt.Errorf("%s: input part %d is %dx%dx%d after resizing, part 0 %dx%dx%d", c.name(), i, sh[0], ph, pw, n, h, w)
+		}
+		c.srcs = append(c.srcs, convSource{x: xs, c: sh[1], h: sh[2], w: sh[3], up: p.Up})
+		channels += sh[1]
+	}
+	if channels != g.In {
+		if len(parts) == 1 {
+			sh := parts[0].X.Shape()
+			return nil, fmt.Errorf("%s: input shape %v has %d channels, want %d", c.name(), sh, sh[1], g.In)
+		}
+		return nil, fmt.Errorf("%s: input parts have %d channels together, want %d", c.name(), channels, g.In)
+	}
+	ho, wo := g.OutputSize(h, w)
 	if ho < 1 || wo < 1 {
-		return nil, fmt.Errorf("%s: input %dx%d is smaller than the dilated kernel", c.name(), sh[2], sh[3])
+		return nil, fmt.Errorf("%s: input %dx%d is smaller than the dilated kernel", c.name(), h, w)
 	}
-	c.x, c.n, c.h, c.w, c.ho, c.wo, c.have = xs, sh[0], sh[2], sh[3], ho, wo, true
+	c.n, c.h, c.w, c.ho, c.wo, c.have, c.relu = n, h, w, ho, wo, true, relu
 	y := reuse(&c.out, c.n, g.Out, ho, wo)
 	c.prepare(c.n, c.h, c.w, ho, wo)
+	for _, src := range c.srcs {
+		if src.up != nil {
+			src.up.setShape(n, src.c, src.h, src.w)
+			src.up.have = false // its Backward has no Forward to go back through
+			for i := range c.workers {
+				grow(&c.workers[i].rows, 2*w)
+			}
+		}
+	}
 	c.packForward()
 	c.runPass(opPadInput)
 	c.runPass(opForward)
+	clear(c.srcArr[:]) // no reference to the inputs between passes
+	c.srcs = nil
 	return y, nil
 }
 
@@ -466,29 +539,54 @@ func (c *Conv2d) packForward() {
 	}
 }
 
-// padInput copies channels [lo, hi) (image-major) of x into their phase
-// planes; the padding was zeroed when the buffer was made and is never
-// written.
-func (c *Conv2d) padInput(lo, hi int) {
+// padInput copies channels [lo, hi) (image-major) of the input parts into
+// their phase planes (worker w's scratch interpolates resized parts); the
+// padding was zeroed when the buffer was made and is never written.
+func (c *Conv2d) padInput(w, lo, hi int) {
 	g, geo := c.Config, &c.geo
 	s, A := g.Stride, geo.a
 	hw := c.h * c.w
 	for u := lo; u < hi; u++ {
 		n, ch := u/g.In, u%g.In
-		img := c.x[u*hw : (u+1)*hw]
+		src, lc := &c.srcs[0], ch
+		for i := 0; lc >= src.c; i++ {
+			lc -= src.c
+			src = &c.srcs[i+1]
+		}
+		if src.up != nil { // stride 1: one phase plane per channel
+			lhw := src.h * src.w
+			low := src.x[(n*src.c+lc)*lhw : (n*src.c+lc+1)*lhw]
+			src.up.plane(low, c.xp[n*geo.imgX+ch*geo.planeX+A*geo.pitch+A:], geo.pitch, c.workers[w].rows)
+			continue
+		}
+		img := src.x[(n*src.c+lc)*hw : (n*src.c+lc+1)*hw]
+		if s == 2 {
+			// Both column phases of a row in one pass over it.
+			for rh := 0; rh < 2; rh++ {
+				p0 := c.xp[n*geo.imgX+(ch*4+rh*2)*geo.planeX:]
+				p1 := c.xp[n*geo.imgX+(ch*4+rh*2+1)*geo.planeX:]
+				w0, w1 := phaseSize(c.w, 0, 2), phaseSize(c.w, 1, 2)
+				for i := 0; i < phaseSize(c.h, rh, 2); i++ {
+					row := img[(2*i+rh)*c.w : (2*i+rh+1)*c.w]
+					o := (i+A)*geo.pitch + A
+					deinterleave2(p0[o:o+w0], p1[o:o+w1], row, c.portable)
+				}
+			}
+			continue
+		}
 		for rh := 0; rh < s; rh++ {
 			for rw := 0; rw < s; rw++ {
 				plane := c.xp[n*geo.imgX+(ch*s*s+rh*s+rw)*geo.planeX:]
 				wph := phaseSize(c.w, rw, s)
 				for i := 0; i < phaseSize(c.h, rh, s); i++ {
-					src := img[(s*i+rh)*c.w : (s*i+rh+1)*c.w]
+					row := img[(s*i+rh)*c.w : (s*i+rh+1)*c.w]
 					dst := plane[(i+A)*geo.pitch+A : (i+A)*geo.pitch+A+wph]
 					if s == 1 {
-						copy(dst, src)
+						copy(dst, row)
 						continue
 					}
 					for j := range dst {
-						dst[j] = src[s*j+rw]
+						dst[j] = row[s*j+rw]
 					}
 				}
 			}
@@ -521,14 +619,15 @@ func (c *Conv2d) forwardTiles(w, lo, hi int) {
 			}
 			jr += tileCols
 		}
-		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo)
+		c.copyOut(ct, g.Out, q0, q1, ys[n*g.Out*c.ho*c.wo:], c.ho, c.wo, 1, 0, 0, c.ho, c.wo, c.relu)
 	}
 }
 
 // copyOut writes the tile positions [q0, q1) (pitch layout, rows channels)
 // whose row i < lh and column j < lw to dst (rows × dh × dw) at row
-// s·i + rh, column s·j + rw.
-func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, s, rh, rw, lh, lw int) {
+// s·i + rh, column s·j + rw; with relu, max(v, 0) (ReLU.Forward's
+// expression) instead of v.
+func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, s, rh, rw, lh, lw int, relu bool) {
 	pitch := c.geo.pitch
 	for q := q0; q < q1; {
 		i, j := q/pitch, q%pitch
@@ -542,6 +641,10 @@ func (c *Conv2d) copyOut(ct []float32, rows, q0, q1 int, dst []float32, dh, dw, 
 					for t, v := range src {
 						dst[base+s*t] = v
 					}
+					continue
+				}
+				if relu {
+					reluCopy(c.portable, dst[base:base+seg], src)
 					continue
 				}
 				copy(dst[base:base+seg], src)
@@ -771,7 +874,7 @@ func (c *Conv2d) inputGrad(w, lo, hi int) {
 			}
 			jr += tileCols
 		}
-		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph)
+		c.copyOut(ct, g.In, q0, q1, dxs[n*g.In*c.h*c.w:], c.h, c.w, g.Stride, ph.rh, ph.rw, ph.hph, ph.wph, false)
 	}
 }
 

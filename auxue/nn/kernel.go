@@ -198,3 +198,35 @@ func KernelName() string {
 	}
 	return "portable Go"
 }
+
+// reluCopy writes max(v, 0) (ReLU.Forward's expression) of each src value
+// to dst, which is at least as long: 8 values at a time in kernelReLU
+// where it runs, bit-identical to the Go loop (TestReLUCopy).
+func reluCopy(portable bool, dst, src []float32) {
+	dst = dst[:len(src)]
+	n := 0
+	if haveElementwise && !portable && len(src) >= 8 {
+		n = len(src) &^ 7
+		kernelReLU(&dst[0], &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = max(src[i], 0)
+	}
+}
+
+// deinterleave2 writes the even columns of row to even and the odd ones to
+// odd (lengths ⌈len(row)/2⌉ and ⌊len(row)/2⌋): 8 of each at a time in
+// kernelDeinterleave2 where it runs.
+func deinterleave2(even, odd, row []float32, portable bool) {
+	n := 0
+	if haveElementwise && !portable && len(odd) >= 8 {
+		n = len(odd) &^ 7
+		kernelDeinterleave2(&even[0], &odd[0], &row[0], n)
+	}
+	for k := n; k < len(even); k++ {
+		even[k] = row[2*k]
+	}
+	for k := n; k < len(odd); k++ {
+		odd[k] = row[2*k+1]
+	}
+}

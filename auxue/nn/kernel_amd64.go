@@ -39,3 +39,32 @@ func kernelDot6Runs(n8, run8 int, a0, a1, a2, a3, b0, b1, b2, b3, b4, b5, out *f
 //
 //go:noescape
 func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32)
+
+// haveElementwise reports whether the element-wise kernels (kernelReLU,
+// kernelLerp, kernelWiden2, kernelDeinterleave2: AVX2) can run; they come
+// with the others.
+var haveElementwise = haveKernel
+
+// kernelReLU writes max(src[i], 0) (as Go computes it: ±0 gives +0)
+// to dst[i] for i < n, n a multiple of 8.
+//
+//go:noescape
+func kernelReLU(dst, src *float32, n int)
+
+// kernelLerp writes top[j] + a·(bot[j] − top[j]) to out[j] for j < n, n a
+// multiple of 8 (Upsample's row blend).
+//
+//go:noescape
+func kernelLerp(out, top, bot *float32, a float32, n int)
+
+// kernelWiden2 writes widen2's columns 1 .. 2n (h from column 1) from
+// sr[0 .. n], n a multiple of 8.
+//
+//go:noescape
+func kernelWiden2(h, sr *float32, n int)
+
+// kernelDeinterleave2 writes src[2k] to even[k] and src[2k+1] to odd[k] for
+// k < n, n a multiple of 8.
+//
+//go:noescape
+func kernelDeinterleave2(even, odd, src *float32, n int)

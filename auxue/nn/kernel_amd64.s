@@ -453,3 +453,138 @@ runloop6:
 	JNE  runs6
 	VZEROUPPER
 	RET
+
+// func kernelReLU(dst, src *float32, n int)
+//
+// dst[i] = max(src[i], 0) for n a multiple of 8, bit for bit as Go
+// compiles max on amd64, which is −min(−v, −0) by two MINSS and an OR:
+// with v' = v ^ sign and z' = −0, m1 = v' < z' ? v' : z', m2 = m1 < v' ?
+// m1 : v', result (m1 | m2) ^ sign. For ordered v this is max(v, 0) with
+// +0 for ±0; a NaN comes back with its sign bit cleared. The same steps
+// on 8 lanes (VMINPS keeps MINSS's operand rule) give the same bits.
+TEXT ·kernelReLU(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x80000000, AX
+	MOVD         AX, X14
+	VPBROADCASTD X14, Y14
+	XORQ         AX, AX
+
+reluLoop:
+	CMPQ    AX, CX
+	JGE     reluDone
+	VXORPS  (SI)(AX*4), Y14, Y0
+	VMINPS  Y14, Y0, Y1
+	VMINPS  Y0, Y1, Y2
+	VORPS   Y1, Y2, Y2
+	VXORPS  Y14, Y2, Y2
+	VMOVUPS Y2, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     reluLoop
+
+reluDone:
+	VZEROUPPER
+	RET
+
+// func kernelLerp(out, top, bot *float32, a float32, n int)
+//
+// out[j] = top[j] + a·(bot[j] − top[j]) for n a multiple of 8: Upsample's
+// blend of two interpolated rows, each operation rounded to float32 as
+// the Go loop rounds it (no fused multiply-add), so the bits are the same.
+TEXT ·kernelLerp(SB), NOSPLIT, $0-40
+	MOVQ         out+0(FP), DI
+	MOVQ         top+8(FP), SI
+	MOVQ         bot+16(FP), DX
+	VBROADCASTSS a+24(FP), Y15
+	MOVQ         n+32(FP), CX
+	XORQ         AX, AX
+
+lerpLoop:
+	CMPQ    AX, CX
+	JGE     lerpDone
+	VMOVUPS (SI)(AX*4), Y0
+	VMOVUPS (DX)(AX*4), Y1
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y15, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     lerpLoop
+
+lerpDone:
+	VZEROUPPER
+	RET
+
+// func kernelWiden2(h, sr *float32, n int)
+//
+// For k < n (a multiple of 8), with a = sr[k] and b = sr[k+1]:
+// h[2k] = a + 0.25·(b − a) and h[2k+1] = a + 0.75·(b − a) (h is widen2's
+// output from column 1 on), each operation rounded to float32 as in Go.
+// The two results of 8 values of k are interleaved by unpacking and a
+// swap of 128-bit halves, and stored as 16 consecutive values.
+TEXT ·kernelWiden2(SB), NOSPLIT, $0-24
+	MOVQ         h+0(FP), DI
+	MOVQ         sr+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVL         $0x3e800000, AX // 0.25
+	MOVD         AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x3f400000, AX // 0.75
+	MOVD         AX, X15
+	VPBROADCASTD X15, Y15
+	XORQ         AX, AX
+
+widenLoop:
+	CMPQ       AX, CX
+	JGE        widenDone
+	VMOVUPS    (SI)(AX*4), Y0  // a
+	VMOVUPS    4(SI)(AX*4), Y1 // b
+	VSUBPS     Y0, Y1, Y1      // b − a
+	VMULPS     Y14, Y1, Y2
+	VADDPS     Y2, Y0, Y2      // a + 0.25·(b − a)
+	VMULPS     Y15, Y1, Y3
+	VADDPS     Y3, Y0, Y3      // a + 0.75·(b − a)
+	VUNPCKLPS  Y3, Y2, Y4      // pairs of k = 0, 1 | 4, 5
+	VUNPCKHPS  Y3, Y2, Y5      // pairs of k = 2, 3 | 6, 7
+	VPERM2F128 $0x20, Y5, Y4, Y6
+	VPERM2F128 $0x31, Y5, Y4, Y7
+	VMOVUPS    Y6, (DI)(AX*8)
+	VMOVUPS    Y7, 32(DI)(AX*8)
+	ADDQ       $8, AX
+	JMP        widenLoop
+
+widenDone:
+	VZEROUPPER
+	RET
+
+// func kernelDeinterleave2(even, odd, src *float32, n int)
+//
+// even[k] = src[2k], odd[k] = src[2k+1] for k < n (a multiple of 8): the
+// two column phases of a row for a stride-2 convolution. Per 16 values,
+// VSHUFPS picks the even (odd) ones of each 128-bit half and VPERMPD puts
+// the 64-bit pairs back in order.
+TEXT ·kernelDeinterleave2(SB), NOSPLIT, $0-32
+	MOVQ even+0(FP), DI
+	MOVQ odd+8(FP), DX
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+
+deintLoop:
+	CMPQ    AX, CX
+	JGE     deintDone
+	VMOVUPS (SI)(AX*8), Y0
+	VMOVUPS 32(SI)(AX*8), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2 // 0 2 8 10 | 4 6 12 14
+	VSHUFPS $0xdd, Y1, Y0, Y3 // 1 3 9 11 | 5 7 13 15
+	VPERMPD $0xd8, Y2, Y2
+	VPERMPD $0xd8, Y3, Y3
+	VMOVUPS Y2, (DI)(AX*4)
+	VMOVUPS Y3, (DX)(AX*4)
+	ADDQ    $8, AX
+	JMP     deintLoop
+
+deintDone:
+	VZEROUPPER
+	RET

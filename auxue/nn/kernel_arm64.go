@@ -24,3 +24,14 @@ func kernelTile(k int, a, b *float32, offs *int, c *float32, ldc int, acc int)
 //
 //go:noescape
 func kernelDot(n8 int, a0, a1, a2, a3, b0, b1, b2, out *float32)
+
+// haveElementwise: no element-wise kernels here (the Go loops run).
+const haveElementwise = false
+
+func kernelReLU(dst, src *float32, n int) {}
+
+func kernelLerp(out, top, bot *float32, a float32, n int) {}
+
+func kernelWiden2(h, sr *float32, n int) {}
+
+func kernelDeinterleave2(even, odd, src *float32, n int) {}

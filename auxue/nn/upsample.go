@@ -56,55 +56,86 @@ func (u *Upsample) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 		return nil, fmt.Errorf("%s: factor must be at least 1", u.name())
 	}
 	sh := x.Shape()
-	u.n, u.c, u.h, u.w, u.have = sh[0], sh[1], sh[2], sh[3], true
+	u.setShape(sh[0], sh[1], sh[2], sh[3])
+	u.have = true
+	f := u.Factor
+	H, W := u.h*f, u.w*f
+	y := reuse(&u.out, u.n, u.c, H, W)
+	ys := Data(y)
+	rows := grow(&u.rows, 2*W)
+	for p := 0; p < u.n*u.c; p++ {
+		u.plane(xs[p*u.h*u.w:(p+1)*u.h*u.w], ys[p*H*W:(p+1)*H*W], W, rows)
+	}
+	return y, nil
+}
+
+// setShape records the input shape (N, C, h, w) and builds the
+// interpolation tables when h, w or the factor changed.
+func (u *Upsample) setShape(n, c, h, w int) {
+	u.n, u.c, u.h, u.w = n, c, h, w
 	f := u.Factor
 	if u.tabH != u.h || u.tabW != u.w || u.tabF != f {
 		halfPixelTable(u.h, f, &u.rowLo, &u.rowHi, &u.rowWt)
 		halfPixelTable(u.w, f, &u.colLo, &u.colHi, &u.colWt)
 		u.tabH, u.tabW, u.tabF = u.h, u.w, f
 	}
+}
+
+// plane interpolates one h × w plane src into dst, whose H = h·Factor rows
+// of W = w·Factor values start pitch values apart (pitch W for a plain
+// output; a convolution's padded plane for Conv2d.ForwardConcat, which
+// thereby reads the same values Forward would have written). rows is
+// scratch for 2·W values.
+//
+// Each output row blends two source rows already interpolated along the
+// width: every source row is interpolated once (into one of two slots),
+// not once per output row that reads it. The arithmetic per value is
+// unchanged: top = r0[l] + b(r0[h] − r0[l]), out = top + a(bot − top).
+func (u *Upsample) plane(src, dst []float32, pitch int, rows []float32) {
+	f := u.Factor
 	H, W := u.h*f, u.w*f
-	y := reuse(&u.out, u.n, u.c, H, W)
-	ys := Data(y)
-	// Each output row blends two source rows already interpolated along the
-	// width: every source row is interpolated once (into one of two slots),
-	// not once per output row that reads it. The arithmetic per value is
-	// unchanged: top = r0[l] + b(r0[h] − r0[l]), out = top + a(bot − top).
-	rows := grow(&u.rows, 2*W)
-	for p := 0; p < u.n*u.c; p++ {
-		src, dst := xs[p*u.h*u.w:(p+1)*u.h*u.w], ys[p*H*W:(p+1)*H*W]
-		slot := [2]int{-1, -1}
-		row := func(r int) []float32 {
-			for k := range slot {
-				if slot[k] == r {
-					return rows[k*W : (k+1)*W]
-				}
-			}
-			k := 0
-			if slot[0] >= 0 && (slot[1] < 0 || slot[1] < slot[0]) {
-				k = 1 // replace the older (lower) row
-			}
-			slot[k] = r
-			h, sr := rows[k*W:(k+1)*W], src[r*u.w:(r+1)*u.w]
-			if f == 2 {
-				widen2(h, sr)
-			} else {
-				u.widen(h, sr)
-			}
-			return h
-		}
-		for i := 0; i < H; i++ {
-			top, bot := row(u.rowLo[i]), row(u.rowHi[i])
-			a := u.rowWt[i]
-			out := dst[i*W : (i+1)*W]
-			bot = bot[:len(out)]
-			top = top[:len(out)]
-			for j := range out {
-				out[j] = top[j] + a*(bot[j]-top[j])
+	slot := [2]int{-1, -1}
+	row := func(r int) []float32 {
+		for k := range slot {
+			if slot[k] == r {
+				return rows[k*W : (k+1)*W]
 			}
 		}
+		k := 0
+		if slot[0] >= 0 && (slot[1] < 0 || slot[1] < slot[0]) {
+			k = 1 // replace the older (lower) row
+		}
+		slot[k] = r
+		h, sr := rows[k*W:(k+1)*W], src[r*u.w:(r+1)*u.w]
+		if f == 2 {
+			widen2(h, sr)
+		} else {
+			u.widen(h, sr)
+		}
+		return h
 	}
-	return y, nil
+	for i := 0; i < H; i++ {
+		top, bot := row(u.rowLo[i]), row(u.rowHi[i])
+		a := u.rowWt[i]
+		lerp(dst[i*pitch:i*pitch+W], top, bot, a)
+	}
+}
+
+// lerp writes top[j] + a·(bot[j] − top[j]) to out[j]: 8 values at a time in
+// kernelLerp where it runs. The conversion keeps the product rounded on
+// its own (no fused multiply-add, which Go may use on some targets), as
+// the kernel rounds it: the same bits either way (TestUpsampleKernels).
+func lerp(out, top, bot []float32, a float32) {
+	bot = bot[:len(out)]
+	top = top[:len(out)]
+	n := 0
+	if haveElementwise && len(out) >= 8 {
+		n = len(out) &^ 7
+		kernelLerp(&out[0], &top[0], &bot[0], a, n)
+	}
+	for j := n; j < len(out); j++ {
+		out[j] = top[j] + float32(a*(bot[j]-top[j]))
+	}
 }
 
 // widen interpolates one source row sr along the width into h (the tables'
@@ -112,7 +143,7 @@ func (u *Upsample) Forward(x *tensor.Dense, mode Mode) (*tensor.Dense, error) {
 func (u *Upsample) widen(h, sr []float32) {
 	for j := range h {
 		l, hi, b := u.colLo[j], u.colHi[j], u.colWt[j]
-		h[j] = sr[l] + b*(sr[hi]-sr[l])
+		h[j] = sr[l] + float32(b*(sr[hi]-sr[l]))
 	}
 }
 
@@ -124,13 +155,18 @@ func widen2(h, sr []float32) {
 	w := len(sr)
 	h = h[:2*w]
 	last := sr[w-1]
-	h[0] = sr[0] + 0*(sr[min(1, w-1)]-sr[0])
-	for m := 0; m < w-1; m++ {
-		a, b := sr[m], sr[m+1]
-		h[2*m+1] = a + 0.25*(b-a)
-		h[2*m+2] = a + 0.75*(b-a)
+	h[0] = sr[0] + float32(0*(sr[min(1, w-1)]-sr[0]))
+	n := 0
+	if haveElementwise && w-1 >= 8 {
+		n = (w - 1) &^ 7
+		kernelWiden2(&h[1], &sr[0], n) // columns 1 .. 2n, 8 values of m at a time
 	}
-	h[2*w-1] = last + 0.25*(last-last)
+	for m := n; m < w-1; m++ {
+		a, b := sr[m], sr[m+1]
+		h[2*m+1] = a + float32(0.25*(b-a))
+		h[2*m+2] = a + float32(0.75*(b-a))
+	}
+	h[2*w-1] = last + float32(0.25*(last-last))
 }
 
 // Backward distributes each output gradient to its four source pixels with the
