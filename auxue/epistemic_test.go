@@ -175,3 +175,19 @@ func BenchmarkEpistemic(b *testing.B) {
 		})
 	}
 }
+
+// TestEpistemicAllocatesNothing: the block's sums, maxima and classes
+// live on the stack.
+func TestEpistemicAllocatesNothing(t *testing.T) {
+	const k, hw = 8, 1000
+	logits := randomLogits(rand.New(rand.NewPCG(5, 6)), k*hw, 3, 0)
+	out, bins := make([]float32, hw), make([]int32, hw)
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := (DIDOLoss{K: k}).Epistemic(logits, 1, hw, out, bins); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Epistemic allocates %v times per call, want 0", allocs)
+	}
+}
