@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/internal/vexp"
+	"github.com/didoedge/didoedge/internal/vmax"
 )
 
 // DefaultLambdaDepth and DefaultKDepth are the paper's DIDO settings for
@@ -161,7 +163,17 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 
 // Epistemic writes the DIDO epistemic uncertainty K/S of each element of the
 // (N, K, HW) logits into out (N*HW values, in (0, 1]). When bins is non-nil
-// it also receives the argmax class (the rough aleatoric read-out).
+// it also receives the argmax class (the rough aleatoric read-out: the
+// first class of the largest logit).
+//
+// Elements go in blocks of epistemicBlock: for each class in order, the
+// block's logits of that class (contiguous in the layout) are added to the
+// block's sums by vexp.AddExpPlusOne, whose exp is math.Exp's bit for bit,
+// so each element's S adds the same terms in the same order as
+// one-element-at-a-time code would (epistemicElements) and out is the
+// same to the bit, four exps per instruction where the CPU allows. A block
+// holding a NaN logit is redone element by element, which reports the
+// first NaN in element order.
 func (d DIDOLoss) Epistemic(logits []float32, n, hw int, out []float32, bins []int32) error {
 	if d.K < 2 {
 		return fmt.Errorf("DIDO read-out: K = %d, want at least 2 bins", d.K)
@@ -172,26 +184,87 @@ func (d DIDOLoss) Epistemic(logits []float32, n, hw int, out []float32, bins []i
 	if bins != nil && len(bins) != len(out) {
 		return fmt.Errorf("DIDO read-out: bins buffer has %d values, want %d", len(bins), len(out))
 	}
-	maxz := d.maxLogit()
+	k, maxz := d.K, d.maxLogit()
+	if math.IsNaN(maxz) {
+		// evidence never clamps against a NaN bound (z >= NaN is
+		// false); min(z, +Inf) = z does the same.
+		maxz = math.Inf(1)
+	}
+	var (
+		sums [epistemicBlock]float64 // S of each element of the block
+		best [epistemicBlock]float32 // largest logit so far
+		arg  [epistemicBlock]int32   // its class
+	)
 	for b := 0; b < n; b++ {
-		base := b * d.K * hw
-		for j := 0; j < hw; j++ {
-			s, best, arg := 0.0, math.Inf(-1), int32(0)
-			for c := 0; c < d.K; c++ {
-				z := float64(logits[base+c*hw+j])
-				if math.IsNaN(z) {
-					return fmt.Errorf("DIDO read-out: logit of class %d at element %d is NaN", c, b*hw+j)
-				}
-				e, _ := evidence(z, maxz)
-				s += e + 1
-				if z > best {
-					best, arg = z, int32(c)
-				}
+		base := b * k * hw
+		for j0 := 0; j0 < hw; j0 += epistemicBlock {
+			m := min(epistemicBlock, hw-j0)
+			s, top, cls := sums[:m], best[:m], arg[:m]
+			clear(s)
+			copy(top, logits[base+j0:base+j0+m])
+			clear(cls)
+			for c := 0; c < k; c++ {
+				row := logits[base+c*hw+j0 : base+c*hw+j0+m]
+				vexp.AddExpPlusOne(s, row, maxz)
+				vmax.UpdateArgmax(top, cls, row, int32(c)) // strict >: the first class of the maximum
 			}
-			out[b*hw+j] = float32(float64(d.K) / s)
+			// exp(min(z, maxz)) is NaN only for a NaN z, and sums of
+			// terms in [1, +Inf] are never NaN otherwise.
+			if hasNaN(s) {
+				if err := d.epistemicElements(logits, b, hw, j0, j0+m, maxz, out, bins); err != nil {
+					return err
+				}
+				continue
+			}
+			o := out[b*hw+j0 : b*hw+j0+m]
+			for j := range o {
+				o[j] = float32(float64(k) / s[j])
+			}
 			if bins != nil {
-				bins[b*hw+j] = arg
+				copy(bins[b*hw+j0:b*hw+j0+m], cls)
 			}
+		}
+	}
+	return nil
+}
+
+// hasNaN reports whether xs holds a NaN.
+func hasNaN(xs []float64) bool {
+	for _, x := range xs {
+		if x != x {
+			return true
+		}
+	}
+	return false
+}
+
+// epistemicBlock is the number of elements Epistemic reads out together:
+// their sums, maxima and classes live on the stack (4 KiB), and each
+// class's stretch of logits is long enough for the vector kernel.
+const epistemicBlock = 256
+
+// epistemicElements is Epistemic element by element for elements j0..j1-1
+// of image b: for each element, classes 0..K-1 in order, S += e+1 and the
+// argmax (strict >, from -Inf); a NaN logit is an error naming its class
+// and element.
+func (d DIDOLoss) epistemicElements(logits []float32, b, hw, j0, j1 int, maxz float64, out []float32, bins []int32) error {
+	base := b * d.K * hw
+	for j := j0; j < j1; j++ {
+		s, best, arg := 0.0, math.Inf(-1), int32(0)
+		for c := 0; c < d.K; c++ {
+			z := float64(logits[base+c*hw+j])
+			if math.IsNaN(z) {
+				return fmt.Errorf("DIDO read-out: logit of class %d at element %d is NaN", c, b*hw+j)
+			}
+			e, _ := evidence(z, maxz)
+			s += e + 1
+			if z > best {
+				best, arg = z, int32(c)
+			}
+		}
+		out[b*hw+j] = float32(float64(d.K) / s)
+		if bins != nil {
+			bins[b*hw+j] = arg
 		}
 	}
 	return nil
