@@ -207,3 +207,38 @@ func TestInferenceEqualsTraining(t *testing.T) {
 		}
 	}
 }
+
+// TestDepthMatchesFormula checks Depth (exp 4 lanes at a time) against
+// MaxDepth / (1 + math.Exp(−z)) bit for bit on logits from every range a
+// network can give and beyond (±0, ±1000, ±Inf, subnormal results of exp),
+// at lengths around its block of 256.
+func TestDepthMatchesFormula(t *testing.T) {
+	net, err := New(Config{Height: 16, MaxDepth: 80, Width: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1000, -1000, 745, -745, 709, -709, 88, -88,
+		float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.MaxFloat32, 1e-30}
+	for _, n := range []int{0, 1, 3, 255, 256, 257, 515, 122880} {
+		z := make([]float32, n)
+		for i := range z {
+			switch {
+			case i%11 == 0:
+				z[i] = special[rng.IntN(len(special))]
+			case i%3 == 0:
+				z[i] = float32(rng.Float64()*1600 - 800)
+			default:
+				z[i] = float32(rng.NormFloat64() * 4)
+			}
+		}
+		got := make([]float32, n)
+		net.Depth(z, got)
+		for i, v := range z {
+			want := float32(80 / (1 + math.Exp(-float64(v))))
+			if math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d: depth of logit %v = %v, formula %v", n, v, got[i], want)
+			}
+		}
+	}
+}

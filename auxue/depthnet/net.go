@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/internal/vexp"
 	"gorgonia.org/tensor"
 )
 
@@ -359,10 +360,30 @@ func (n *Net) Backward(dz *tensor.Dense) error {
 	return nil
 }
 
-// Depth converts logits to metric depth: MaxDepth * sigmoid(z), into dst.
+// Depth converts logits to metric depth: MaxDepth * sigmoid(z) =
+// MaxDepth / (1 + exp(−z)), into dst. The sums 1 + exp(−z) come from
+// vexp.AddExpPlusOne on −z (4 lanes at a time) added to zeros: 0 + (e + 1)
+// is e + 1, which is 1 + e, so the bits are those of the scalar formula
+// (TestDepthMatchesFormula).
 func (n *Net) Depth(z []float32, dst []float32) {
 	m := n.Config.MaxDepth
-	for i, v := range z {
-		dst[i] = float32(m / (1 + math.Exp(-float64(v))))
+	var neg [depthBlock]float32
+	var sum [depthBlock]float64
+	for j0 := 0; j0 < len(z); j0 += depthBlock {
+		zb := z[j0:min(j0+depthBlock, len(z))]
+		nb, sb := neg[:len(zb)], sum[:len(zb)]
+		for i, v := range zb {
+			nb[i] = -v // float64(−v) is −float64(v)
+		}
+		clear(sb)
+		vexp.AddExpPlusOne(sb, nb, math.Inf(1))
+		d := dst[j0 : j0+len(zb)]
+		for i, t := range sb {
+			d[i] = float32(m / t)
+		}
 	}
 }
+
+// depthBlock is the number of logits Depth converts per step (its scratch
+// lives on the stack).
+const depthBlock = 256
