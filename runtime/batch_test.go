@@ -37,17 +37,23 @@ func makeDynamic(t testing.TB, dir string) {
 // models, with extra appended to the config.
 func newBatchedPipeline(t testing.TB, extra string) (*Pipeline, error) {
 	t.Helper()
+	return newBatchedPipelineEdit(t, func(s string) string { return s + extra })
+}
+
+// newBatchedPipelineEdit is newBatchedPipeline with the config's text
+// rewritten by edit.
+func newBatchedPipelineEdit(t testing.TB, edit func(string) string) (*Pipeline, error) {
+	t.Helper()
 	requireORT(t)
 	s := newTestSetup(t, "quiet.yaml", testZones)
 	makeDynamic(t, s.dir)
 	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones)
-	if extra != "" {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.WriteString(extra)
-		f.Close()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(edit(string(text))), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := Load(path)
 	if err != nil {
@@ -85,7 +91,9 @@ func stageAll(t testing.TB, p *Pipeline, frames []*camera.Frame) ([]*cameraPipe,
 // their own) gives each camera the zone risks the same frame gives alone
 // (a batch of one), and the batched frame path allocates nothing.
 func TestBatchedPipeline(t *testing.T) {
-	p, err := newBatchedPipeline(t, "inference: {providers: [{name: cuda}, {name: cpu}]}\n")
+	p, err := newBatchedPipelineEdit(t, func(s string) string {
+		return strings.Replace(s, "providers: [{name: cpu}]", "providers: [{name: cuda}, {name: cpu}]", 1)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
