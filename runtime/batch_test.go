@@ -11,6 +11,7 @@ import (
 
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // makeDynamic rewrites dir's test models with a dynamic batch dimension
@@ -36,17 +37,23 @@ func makeDynamic(t testing.TB, dir string) {
 // models, with extra appended to the config.
 func newBatchedPipeline(t testing.TB, extra string) (*Pipeline, error) {
 	t.Helper()
+	return newBatchedPipelineEdit(t, func(s string) string { return s + extra })
+}
+
+// newBatchedPipelineEdit is newBatchedPipeline with the config's text
+// rewritten by edit.
+func newBatchedPipelineEdit(t testing.TB, edit func(string) string) (*Pipeline, error) {
+	t.Helper()
 	requireORT(t)
 	s := newTestSetup(t, "quiet.yaml", testZones)
 	makeDynamic(t, s.dir)
 	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones)
-	if extra != "" {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.WriteString(extra)
-		f.Close()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(edit(string(text))), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := Load(path)
 	if err != nil {
@@ -78,12 +85,15 @@ func stageAll(t testing.TB, p *Pipeline, frames []*camera.Frame) ([]*cameraPipe,
 	return p.cams, slots
 }
 
-// TestBatchedPipeline: with dynamic-batch models the default batch is
+// TestBatchedPipeline: with dynamic-batch models and a GPU provider
+// configured (here it falls back to the CPU) the default batch is
 // min(cameras, 4) = 3; one batch of the three cameras' frames (sizes of
 // their own) gives each camera the zone risks the same frame gives alone
 // (a batch of one), and the batched frame path allocates nothing.
 func TestBatchedPipeline(t *testing.T) {
-	p, err := newBatchedPipeline(t, "")
+	p, err := newBatchedPipelineEdit(t, func(s string) string {
+		return strings.Replace(s, "providers: [{name: cpu}]", "providers: [{name: cuda}, {name: cpu}]", 1)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +164,8 @@ func TestBatchedPipeline(t *testing.T) {
 
 // TestBatchSizeConfig: pipeline.batch_size above 1 on fixed-batch models
 // is refused naming the key and the model file; 1 turns batching off on
-// dynamic models; a size out of range names the key.
+// dynamic models, as the CPU provider's default does; a size out of range
+// names the key.
 func TestBatchSizeConfig(t *testing.T) {
 	requireORT(t)
 	s := newTestSetup(t, "quiet.yaml", testZones)
@@ -187,7 +198,44 @@ func TestBatchSizeConfig(t *testing.T) {
 	if p2.batch != 1 {
 		t.Fatalf("batch_size 1: batch %d", p2.batch)
 	}
+	// The default with the CPU provider alone: one frame per run, also on
+	// dynamic-batch models.
+	p3, err := newBatchedPipeline(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p3.batch != 1 {
+		t.Fatalf("dynamic-batch models on the CPU provider: default batch %d, want 1", p3.batch)
+	}
 	if _, err := newBatchedPipeline(t, "pipeline: {batch_size: 17}\n"); err == nil || !strings.Contains(err.Error(), "pipeline.batch_size: 17") {
 		t.Fatalf("batch_size 17: %v", err)
+	}
+}
+
+// TestDefaultBatchSize: pipeline.batch_size 0 batches up to 4 cameras when
+// a GPU provider is configured, anywhere in the fallback list, and runs one
+// frame per run on the CPU provider alone.
+func TestDefaultBatchSize(t *testing.T) {
+	gpu := []infer.ProviderConfig{{Name: infer.ProviderTensorRT}, {Name: infer.ProviderCUDA}, {Name: infer.ProviderCPU}}
+	for _, tc := range []struct {
+		name      string
+		providers []infer.ProviderConfig
+		cameras   int
+		want      int
+	}{
+		{"default providers", nil, 3, 1},
+		{"cpu", []infer.ProviderConfig{{Name: infer.ProviderCPU}}, 8, 1},
+		{"tensorrt, cuda, cpu: 3 cameras", gpu, 3, 3},
+		{"tensorrt, cuda, cpu: 8 cameras", gpu, 8, DefaultMaxBatch},
+		{"cpu then cuda", []infer.ProviderConfig{{Name: infer.ProviderCPU}, {Name: infer.ProviderCUDA}}, 2, 2},
+		{"cuda: 1 camera", []infer.ProviderConfig{{Name: infer.ProviderCUDA}}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg Config
+			cfg.Inference.Providers = tc.providers
+			if got := cfg.DefaultBatchSize(tc.cameras); got != tc.want {
+				t.Fatalf("DefaultBatchSize(%d) = %d, want %d", tc.cameras, got, tc.want)
+			}
+		})
 	}
 }

@@ -145,9 +145,10 @@ type PipelineConfig struct {
 	// Tick is how often stall detection and stats run (default 250ms).
 	Tick time.Duration `yaml:"tick"`
 	// BatchSize is the most frames (of different cameras) one run of each
-	// model takes. 0 (the default) means min(cameras, 4) when both models
-	// have a dynamic batch dimension and 1 otherwise; above 1 both models
-	// must have one (didoedge model batch).
+	// model takes. 0 (the default) means min(cameras, 4) when a GPU
+	// provider is configured and both models have a dynamic batch
+	// dimension, and 1 otherwise (Config.DefaultBatchSize); above 1 both
+	// models must have one (didoedge model batch).
 	BatchSize int `yaml:"batch_size"`
 }
 
@@ -284,7 +285,7 @@ func (c *Config) finish(name, dir string) error {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
 	}
 	if c.Pipeline.BatchSize < 0 || c.Pipeline.BatchSize > MaxBatchSize {
-		add(fmt.Errorf("pipeline.batch_size: %d is not in 0..%d (0: min(cameras, %d) for dynamic-batch models)", c.Pipeline.BatchSize, MaxBatchSize, DefaultMaxBatch))
+		add(fmt.Errorf("pipeline.batch_size: %d is not in 0..%d (0: min(cameras, %d) for dynamic-batch models on a GPU provider, else 1)", c.Pipeline.BatchSize, MaxBatchSize, DefaultMaxBatch))
 	}
 	// record: (issue 20) defaults, paths relative to the file, and the
 	// recorder's own validation; errors name record.<key>.

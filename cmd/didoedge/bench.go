@@ -305,7 +305,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	frames := fs.Int("frames", 8, "frames each camera pre-renders and loops")
 	nSlices := fs.Int("slices", 5, "alternations of pipeline and bound within each run")
 	dynamic := fs.Bool("dynamic-batch", false, "run copies of the models with a dynamic batch dimension (didoedge model batch: same weights), so that cameras batch")
-	batch := fs.Int("batch-size", 0, "pipeline.batch_size of the runs (0: the default, min(cameras, 4) for dynamic-batch models, else 1)")
+	batch := fs.Int("batch-size", 0, "pipeline.batch_size of the runs (0: the default: min(cameras, 4) for dynamic-batch models on a GPU provider, else 1)")
 	pool := fs.String("thread-pool", "", "inference thread_pool of the runs: global or session (empty: the runtime's default, global)")
 	spinning := fs.Bool("thread-spinning", false, "inference thread_spinning of the runs (ONNX Runtime's own default is a spinning pool per session)")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")

@@ -41,7 +41,7 @@ type MulticamOptions struct {
 	// then see the same load.
 	Slices int
 	// BatchSize is the pipeline's pipeline.batch_size (0: its default,
-	// min(cameras, 4) for dynamic-batch models, else 1); the bound runs
+	// min(cameras, 4) for dynamic-batch models on a GPU provider, else 1); the bound runs
 	// batches of the size the pipeline uses.
 	BatchSize int
 	// DynamicBatch runs copies of the models made dynamic-batch by

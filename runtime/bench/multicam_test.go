@@ -15,8 +15,9 @@ func TestMulticamMeasures(t *testing.T) {
 	for _, fps := range []float64{0, 30} { // free-running cameras, and 30 fps cameras
 		t.Run(fmt.Sprintf("fps %g", fps), func(t *testing.T) { multicamMeasures(t, dir, fps, false) })
 	}
-	// Dynamic-batch copies of the models: the 3 cameras run as batches of 3
-	// (the default min(cameras, 4)), in the pipeline and in the bound.
+	// Dynamic-batch copies of the models with pipeline.batch_size 3: the 3
+	// cameras run as batches of 3, in the pipeline and in the bound (the
+	// CPU provider's default is one frame per run).
 	t.Run("dynamic batch", func(t *testing.T) { multicamMeasures(t, dir, 0, true) })
 }
 
@@ -24,7 +25,7 @@ func multicamMeasures(t *testing.T, dir string, fps float64, dynamic bool) {
 	o := MulticamOptions{ModelsDir: dir, Cameras: 3, Duration: 2 * time.Second, Warmup: time.Second, Frames: 2, FPS: fps, Slices: 2, DynamicBatch: dynamic}
 	wantBatch := 1
 	if dynamic {
-		wantBatch = 3
+		o.BatchSize, wantBatch = 3, 3
 	}
 	r, err := Multicam(context.Background(), o)
 	if err != nil {
