@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/runtime/infer"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -28,7 +28,7 @@ type AuxTrainConfig struct {
 	DepthModel, DepthSpec string
 	Inference             infer.Config
 
-	// Data is a data set on disk (calib/dataset.Open: the sim render
+	// Data is a data set on disk (dataset.Open: the sim render
 	// layout, real KITTI with split files, NYU); "" draws frames from the
 	// simulated pool rendered on the fly (the reference models).
 	Data, Layout, KITTIDepth string

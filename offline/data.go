@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 

@@ -7,14 +7,14 @@ import (
 	"math"
 	"path/filepath"
 
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // QuickConfig configures QuickEval.
 type QuickConfig struct {
-	// Data is a data set on disk (calib/dataset.Open: sim render layout,
+	// Data is a data set on disk (dataset.Open: sim render layout,
 	// KITTI, NYU); Indoor an optional second one whose ground-truth pixels
 	// are the positives of the data-set-change AUC.
 	Data, Indoor       string

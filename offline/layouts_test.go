@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 // writePNG writes one PNG through enc.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/infer"
 )

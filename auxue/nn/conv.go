@@ -54,7 +54,7 @@ const convTile = 8 * tileCols
 // runs also fix the order of the float32 sums (each run's sum is added to
 // dW), and with it every trained model: runs of 8192 were 5-10 % faster on
 // this pass on Zen 4 but changed the rounding enough to flip the reduced
-// evaluation's DIDO-vs-heads check (calib/eval TestQuickConfig), so the
+// evaluation's DIDO-vs-heads check (offline/protocol TestQuickConfig), so the
 // order stays that of runs of 1024.
 const convQBlock = 1024
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -22,7 +22,7 @@ type Options struct {
 	// Config gives the models, the zones and the level thresholds (its
 	// calibration, or the defaults) that the result keeps.
 	Config *runtime.Config
-	// Data is a data set directory (calib/dataset.Open: the sim render
+	// Data is a data set directory (dataset.Open: the sim render
 	// layout, real KITTI or NYU); Layout forces its layout and KITTIDepth
 	// names KITTI's annotated depth root (default Data).
 	Data, Layout, KITTIDepth string

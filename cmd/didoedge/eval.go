@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/didoedge/didoedge/calib/eval"
+	"github.com/didoedge/didoedge/offline/protocol"
 )
 
 // runEval runs the paper's depth protocol of a config and writes the report:
@@ -36,7 +36,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	if *out == "" {
 		return fmt.Errorf("--out is required")
 	}
-	cfg, err := eval.LoadConfig(*config)
+	cfg, err := protocol.LoadConfig(*config)
 	if err != nil {
 		return err
 	}
@@ -67,11 +67,11 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		defer stop()
 	}
 	cmd := "didoedge " + strings.Join(append([]string{"eval"}, args...), " ")
-	res, curves, err := eval.Run(ctx, cfg, eval.Options{Out: *out, Cache: *cache, Command: cmd, ConfigPath: *config, Log: env.log})
+	res, curves, err := protocol.Run(ctx, cfg, protocol.Options{Out: *out, Cache: *cache, Command: cmd, ConfigPath: *config, Log: env.log})
 	if err != nil {
 		return err
 	}
-	if err := eval.WriteReport(*out, cfg, res, curves); err != nil {
+	if err := protocol.WriteReport(*out, cfg, res, curves); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "wrote %s/report.md and %s/results.json (%d rows) in %.0f s\n", *out, *out, len(res.Runs), res.Meta.WallSeconds["total"])
@@ -143,19 +143,19 @@ func writeHeapProfile(path string) error {
 }
 
 // rewriteReport renders the report of an earlier run of the same config.
-func rewriteReport(env *cliEnv, cfg *eval.Config, out, cache string) error {
+func rewriteReport(env *cliEnv, cfg *protocol.Config, out, cache string) error {
 	if cache == "" {
 		cache = filepath.Join(out, "cache")
 	}
-	res, err := eval.ReadResults(filepath.Join(out, "results.json"))
+	res, err := protocol.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil {
 		return err
 	}
-	curves, err := eval.LoadCurves(eval.CurvesPath(cache, cfg))
+	curves, err := protocol.LoadCurves(protocol.CurvesPath(cache, cfg))
 	if err != nil {
 		return err
 	}
-	if err := eval.WriteReport(out, cfg, res, curves); err != nil {
+	if err := protocol.WriteReport(out, cfg, res, curves); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "wrote %s/report.md again from %s/results.json (%d rows)\n", out, out, len(res.Runs))

@@ -22,7 +22,7 @@ func runRecord(ctx context.Context, env *cliEnv, args []string) error {
 // `didoedge calibrate --data DIR` reads.
 func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "record export")
-	kitti := fs.String("kitti", "", "data set directory to write (calib/dataset KITTI layout)")
+	kitti := fs.String("kitti", "", "data set directory to write (dataset KITTI layout)")
 	cam := fs.String("camera", "", "camera id (default: the only camera of the file)")
 	every := fs.Int("every", 1, "keep one frame in N")
 	drive := fs.String("drive", "", "drive name (default: the file name)")

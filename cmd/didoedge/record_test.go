@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/internal/testmodels"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/didoedge/didoedge/calib/corrupt"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 )
 
 // runSimCorrupt implements `didoedge sim corrupt`: corrupt the RGB frames of

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 

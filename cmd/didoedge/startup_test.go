@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts/outbox"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
 )
 

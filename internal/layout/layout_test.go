@@ -20,7 +20,7 @@ func TestImportRules(t *testing.T) {
 		forbidden []string // import prefixes
 	}{
 		{"auxue", []string{"runtime", "camera", "calib", "offline", "alerts", "cmd"}},
-		{"runtime", []string{"offline", "calib/eval", "cmd"}},
+		{"runtime", []string{"offline", "offline/protocol", "cmd"}},
 		{"camera", []string{"offline", "runtime", "calib", "alerts", "auxue", "cmd"}},
 		{"alerts", []string{"offline", "runtime", "camera", "calib", "auxue", "cmd"}},
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/calibrate"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/runtime"
 )

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/didoedge/didoedge/calib/corrupt"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 
@@ -18,7 +18,7 @@ type Phase struct {
 	Duration time.Duration
 	// Obstacles puts crates and fallen trees on the ego lane (outdoor).
 	Obstacles bool
-	// Corruption (a calib/corrupt name, e.g. gaussian_noise, dark) at
+	// Corruption (a dataset/corrupt name, e.g. gaussian_noise, dark) at
 	// Severity 1..5 is applied to every rendered frame; "" for none.
 	Corruption string
 	Severity   int

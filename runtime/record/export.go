@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcaprec"
@@ -53,7 +53,7 @@ type ExportResult struct {
 const FramesFile = "frames.txt"
 
 // ExportKITTI writes the frames of one camera of a recording as a data set
-// in calib/dataset's KITTI layout: DIR/<drive>/image_02/data/%010d.png,
+// in dataset's KITTI layout: DIR/<drive>/image_02/data/%010d.png,
 // splits/{train,val,test}.txt and meta.json, and DIR/<drive>/frames.txt
 // with each frame's recorded sequence number and capture time. A
 // recording has no depth ground truth: meta.json says so (sparse "none"),

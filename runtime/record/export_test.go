@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/calib/calibrate"
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/internal/testmodels"
@@ -64,7 +64,7 @@ func recordSim(t *testing.T, n int) (string, [][]uint8) {
 	return files[0], frames
 }
 
-// TestExportKITTI exports a recording: calib/dataset reads back exactly
+// TestExportKITTI exports a recording: dataset reads back exactly
 // the recorded frames, in order, with the recorded intrinsics and no
 // ground truth; every other frame with Every 2.
 func TestExportKITTI(t *testing.T) {

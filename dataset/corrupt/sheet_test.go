@@ -14,7 +14,7 @@ import (
 // (CORRUPT_CONTACT_ROWS=snow,frost limits the rows, CORRUPT_CONTACT_SIZE=640x192
 // sets the frame size):
 //
-//	CORRUPT_CONTACT_SHEET=/tmp/corruptions.png go test -run ContactSheet ./calib/corrupt
+//	CORRUPT_CONTACT_SHEET=/tmp/corruptions.png go test -run ContactSheet ./dataset/corrupt
 func TestContactSheet(t *testing.T) {
 	path := os.Getenv("CORRUPT_CONTACT_SHEET")
 	if path == "" {

@@ -1,4 +1,4 @@
-package eval
+package protocol
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/didoedge/didoedge/calib/corrupt"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 	"gopkg.in/yaml.v3"
 )
 
@@ -26,7 +26,7 @@ type Config struct {
 	Main      Main     `yaml:"main"`
 	AuxUE     AuxUE    `yaml:"auxue"`
 	Baselines Baseline `yaml:"baselines"`
-	// Corruptions applied to the test frames ("all" = the 18 of calib/corrupt)
+	// Corruptions applied to the test frames ("all" = the 18 of dataset/corrupt)
 	// at Severities (1..5).
 	Corruptions []string `yaml:"corruptions"`
 	Severities  []int    `yaml:"severities"`

@@ -1,4 +1,4 @@
-package eval
+package protocol
 
 // Numbers of the paper (dido-paper.tex, section 4.3 and supplementary A.2),
 // printed beside ours for comparison. Tab. 2 columns: AUSE-REL, AUSE-RMSE,

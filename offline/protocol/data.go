@@ -1,10 +1,10 @@
-package eval
+package protocol
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/didoedge/didoedge/calib/dataset"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
 )
 

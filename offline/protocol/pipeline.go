@@ -1,4 +1,4 @@
-package eval
+package protocol
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didoedge/didoedge/calib/corrupt"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"golang.org/x/sync/errgroup"
 )
