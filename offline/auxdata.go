@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 // SimSource renders training frames of the simulated outdoor world on the

@@ -7,8 +7,8 @@ import (
 	"math"
 	"path/filepath"
 
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

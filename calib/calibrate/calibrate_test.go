@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // laplaceSample draws n |e| with e ~ Laplace(0, bTrue) (|e| ~ Exp(1/bTrue))
@@ -140,7 +140,7 @@ func (d *simDrive) RenderFrame(i int, s *dataset.Sample) error {
 
 // testRig writes a tiny rendered data set (3 drives, the val drive with 4
 // frames), seeded test models and a runtime config using them.
-func testRig(t *testing.T) (data string, cfg *runtime.Config) {
+func testRig(t *testing.T) (data string, cfg *runconfig.Config) {
 	t.Helper()
 	dir := t.TempDir()
 	data = filepath.Join(dir, "data")
@@ -176,7 +176,7 @@ alerts:
   embedded: {allow_anonymous: true}
 http: {listen: "off"}
 `, tinyH, tinyW)
-	if cfg, err = runtime.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir); err != nil {
+	if cfg, err = runconfig.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir); err != nil {
 		t.Fatal(err)
 	}
 	return data, cfg

@@ -11,17 +11,17 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/calib/metrics"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // Options configure a calibration run.
 type Options struct {
 	// Config gives the models, the zones and the level thresholds (its
 	// calibration, or the defaults) that the result keeps.
-	Config *runtime.Config
+	Config *runconfig.Config
 	// Data is a data set directory (dataset.Open: the sim render
 	// layout, real KITTI or NYU); Layout forces its layout and KITTIDepth
 	// names KITTI's annotated depth root (default Data).

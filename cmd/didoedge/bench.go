@@ -16,11 +16,11 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/auxue/nn/nnbench"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/bench"
 	"github.com/didoedge/didoedge/runtime/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // runBench measures the running system: `bench latency` (frame to MQTT
@@ -173,7 +173,7 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		cfg, err := demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runtime.HTTPOff}, "rtsp://127.0.0.1:1/unused")
+		cfg, err := demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runconfig.HTTPOff}, "rtsp://127.0.0.1:1/unused")
 		if err != nil {
 			return err
 		}

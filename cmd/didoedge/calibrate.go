@@ -9,8 +9,8 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/calibrate"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // runCalibrate writes the alerts calibration file from in-distribution
@@ -40,7 +40,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	if *data == "" || *out == "" {
 		return errors.New("--data DIR and --out FILE are required")
 	}
-	var cfg *runtime.Config
+	var cfg *runconfig.Config
 	var err error
 	switch {
 	case *cfgPath != "" && (*depth != "" || *aux != ""):
@@ -48,7 +48,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	case (*depth == "") != (*aux == ""):
 		return errors.New("--depth and --auxue go together (a depth model and the AuxUE trained for it)")
 	case *cfgPath != "":
-		if cfg, err = runtime.Load(*cfgPath); err != nil {
+		if cfg, err = runconfig.Load(*cfgPath); err != nil {
 			return err
 		}
 	case *depth != "":
@@ -61,7 +61,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if cfg, err = demo.ConfigFor(demo.Options{WorkDir: tmp, HTTP: runtime.HTTPOff}, ref, "rtsp://127.0.0.1:1/unused"); err != nil {
+		if cfg, err = demo.ConfigFor(demo.Options{WorkDir: tmp, HTTP: runconfig.HTTPOff}, ref, "rtsp://127.0.0.1:1/unused"); err != nil {
 			return err
 		}
 	default:
@@ -70,7 +70,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if cfg, err = demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runtime.HTTPOff},
+		if cfg, err = demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runconfig.HTTPOff},
 			"rtsp://127.0.0.1:1/unused"); err != nil {
 			return err
 		}

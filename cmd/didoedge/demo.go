@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // runDemo runs the whole system on embedded defaults: the simulated camera
@@ -107,7 +107,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	var phases sync.WaitGroup
 	defer phases.Wait()
 	defer stopPhases()
-	started := func(p *runtime.Pipeline, page string) {
+	started := func(p *stream.Pipeline, page string) {
 		if len(cams) == 1 {
 			fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
 		} else {
@@ -144,11 +144,11 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 			}()
 		}
 	}
-	return servePipeline(ctx, env, cfg, runtime.Options{}, true, started)
+	return servePipeline(ctx, env, cfg, stream.Options{}, true, started)
 }
 
 // printZones prints every zone's level and fused signals periodically.
-func printZones(ctx context.Context, env *cliEnv, p *runtime.Pipeline, every time.Duration) {
+func printZones(ctx context.Context, env *cliEnv, p *stream.Pipeline, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -163,9 +163,9 @@ func printZones(ctx context.Context, env *cliEnv, p *runtime.Pipeline, every tim
 					continue
 				}
 				if len(cams) == 1 {
-					fmt.Fprintln(env.stdout, runtime.FormatZones(now, zs))
+					fmt.Fprintln(env.stdout, stream.FormatZones(now, zs))
 				} else {
-					fmt.Fprintln(env.stdout, cam+" "+runtime.FormatZones(now, zs))
+					fmt.Fprintln(env.stdout, cam+" "+stream.FormatZones(now, zs))
 				}
 			}
 		}

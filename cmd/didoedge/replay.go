@@ -10,10 +10,11 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/replay"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // runReplay feeds a recording's frames through the pipeline, in order and
@@ -59,16 +60,16 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	var cfg *runtime.Config
+	var cfg *runconfig.Config
 	if *path != "" {
-		if cfg, err = runtime.Load(*path); err != nil {
+		if cfg, err = runconfig.Load(*path); err != nil {
 			return err
 		}
 	} else {
 		if err := demo.CheckLibrary(); err != nil {
 			return err
 		}
-		if cfg, err = demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runtime.HTTPOff, BrokerListen: "127.0.0.1:0"},
+		if cfg, err = demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runconfig.HTTPOff, BrokerListen: "127.0.0.1:0"},
 			"rtsp://127.0.0.1:1/unused"); err != nil {
 			return err
 		}
@@ -101,13 +102,13 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer src.Close()
 	var replayed []alerts.Event
-	opts := runtime.Options{Source: src, Logger: env.log, OnEvent: func(ev *alerts.Event) {
+	opts := stream.Options{Source: src, Logger: env.log, OnEvent: func(ev *alerts.Event) {
 		replayed = append(replayed, *ev)
 		if !*quiet {
-			fmt.Fprintln(w, runtime.FormatEvent(ev))
+			fmt.Fprintln(w, stream.FormatEvent(ev))
 		}
 	}}
-	p, err := runtime.New(ctx, cfg, opts)
+	p, err := stream.New(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -154,12 +155,12 @@ func parseSpeed(s string) (float64, error) {
 // temporary outbox, so that a replay on the vehicle or in the office never
 // mixes its events into the fleet's. Snapshots and Home Assistant
 // discovery are off; the replay is not recorded again.
-func localAlerts(cfg *runtime.Config, cameraID, tmp string, publish bool) error {
+func localAlerts(cfg *runconfig.Config, cameraID, tmp string, publish bool) error {
 	if err := cfg.OnlyCamera(cameraID); err != nil {
 		return fmt.Errorf("replay camera %s: %w", cameraID, err)
 	}
 	cfg.Record.Mode = record.ModeOff
-	cfg.HTTP.Listen = runtime.HTTPOff
+	cfg.HTTP.Listen = runconfig.HTTPOff
 	ac := &cfg.AlertsConfig
 	if publish {
 		return nil

@@ -11,8 +11,9 @@ import (
 	"syscall"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/debugpage"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // runRun runs the streaming pipeline of a config file until SIGINT or
@@ -30,11 +31,11 @@ func runRun(ctx context.Context, env *cliEnv, args []string) error {
 	if *path == "" {
 		return errors.New("--config FILE is required")
 	}
-	cfg, err := runtime.Load(*path)
+	cfg, err := runconfig.Load(*path)
 	if err != nil {
 		return err
 	}
-	return servePipeline(ctx, env, cfg, runtime.Options{}, !*quiet, nil)
+	return servePipeline(ctx, env, cfg, stream.Options{}, !*quiet, nil)
 }
 
 // lockedWriter serializes writes from the pipeline goroutine (event
@@ -54,21 +55,21 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // else starts; /healthz answers "starting" while the models load), builds
 // the pipeline, serves the debug page, handles SIGHUP and runs until ctx
 // ends; started (if set) is called once everything runs.
-func servePipeline(ctx context.Context, env *cliEnv, cfg *runtime.Config, opts runtime.Options, printEvents bool,
-	started func(p *runtime.Pipeline, httpAddr string)) error {
+func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts stream.Options, printEvents bool,
+	started func(p *stream.Pipeline, httpAddr string)) error {
 	opts.Logger = env.log
 	if printEvents {
-		opts.OnEvent = func(ev *alerts.Event) { fmt.Fprintln(env.stdout, runtime.FormatEvent(ev)) }
+		opts.OnEvent = func(ev *alerts.Event) { fmt.Fprintln(env.stdout, stream.FormatEvent(ev)) }
 	}
 	var srv *debugpage.Server
-	if cfg.HTTP.Listen != runtime.HTTPOff {
+	if cfg.HTTP.Listen != runconfig.HTTPOff {
 		var err error
 		if srv, err = debugpage.Listen(ctx, cfg.HTTP.Listen, debugpage.DefaultStartupGrace, env.log); err != nil {
 			return err
 		}
 		defer srv.Close()
 	}
-	p, err := runtime.New(ctx, cfg, opts)
+	p, err := stream.New(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}

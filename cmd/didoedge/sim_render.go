@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 // runSimRender writes a simulated data set in the KITTI-like layout:

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 func simRenderEnv() (*cliEnv, *bytes.Buffer, *bytes.Buffer) {

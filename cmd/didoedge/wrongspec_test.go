@@ -19,7 +19,7 @@ import (
 // code 1 (never a panic) and a message that names the model file and lists
 // the spec and the model side by side. run and calibrate are also the
 // regression tests of the start-up nil-pointer panic (runtime.OpenModels
-// and runtime.New on a model-loading error).
+// and stream.New on a model-loading error).
 func TestWrongSpecAtEveryEntryPoint(t *testing.T) {
 	dir := t.TempDir()
 	model, spec := testmodels.Foreign(t, "midas", filepath.Join("..", "..", "models", "depth.onnx"), dir)

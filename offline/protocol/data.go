@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 // frame is one rendered test frame: interleaved RGB8, sparse LiDAR ground

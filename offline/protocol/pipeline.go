@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didoedge/didoedge/dataset/corrupt"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 	"golang.org/x/sync/errgroup"
 )
 

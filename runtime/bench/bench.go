@@ -12,7 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +22,10 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // Options configure a measurement.
@@ -61,20 +62,20 @@ levels:
 // system is a running demo system: camera, pipeline, broker.
 type system struct {
 	cam      *demo.Camera
-	pipeline *runtime.Pipeline
+	pipeline *stream.Pipeline
 	tmp      string
 	done     chan error
 	cancel   context.CancelFunc
 }
 
-func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool, onFrame func(runtime.FrameTiming), onEvent func(*alerts.Event)) (*system, error) {
+func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool, onFrame func(stream.FrameTiming), onEvent func(*alerts.Event)) (*system, error) {
 	tmp, err := os.MkdirTemp("", "didoedge-bench-")
 	if err != nil {
 		return nil, err
 	}
 	s := &system{tmp: tmp}
 	do := demo.Options{ModelsDir: o.ModelsDir, WorkDir: tmp, BrokerListen: "127.0.0.1:0",
-		HTTP: runtime.HTTPOff, FPS: o.FPS, Phases: phases, Logger: o.Log, Precompute: o.Precompute}
+		HTTP: runconfig.HTTPOff, FPS: o.FPS, Phases: phases, Logger: o.Log, Precompute: o.Precompute}
 	if forceEvents {
 		// One zone: one event (one outbox fsync) per frame.
 		do.Zones = []alerts.ZoneSpec{{Name: "frame", Polygon: [][2]float64{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}
@@ -103,7 +104,7 @@ func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool
 			return nil, err
 		}
 	}
-	if s.pipeline, err = runtime.New(ctx, cfg, runtime.Options{Logger: o.Log, OnFrame: onFrame, OnEvent: onEvent}); err != nil {
+	if s.pipeline, err = stream.New(ctx, cfg, stream.Options{Logger: o.Log, OnFrame: onFrame, OnEvent: onEvent}); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -197,7 +198,7 @@ type RecordReport struct {
 
 // windowMean is the mean of the observations a histogram got between two
 // readings of its count and mean.
-func windowMean(n0 uint64, m0 time.Duration, h *runtime.Histogram) time.Duration {
+func windowMean(n0 uint64, m0 time.Duration, h *stream.Histogram) time.Duration {
 	n1, m1 := h.Count(), h.Mean()
 	if n1 <= n0 {
 		return 0
@@ -210,8 +211,8 @@ func windowMean(n0 uint64, m0 time.Duration, h *runtime.Histogram) time.Duration
 func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	o.defaults()
 	var mu sync.Mutex
-	frames := map[uint64]runtime.FrameTiming{}
-	onFrame := func(ft runtime.FrameTiming) {
+	frames := map[uint64]stream.FrameTiming{}
+	onFrame := func(ft stream.FrameTiming) {
 		mu.Lock()
 		frames[ft.Seq] = ft
 		mu.Unlock()
@@ -274,9 +275,9 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	m := sys.pipeline.Metrics().Camera(0)
 	startFrames, startDropped := m.Frames.Load(), m.Dropped.Load()
 	rs0, call0, recording := sys.pipeline.RecordStats()
-	var stageN [runtime.StageAlerts + 1]uint64
-	var stageM [runtime.StageAlerts + 1]time.Duration
-	for st := runtime.StagePreprocess; st <= runtime.StageAlerts; st++ {
+	var stageN [stream.StageAlerts + 1]uint64
+	var stageM [stream.StageAlerts + 1]time.Duration
+	for st := stream.StagePreprocess; st <= stream.StageAlerts; st++ {
 		stageN[st], stageM[st] = m.Stages[st].Count(), m.Stages[st].Mean()
 	}
 	rmu.Lock()
@@ -288,13 +289,13 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	}
 	elapsed := time.Since(t0)
 	rep := &LatencyReport{FPS: float64(m.Frames.Load()-startFrames) / elapsed.Seconds(), Dropped: m.Dropped.Load() - startDropped,
-		CameraMean: m.Stages[runtime.StageCamera].Mean(), PipelineMean: m.Latency.Mean()}
+		CameraMean: m.Stages[stream.StageCamera].Mean(), PipelineMean: m.Latency.Mean()}
 	if recording {
 		rs1, call1, _ := sys.pipeline.RecordStats()
 		r := &RecordReport{Written: rs1.FramesWritten - rs0.FramesWritten, Dropped: rs1.FramesDropped - rs0.FramesDropped,
 			BytesPerSecond: float64(rs1.BytesWritten-rs0.BytesWritten) / elapsed.Seconds()}
 		submitted := rs1.FramesSubmitted - rs0.FramesSubmitted
-		for st := runtime.StagePreprocess; st <= runtime.StageAlerts; st++ {
+		for st := stream.StagePreprocess; st <= stream.StageAlerts; st++ {
 			r.Pipeline += windowMean(stageN[st], stageM[st], &m.Stages[st])
 		}
 		if r.Written > 0 && submitted > 0 && r.Pipeline > 0 {
@@ -307,7 +308,7 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 	}
 	rep.Provider, _ = sys.pipeline.Providers()
 	rep.Stages = map[string]time.Duration{}
-	for st := runtime.StageCamera; st <= runtime.StageAlerts; st++ {
+	for st := stream.StageCamera; st <= stream.StageAlerts; st++ {
 		rep.Stages[st.String()] = m.Stages[st].Mean()
 	}
 	rmu.Lock()
@@ -402,7 +403,7 @@ func Soak(ctx context.Context, o Options, interval time.Duration) (*SoakReport, 
 	}
 	rep := &SoakReport{}
 	sample := func() (SoakSample, error) {
-		goruntime.GC()
+		runtime.GC()
 		rss, err := rssBytes()
 		if err != nil {
 			return SoakSample{}, err
@@ -418,7 +419,7 @@ func Soak(ctx context.Context, o Options, interval time.Duration) (*SoakReport, 
 				}
 			}
 		}
-		s := SoakSample{Elapsed: time.Since(t0), RSSBytes: rss, Goroutines: goruntime.NumGoroutine(), Frames: m.Frames.Load(), Events: events}
+		s := SoakSample{Elapsed: time.Since(t0), RSSBytes: rss, Goroutines: runtime.NumGoroutine(), Frames: m.Frames.Load(), Events: events}
 		if o.Progress != nil {
 			o.Progress(s)
 		}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,9 +15,10 @@ import (
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // MulticamOptions configure one multi-camera measurement.
@@ -161,7 +162,7 @@ func rigFrames(n, frames, w, h int) ([][][]uint8, error) {
 // multicamConfig is the demo's runtime config for n cameras fed by the
 // benchmark (the URLs are never dialled), with a calibration that never
 // alarms and the HTTP server off.
-func multicamConfig(modelsDir, tmp string, n int, dynamic bool) (*runtime.Config, *demo.Reference, error) {
+func multicamConfig(modelsDir, tmp string, n int, dynamic bool) (*runconfig.Config, *demo.Reference, error) {
 	ref, err := demo.ReadReference(modelsDir)
 	if err != nil {
 		return nil, nil, err
@@ -191,7 +192,7 @@ func multicamConfig(modelsDir, tmp string, n int, dynamic bool) (*runtime.Config
 		name, _, _ := demo.RigCamera(i)
 		cams = append(cams, &demo.Camera{Name: name, URL: "rtsp://127.0.0.1:1/" + name})
 	}
-	do := demo.Options{ModelsDir: modelsDir, WorkDir: tmp, BrokerListen: "127.0.0.1:0", HTTP: runtime.HTTPOff, Calibration: cal}
+	do := demo.Options{ModelsDir: modelsDir, WorkDir: tmp, BrokerListen: "127.0.0.1:0", HTTP: runconfig.HTTPOff, Calibration: cal}
 	cfg, err := demo.ConfigForCameras(do, ref, cams)
 	return cfg, ref, err
 }
@@ -235,12 +236,12 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	// pipeline goroutine and must not allocate.
 	lat := make([]time.Duration, 0, 1<<20)
 	var measuring atomic.Bool
-	onFrame := func(ft runtime.FrameTiming) {
+	onFrame := func(ft stream.FrameTiming) {
 		if measuring.Load() && len(lat) < cap(lat) {
 			lat = append(lat, ft.Done.Sub(ft.Capture))
 		}
 	}
-	p, err := runtime.New(ctx, cfg, runtime.Options{Sources: sources, Logger: o.Log, OnFrame: onFrame})
+	p, err := stream.New(ctx, cfg, stream.Options{Sources: sources, Logger: o.Log, OnFrame: onFrame})
 	if err != nil {
 		return nil, err
 	}
@@ -248,18 +249,18 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(rctx) }()
 	// The background allocation rate: everything but frames.
-	var idle0, idle1 goruntime.MemStats
+	var idle0, idle1 runtime.MemStats
 	if err := sleep(ctx, time.Second); err != nil {
 		cancel()
 		return nil, errors.Join(err, <-done)
 	}
-	goruntime.ReadMemStats(&idle0)
+	runtime.ReadMemStats(&idle0)
 	ti := time.Now()
 	if err := sleep(ctx, 3*time.Second); err != nil {
 		cancel()
 		return nil, errors.Join(err, <-done)
 	}
-	goruntime.ReadMemStats(&idle1)
+	runtime.ReadMemStats(&idle1)
 	idleRate := float64(idle1.Mallocs-idle0.Mallocs) / time.Since(ti).Seconds()
 	var producers sync.WaitGroup
 	for i, mb := range boxes {
@@ -295,8 +296,8 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	boundFrames, bi := 0, 0
 	for sl := range o.Slices {
 		// A pipeline slice.
-		var ms0, ms1 goruntime.MemStats
-		goruntime.ReadMemStats(&ms0)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		for i, cm := range cams {
 			frames0[i], dropped0[i] = cm.Frames.Load(), cm.Dropped.Load()
 		}
@@ -308,7 +309,7 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 		}
 		measuring.Store(false)
 		elapsed += time.Since(t0)
-		goruntime.ReadMemStats(&ms1)
+		runtime.ReadMemStats(&ms1)
 		mallocs += ms1.Mallocs - ms0.Mallocs
 		for i, cm := range cams {
 			perFrames[i] += cm.Frames.Load() - frames0[i]
@@ -450,7 +451,7 @@ func (f *freeRunning) Next(ctx context.Context, dst *camera.Frame) error {
 
 // drain waits until no camera's frame counter moved for 150 ms: the
 // pipeline finished the frames it held.
-func drain(ctx context.Context, cams []*runtime.CameraMetrics) error {
+func drain(ctx context.Context, cams []*stream.CameraMetrics) error {
 	sum := func() (n uint64) {
 		for _, c := range cams {
 			n += c.Frames.Load() + c.Errors.Load() + c.Invalid.Load()
@@ -476,18 +477,18 @@ func drain(ctx context.Context, cams []*runtime.CameraMetrics) error {
 // (resized and normalized in advance: in the pipeline that work runs on
 // the cameras' goroutines), batches of consecutive cameras in turn.
 type batchBound struct {
-	m       *runtime.Models
+	m       *stream.Models
 	batch   int
 	cameras int
-	views   []*runtime.Models
+	views   []*stream.Models
 	staged  [][]*infer.Staged // [camera][frame]
 	stb     []*infer.Staged
 	scratch []*infer.Models
-	times   runtime.StageTimes
+	times   stream.StageTimes
 }
 
-func openBound(ctx context.Context, cfg *runtime.Config, cameras int, frames [][][]uint8, w, h int, log *slog.Logger) (_ *batchBound, err error) {
-	m, err := runtime.OpenPipelineModels(ctx, cfg, cameras, log)
+func openBound(ctx context.Context, cfg *runconfig.Config, cameras int, frames [][][]uint8, w, h int, log *slog.Logger) (_ *batchBound, err error) {
+	m, err := stream.OpenPipelineModels(ctx, cfg, cameras, log)
 	if err != nil {
 		return nil, err
 	}
@@ -497,7 +498,7 @@ func openBound(ctx context.Context, cfg *runtime.Config, cameras int, frames [][
 			b.close()
 		}
 	}()
-	b.views = []*runtime.Models{m}
+	b.views = []*stream.Models{m}
 	for len(b.views) < b.batch {
 		v, err := m.Share()
 		if err != nil {
@@ -543,7 +544,7 @@ func (b *batchBound) close() {
 }
 
 // InferenceBound runs the reference models back to back, batched as the
-// pipeline of that many cameras would (runtime.OpenPipelineModels), on
+// pipeline of that many cameras would (stream.OpenPipelineModels), on
 // the rig's frames staged in advance, for o.Duration after o.Warmup: the
 // most frames per second one session per model can give, which no
 // scheduler can beat.

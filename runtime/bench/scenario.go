@@ -21,8 +21,9 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // ScriptSegment is one ground-truth segment of a scripted drive.
@@ -260,7 +261,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 	}
 	// A last phase that the run never reaches, so the script does not loop.
 	phases = append(phases, demo.Phase{Name: "after", World: sim.WorldOutdoor, Duration: time.Hour})
-	do := demo.Options{ModelsDir: o.ModelsDir, WorkDir: work, MQTT: "tcp://" + broker.Addr, HTTP: runtime.HTTPOff,
+	do := demo.Options{ModelsDir: o.ModelsDir, WorkDir: work, MQTT: "tcp://" + broker.Addr, HTTP: runconfig.HTTPOff,
 		FPS: o.FPS, Phases: phases, Logger: o.Log, Precompute: o.Precompute, Timing: &tm, Snapshots: true, HomeAssistant: true}
 	cam, err := demo.StartCamera(do, o.Width, o.Height)
 	if err != nil {
@@ -296,7 +297,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 
 	var fmu sync.Mutex
 	var frames []frameRecord
-	onFrame := func(ft runtime.FrameTiming) {
+	onFrame := func(ft stream.FrameTiming) {
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		fr := frameRecord{Seq: ft.Seq, CaptureMS: ft.Capture.UnixMilli(), capture: ft.Capture, risks: slices.Clone(ft.Risks),
 			CameraMS: ms(ft.Start.Sub(ft.Capture)), InferenceMS: ms(ft.Inference), DoneMS: ms(ft.Done.Sub(ft.Capture))}
@@ -310,7 +311,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 		frames = append(frames, fr)
 		fmu.Unlock()
 	}
-	p, err := runtime.New(ctx, cfg, runtime.Options{Logger: o.Log, OnFrame: onFrame})
+	p, err := stream.New(ctx, cfg, stream.Options{Logger: o.Log, OnFrame: onFrame})
 	if err != nil {
 		return nil, err
 	}

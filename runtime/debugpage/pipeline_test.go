@@ -13,7 +13,8 @@ import (
 
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // TestRealPipelineSnapshots serves the page from a running pipeline (seeded
@@ -39,14 +40,14 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := runtime.Load(filepath.Join(dir, "rt.yaml"))
+	cfg, err := runconfig.Load(filepath.Join(dir, "rt.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mb := camera.NewMailbox()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := runtime.New(ctx, cfg, runtime.Options{Source: mb})
+	p, err := stream.New(ctx, cfg, stream.Options{Source: mb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,13 +21,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/didoedge/didoedge/alerts/snapshot"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 //go:embed index.html
 var indexHTML []byte
 
-// Pipeline is what the page reads; *runtime.Pipeline implements it.
+// Pipeline is what the page reads; *stream.Pipeline implements it.
 type Pipeline interface {
 	// Watch tells the pipeline a client wants snapshots.
 	Watch()
@@ -35,16 +35,16 @@ type Pipeline interface {
 	Cameras() []string
 	// ViewCamera calls fn with a camera's latest snapshot under a read
 	// lock; false for an unknown camera.
-	ViewCamera(name string, fn func(*runtime.Snapshot)) bool
+	ViewCamera(name string, fn func(*stream.Snapshot)) bool
 	// Events are the recent alert events of every camera, oldest first.
-	Events() []runtime.EventRecord
-	Metrics() *runtime.Metrics
+	Events() []stream.EventRecord
+	Metrics() *stream.Metrics
 	// Ready reports whether every camera's frames are being assessed.
 	Ready() bool
 	// CameraReady reports it per camera.
 	CameraReady() map[string]bool
 	// Health reports whether the pipeline works (/healthz).
-	Health() runtime.Health
+	Health() stream.Health
 	// EventSnapshot returns the JPEG snapshot of an event id; an error
 	// wrapping snapshot.ErrNotFound when there is none.
 	EventSnapshot(id string) ([]byte, error)
@@ -167,7 +167,7 @@ func Handler(p Pipeline) http.Handler {
 		kind := r.PathValue("name")
 		var buf bytes.Buffer
 		var err error
-		if !p.ViewCamera(cameraOf(p, r.URL.Query().Get("camera")), func(s *runtime.Snapshot) { err = encodeImage(&buf, kind, s) }) {
+		if !p.ViewCamera(cameraOf(p, r.URL.Query().Get("camera")), func(s *stream.Snapshot) { err = encodeImage(&buf, kind, s) }) {
 			http.NotFound(w, r)
 			return
 		}
@@ -246,17 +246,17 @@ func Handler(p Pipeline) http.Handler {
 // camera's frame, zones and events.
 type State struct {
 	// Camera is the selected camera; Cameras the grid, in config order.
-	Camera    string                `json:"camera"`
-	Cameras   []CameraTile          `json:"cameras"`
-	Seq       uint64                `json:"seq"`
-	CaptureMS int64                 `json:"capture_ms"`
-	FPS       float64               `json:"fps"`
-	Ready     bool                  `json:"ready"`
-	Frames    uint64                `json:"frames"`
-	Dropped   uint64                `json:"dropped"`
-	TauE      float64               `json:"tau_e"`
-	Zones     []ZoneState           `json:"zones"`
-	Events    []runtime.EventRecord `json:"events"`
+	Camera    string               `json:"camera"`
+	Cameras   []CameraTile         `json:"cameras"`
+	Seq       uint64               `json:"seq"`
+	CaptureMS int64                `json:"capture_ms"`
+	FPS       float64              `json:"fps"`
+	Ready     bool                 `json:"ready"`
+	Frames    uint64               `json:"frames"`
+	Dropped   uint64               `json:"dropped"`
+	TauE      float64              `json:"tau_e"`
+	Zones     []ZoneState          `json:"zones"`
+	Events    []stream.EventRecord `json:"events"`
 }
 
 // ZoneState is one zone outline, its level and its fused signals.
@@ -301,7 +301,7 @@ func stateOf(p Pipeline, camera string) (State, bool) {
 	for _, cm := range p.Metrics().Cameras() {
 		tile := CameraTile{Name: cm.Camera, FPS: math.Round(cm.FPS()*10) / 10, Frames: cm.Frames.Load(), Dropped: cm.Dropped.Load(),
 			Ready: ready[cm.Camera], Level: "ok"}
-		p.ViewCamera(cm.Camera, func(s *runtime.Snapshot) {
+		p.ViewCamera(cm.Camera, func(s *stream.Snapshot) {
 			if len(s.Levels) > 0 {
 				tile.Level = slices.Max(s.Levels).String()
 			}
@@ -320,7 +320,7 @@ func stateOf(p Pipeline, camera string) (State, bool) {
 			st.Events = append(st.Events, e)
 		}
 	}
-	p.ViewCamera(camera, func(s *runtime.Snapshot) {
+	p.ViewCamera(camera, func(s *stream.Snapshot) {
 		st.Seq = s.Seq
 		st.TauE = s.TauE
 		if !s.Capture.IsZero() {
@@ -336,7 +336,7 @@ func stateOf(p Pipeline, camera string) (State, bool) {
 		}
 	})
 	if st.Events == nil {
-		st.Events = []runtime.EventRecord{}
+		st.Events = []stream.EventRecord{}
 	}
 	return st, true
 }
@@ -354,7 +354,7 @@ var errUnknownImage = errors.New("unknown image")
 // 0 to 0.5), epistemic (K/S from 0 to 2 tau_e, so that tau_e sits in the
 // middle of the ramp and out-of-distribution pixels are yellow to red;
 // 0 to 1 without a tau_e).
-func encodeImage(buf *bytes.Buffer, kind string, s *runtime.Snapshot) error {
+func encodeImage(buf *bytes.Buffer, kind string, s *stream.Snapshot) error {
 	var img *image.RGBA
 	switch kind {
 	case "frame.jpg":

@@ -14,35 +14,35 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/snapshot"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
-// fakePipeline stands in for *runtime.Pipeline: the tests script its
+// fakePipeline stands in for *stream.Pipeline: the tests script its
 // frames, zone levels and events.
 type fakePipeline struct {
 	mu        sync.RWMutex
-	snap      runtime.Snapshot
-	events    []runtime.EventRecord
-	metrics   *runtime.Metrics
-	cam       *runtime.CameraMetrics
-	rear      *runtime.Snapshot // a second camera, "rear", when set (addRear)
+	snap      stream.Snapshot
+	events    []stream.EventRecord
+	metrics   *stream.Metrics
+	cam       *stream.CameraMetrics
+	rear      *stream.Snapshot // a second camera, "rear", when set (addRear)
 	ready     bool
 	watched   int
 	sick      string // a failing health check's detail; "" when healthy
 	snapshots map[string][]byte
 }
 
-func (f *fakePipeline) Health() runtime.Health {
+func (f *fakePipeline) Health() stream.Health {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.sick != "" {
-		return runtime.Health{OK: false, Checks: []runtime.HealthCheck{{Name: "models", OK: true, Detail: "loaded"}, {Name: "frames", OK: false, Detail: f.sick}}}
+		return stream.Health{OK: false, Checks: []stream.HealthCheck{{Name: "models", OK: true, Detail: "loaded"}, {Name: "frames", OK: false, Detail: f.sick}}}
 	}
-	return runtime.Health{OK: true, Checks: []runtime.HealthCheck{{Name: "frames", OK: true, Detail: "last frame 10ms ago"}}}
+	return stream.Health{OK: true, Checks: []stream.HealthCheck{{Name: "frames", OK: true, Detail: "last frame 10ms ago"}}}
 }
 
 func newFake(w, h int) *fakePipeline {
-	f := &fakePipeline{ready: true, metrics: runtime.NewMetrics()}
+	f := &fakePipeline{ready: true, metrics: stream.NewMetrics()}
 	f.cam = f.metrics.AddCamera("front")
 	s := &f.snap
 	s.ImageW, s.ImageH, s.MapW, s.MapH = w, h, w, h
@@ -80,7 +80,7 @@ func (f *fakePipeline) setLevel(zone int, l alerts.Level) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.snap.Levels[zone] = l
-	f.events = append(f.events, runtime.EventRecord{Seq: uint64(len(f.events) + 1), Camera: "front", Type: "new", Kind: "zone",
+	f.events = append(f.events, stream.EventRecord{Seq: uint64(len(f.events) + 1), Camera: "front", Type: "new", Kind: "zone",
 		Zone: f.snap.Zones[zone].Name, Level: l.String(), Previous: "ok", Reasons: "ood_fraction"})
 }
 
@@ -89,7 +89,7 @@ func (f *fakePipeline) Watch() { f.mu.Lock(); f.watched++; f.mu.Unlock() }
 // addRear adds a second camera, "rear", with a w x h frame and zone r0c0
 // critical.
 func (f *fakePipeline) addRear(w, h int) {
-	r := &runtime.Snapshot{Seq: 1, Capture: time.Now(), ImageW: w, ImageH: h, MapW: w, MapH: h, RGB: make([]uint8, 3*w*h),
+	r := &stream.Snapshot{Seq: 1, Capture: time.Now(), ImageW: w, ImageH: h, MapW: w, MapH: h, RGB: make([]uint8, 3*w*h),
 		Depth: make([]float32, w*h), Scale: make([]float32, w*h), Epistemic: make([]float32, w*h)}
 	for i := range r.Depth {
 		r.Depth[i], r.Scale[i], r.Epistemic[i] = 10, 1, 0.9
@@ -111,7 +111,7 @@ func (f *fakePipeline) Cameras() []string {
 	}
 	return []string{"front"}
 }
-func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool {
+func (f *fakePipeline) ViewCamera(name string, fn func(*stream.Snapshot)) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	switch {
@@ -127,12 +127,12 @@ func (f *fakePipeline) ViewCamera(name string, fn func(*runtime.Snapshot)) bool 
 func (f *fakePipeline) CameraReady() map[string]bool {
 	return map[string]bool{"front": f.Ready(), "rear": f.Ready()}
 }
-func (f *fakePipeline) Events() []runtime.EventRecord {
+func (f *fakePipeline) Events() []stream.EventRecord {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return append([]runtime.EventRecord(nil), f.events...)
+	return append([]stream.EventRecord(nil), f.events...)
 }
-func (f *fakePipeline) Metrics() *runtime.Metrics { return f.metrics }
+func (f *fakePipeline) Metrics() *stream.Metrics { return f.metrics }
 func (f *fakePipeline) EventSnapshot(id string) ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

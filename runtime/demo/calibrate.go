@@ -8,9 +8,9 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/calibrate"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // simDrives renders clear outdoor drives (in-distribution frames) for
@@ -73,7 +73,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 		return "", nil, fmt.Errorf("demo calibration: %w", err)
 	}
 	co := o
-	co.HTTP = runtime.HTTPOff
+	co.HTTP = runconfig.HTTPOff
 	co.Calibration = ""
 	cfg, err := Config(co, "rtsp://127.0.0.1:1/unused")
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/rtspserver"
 	"github.com/didoedge/didoedge/internal/manifest"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 	"gopkg.in/yaml.v3"
 )
 
@@ -270,7 +270,7 @@ func ReadReference(dir string) (*Reference, error) {
 		r.AuxUE = infer.IOSpec{Kind: infer.KindAuxUE,
 			Input: infer.InputSpec{Name: "features", Layout: infer.LayoutNCHW, Channels: 4, Height: r.Depth.Input.Height, Width: r.Depth.Input.Width},
 			Scale: infer.TensorSpec{Name: "scale"}, Epistemic: infer.TensorSpec{Name: "epistemic"}}
-		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
+		r.Inputs = []string{runconfig.InputImage, runconfig.InputDepth}
 		if len(r.Depth.Features) > 0 {
 			r.Inputs = []string{r.Depth.Features[0].Name}
 		}
@@ -281,7 +281,7 @@ func ReadReference(dir string) (*Reference, error) {
 		return nil, err
 	}
 	if !r.AuxUE.OwnsInputs() {
-		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
+		r.Inputs = []string{runconfig.InputImage, runconfig.InputDepth}
 		if len(r.Depth.Features) > 0 {
 			r.Inputs = []string{r.Depth.Features[0].Name}
 		}
@@ -313,7 +313,7 @@ func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
 		return nil, err
 	}
 	if !r.AuxUE.OwnsInputs() {
-		r.Inputs = []string{runtime.InputImage, runtime.InputDepth}
+		r.Inputs = []string{runconfig.InputImage, runconfig.InputDepth}
 	}
 	return r, nil
 }
@@ -328,7 +328,7 @@ func readSpec(path, kind string) (infer.IOSpec, error) {
 
 // Config builds the runtime configuration of the demo for a camera URL,
 // through the same parser and checks as a config file.
-func Config(o Options, cameraURL string) (*runtime.Config, error) {
+func Config(o Options, cameraURL string) (*runconfig.Config, error) {
 	o.defaults()
 	ref, err := ReadReference(o.ModelsDir)
 	if err != nil {
@@ -339,14 +339,14 @@ func Config(o Options, cameraURL string) (*runtime.Config, error) {
 
 // ConfigFor is Config for the models ref describes (any depth model and
 // its AuxUE, e.g. for didoedge calibrate --depth ... --auxue ...).
-func ConfigFor(o Options, ref *Reference, cameraURL string) (*runtime.Config, error) {
+func ConfigFor(o Options, ref *Reference, cameraURL string) (*runconfig.Config, error) {
 	return ConfigForCameras(o, ref, []*Camera{{Name: "front", URL: cameraURL}})
 }
 
 // ConfigForCameras is ConfigFor for the cameras of a simulated rig: one
 // camera gives the single camera form (alerts.camera front), several a
 // cameras list with the demo's zones for every camera.
-func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runtime.Config, error) {
+func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runconfig.Config, error) {
 	o.defaults()
 	if len(cams) == 0 {
 		return nil, errors.New("demo: no cameras")
@@ -439,7 +439,7 @@ func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runtime.Confi
 	if err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
 	}
-	return runtime.Parse("demo defaults", data, ref.Dir)
+	return runconfig.Parse("demo defaults", data, ref.Dir)
 }
 
 // writeDemoCalibration writes the built-in thresholds without the

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/didoedge/didoedge/dataset/corrupt"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 )
 
 // Phase is one part of a scripted scenario: a world, a fog density,

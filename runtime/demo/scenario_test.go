@@ -13,7 +13,8 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 func TestScenarioPhases(t *testing.T) {
@@ -140,7 +141,7 @@ func TestScenarioRaisesEpistemicEvents(t *testing.T) {
 				{Name: "outdoor again", World: sim.WorldOutdoor, Duration: time.Hour},
 			}
 			o := Options{ModelsDir: models, WorkDir: t.TempDir(), BrokerListen: "127.0.0.1:0",
-				HTTP: runtime.HTTPOff, Phases: phases, Calibration: calibration}
+				HTTP: runconfig.HTTPOff, Phases: phases, Calibration: calibration}
 			cam, err := StartCamera(o, spec.Input.Width, spec.Input.Height)
 			if err != nil {
 				t.Fatal(err)
@@ -158,7 +159,7 @@ func TestScenarioRaisesEpistemicEvents(t *testing.T) {
 			var events []seen
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			p, err := runtime.New(ctx, cfg, runtime.Options{OnEvent: func(ev *alerts.Event) {
+			p, err := stream.New(ctx, cfg, stream.Options{OnEvent: func(ev *alerts.Event) {
 				mu.Lock()
 				events = append(events, seen{*ev, time.Now()})
 				mu.Unlock()
@@ -197,9 +198,9 @@ func TestScenarioRaisesEpistemicEvents(t *testing.T) {
 				if s.ev.Kind != alerts.KindZone {
 					continue
 				}
-				t.Logf("%+8.3fs %s", s.at.Sub(shiftAt).Seconds(), runtime.FormatEvent(&s.ev))
+				t.Logf("%+8.3fs %s", s.at.Sub(shiftAt).Seconds(), stream.FormatEvent(&s.ev))
 				if s.at.Before(shiftAt) && s.ev.Level == alerts.LevelCritical && slices.Contains(s.ev.Reasons, "ood_fraction") {
-					t.Errorf("out-of-distribution event before the switch, on in-distribution frames: %s", runtime.FormatEvent(&s.ev))
+					t.Errorf("out-of-distribution event before the switch, on in-distribution frames: %s", stream.FormatEvent(&s.ev))
 				}
 				if detected < 0 && !s.at.Before(shiftAt) && s.ev.Level == alerts.LevelCritical && slices.Contains(s.ev.Reasons, "ood_fraction") {
 					detected = s.at.Sub(shiftAt)

@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/mcaprec"
 )
 

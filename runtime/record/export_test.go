@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/calib/calibrate"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 const expW, expH = 64, 32
@@ -143,7 +143,7 @@ alerts:
   embedded: {allow_anonymous: true}
 http: {listen: "off"}
 `, expH, expW)
-	cfg, err := runtime.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir)
+	cfg, err := runconfig.Parse(filepath.Join(dir, "rt.yaml"), []byte(text), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

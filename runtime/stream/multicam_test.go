@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // multiConfig turns the single-camera test config into a cameras list:
@@ -21,7 +24,7 @@ import (
 // of cameras without their own) but names no camera.
 func multiConfig(t testing.TB, dir, cameras, calibration, zones string) string {
 	t.Helper()
-	text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", calibration, zones)
+	text := fmt.Sprintf(testmodels.ConfigYAML, "  url: rtsp://127.0.0.1:1/unused", calibration, zones)
 	text = strings.Replace(text, "camera:\n  url: rtsp://127.0.0.1:1/unused\n", "cameras:\n"+cameras, 1)
 	text = strings.Replace(text, "  camera: front\n", "", 1)
 	path := filepath.Join(dir, "runtime.yaml")
@@ -43,8 +46,8 @@ const threeCameras = `  - {name: front, url: "rtsp://127.0.0.1:1/front", calibra
 // zones and calibration (the alerts section's by default); every error
 // names the camera's key.
 func TestCamerasConfig(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
-	cfg, err := Load(multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones))
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	cfg, err := runconfig.Load(multiConfig(t, s.dir, threeCameras, "quiet.yaml", testmodels.ConfigZones))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,24 +87,24 @@ func TestCamerasConfig(t *testing.T) {
 		extra                string // appended to the file
 		want                 []string
 	}{
-		{"no name", "  - {url: \"rtsp://127.0.0.1:1/a\"}\n", testZones, "", []string{"cameras[0].name: empty"}},
-		{"bad name", "  - {name: front/x, url: \"rtsp://127.0.0.1:1/a\"}\n", testZones, "", []string{"cameras[0].name:", "front/x"}},
-		{"duplicate", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n  - {name: a, url: \"rtsp://127.0.0.1:1/b\"}\n", testZones, "",
+		{"no name", "  - {url: \"rtsp://127.0.0.1:1/a\"}\n", testmodels.ConfigZones, "", []string{"cameras[0].name: empty"}},
+		{"bad name", "  - {name: front/x, url: \"rtsp://127.0.0.1:1/a\"}\n", testmodels.ConfigZones, "", []string{"cameras[0].name:", "front/x"}},
+		{"duplicate", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n  - {name: a, url: \"rtsp://127.0.0.1:1/b\"}\n", testmodels.ConfigZones, "",
 			[]string{"cameras[1].name: \"a\" is also cameras[0].name"}},
-		{"bad url", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n  - {name: b, url: \"http://x/b\"}\n", testZones, "",
+		{"bad url", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n  - {name: b, url: \"http://x/b\"}\n", testmodels.ConfigZones, "",
 			[]string{"cameras[1].url:", "must start with rtsp://"}},
-		{"no source", "  - {name: a}\n", testZones, "", []string{"cameras[0]: give url (RTSP) or sequence"}},
-		{"missing sequence dir", "  - {name: a, sequence: {dir: nowhere}}\n", testZones, "", []string{"cameras[0].sequence.dir:", "is not a directory"}},
-		{"negative stall", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", stall_timeout: -1s}\n", testZones, "",
+		{"no source", "  - {name: a}\n", testmodels.ConfigZones, "", []string{"cameras[0]: give url (RTSP) or sequence"}},
+		{"missing sequence dir", "  - {name: a, sequence: {dir: nowhere}}\n", testmodels.ConfigZones, "", []string{"cameras[0].sequence.dir:", "is not a directory"}},
+		{"negative stall", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", stall_timeout: -1s}\n", testmodels.ConfigZones, "",
 			[]string{"cameras[0].stall_timeout: -1s is negative"}},
 		{"missing calibration", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n  - {name: b, url: \"rtsp://127.0.0.1:1/b\", calibration: nope.yaml}\n",
-			testZones, "", []string{"cameras[1].calibration:", "nope.yaml"}},
-		{"bad zone", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", zones: [{name: z, polygon: [[0, 0], [1, 0]]}]}\n", testZones, "",
+			testmodels.ConfigZones, "", []string{"cameras[1].calibration:", "nope.yaml"}},
+		{"bad zone", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", zones: [{name: z, polygon: [[0, 0], [1, 0]]}]}\n", testmodels.ConfigZones, "",
 			[]string{"cameras[0].zones[0].polygon"}},
 		{"no zones anywhere", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", zones: [{name: z, polygon: [[0, 0], [1, 0], [1, 1]]}]}\n  - {name: b, url: \"rtsp://127.0.0.1:1/b\"}\n",
 			"", "", []string{"cameras[1].zones: no zones"}},
-		{"unknown key", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", zoom: 2}\n", testZones, "", []string{"zoom"}},
-		{"camera and cameras", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n", testZones, "camera: {url: \"rtsp://127.0.0.1:1/x\"}\n",
+		{"unknown key", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\", zoom: 2}\n", testmodels.ConfigZones, "", []string{"zoom"}},
+		{"camera and cameras", "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n", testmodels.ConfigZones, "camera: {url: \"rtsp://127.0.0.1:1/x\"}\n",
 			[]string{"camera and cameras are exclusive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,16 +113,16 @@ func TestCamerasConfig(t *testing.T) {
 				data, _ := os.ReadFile(path)
 				os.WriteFile(path, append(data, tc.extra...), 0o644)
 			}
-			_, err := Load(path)
-			mustContain(t, err, tc.want...)
+			_, err := runconfig.Load(path)
+			testmodels.MustContain(t, err, tc.want...)
 		})
 	}
 	t.Run("alerts.camera with cameras", func(t *testing.T) {
-		path := multiConfig(t, s.dir, "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n", "quiet.yaml", testZones)
+		path := multiConfig(t, s.dir, "  - {name: a, url: \"rtsp://127.0.0.1:1/a\"}\n", "quiet.yaml", testmodels.ConfigZones)
 		data, _ := os.ReadFile(path)
 		os.WriteFile(path, []byte(strings.Replace(string(data), "  vehicle: testcar\n", "  vehicle: testcar\n  camera: front\n", 1)), 0o644)
-		_, err := Load(path)
-		mustContain(t, err, "alerts: camera: \"front\"", "leave camera out")
+		_, err := runconfig.Load(path)
+		testmodels.MustContain(t, err, "alerts: camera: \"front\"", "leave camera out")
 	})
 }
 
@@ -127,7 +130,7 @@ func TestCamerasConfig(t *testing.T) {
 func startCameras(t *testing.T, path string, fps float64, onEvent func(*alerts.Event)) (*Pipeline, []*synthSource, func() error) {
 	t.Helper()
 	requireORT(t)
-	cfg, err := Load(path)
+	cfg, err := runconfig.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +178,8 @@ func startCameras(t *testing.T, path string, fps float64, onEvent func(*alerts.E
 // and fails its own health check while the others keep running; it
 // recovers when its frames return.
 func TestCamerasSharePipeline(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
-	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testmodels.ConfigZones)
 	p, srcs, stop := startCameras(t, path, 20, nil)
 	sub := subscribe(t, p.BrokerAddr(), "didoedge/testcar/+/events")
 	if got := strings.Join(p.Cameras(), ","); got != "front,left,right" {
@@ -275,8 +278,8 @@ func TestCamerasSharePipeline(t *testing.T) {
 // TestCamerasReload: SIGHUP's reload swaps every camera's zones and
 // calibration; a reload that breaks one camera changes none.
 func TestCamerasReload(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
-	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testmodels.ConfigZones)
 	p, _, stop := startCameras(t, path, 20, nil)
 	waitFor(t, 30*time.Second, "frames on every camera", func() bool { return p.Ready() })
 	zoneNames := func(cam string) string {
@@ -322,8 +325,8 @@ func TestCamerasReload(t *testing.T) {
 // the steady state, alternating with the first camera.
 func TestSharedModelsAllocateNothing(t *testing.T) {
 	requireORT(t)
-	s := newTestSetup(t, "quiet.yaml", testZones)
-	cfg, err := Load(multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones))
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	cfg, err := runconfig.Load(multiConfig(t, s.dir, threeCameras, "quiet.yaml", testmodels.ConfigZones))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
-package runtime
+package runconfig
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/didoedge/didoedge/internal/testmodels"
 
 	"github.com/didoedge/didoedge/runtime/record"
 )
@@ -52,7 +54,7 @@ func TestRecordConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(tc.section)
-			mustContain(t, err, tc.parts...)
+			testmodels.MustContain(t, err, tc.parts...)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"bytes"
@@ -12,12 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/runtime/replay"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // flickerCalibration makes the test models' zones cross their thresholds
@@ -61,11 +64,11 @@ func (l *eventLog) all() []alerts.Event {
 // frame and time (ends by frame: an episode open at shutdown ends at wall
 // time).
 func TestReplayDeterminism(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
 	if err := os.WriteFile(filepath.Join(s.dir, "flicker.yaml"), []byte(flickerCalibration), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", "flicker.yaml", testZones)
+	text := fmt.Sprintf(testmodels.ConfigYAML, "  url: rtsp://127.0.0.1:1/unused", "flicker.yaml", testmodels.ConfigZones)
 	text = strings.Replace(text, "exit_inertia: 0s", "enter_inertia: 0s, exit_inertia: 0s", 1)
 	// A queue of 64: on the shared test machine the recorder must not drop
 	// a frame, or the replay would miss it.
@@ -164,7 +167,7 @@ func TestReplayDeterminism(t *testing.T) {
 	}
 
 	// Replay through a new pipeline, same config, recording off.
-	cfg, err := Load(s.config)
+	cfg, err := runconfig.Load(s.config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +219,10 @@ func TestReplayDeterminism(t *testing.T) {
 // episode listed in the clip's metadata, and the file readable by
 // Foxglove's reader.
 func TestRecordEventModeWithReload(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
 	section := "record: {mode: event, dir: rec, pre_roll: 1s, post_roll: 300ms, maps: [epistemic]}\n"
 	write := func(cal string) {
-		text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", cal, testZones) + section
+		text := fmt.Sprintf(testmodels.ConfigYAML, "  url: rtsp://127.0.0.1:1/unused", cal, testmodels.ConfigZones) + section
 		if err := os.WriteFile(s.config, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}

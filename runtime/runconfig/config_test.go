@@ -1,7 +1,9 @@
-package runtime
+package runconfig
 
 import (
 	"fmt"
+
+	"github.com/didoedge/didoedge/internal/testmodels"
 
 	"gopkg.in/yaml.v3"
 
@@ -23,7 +25,7 @@ func configDir(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "quiet.yaml"), []byte(quietCalibration), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "quiet.yaml"), []byte(testmodels.QuietCalibration), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Create(filepath.Join(dir, "metres.yaml"))
@@ -44,7 +46,7 @@ func configDir(t testing.TB) string {
 	return dir
 }
 
-// The auxue io of testConfigYAML, and two replacements: a features-input
+// The auxue io of testmodels.ConfigYAML, and two replacements: a features-input
 // AuxUE and the format before issue 17 (the scale in the depth slot).
 const (
 	auxContractIO = `    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}
@@ -63,7 +65,7 @@ const (
 )
 
 func validConfig() string {
-	return fmt.Sprintf(testConfigYAML, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "quiet.yaml", testZones)
+	return fmt.Sprintf(testmodels.ConfigYAML, "  url: rtsp://user:secret@127.0.0.1:8554/sim", "quiet.yaml", testmodels.ConfigZones)
 }
 
 func TestParseConfig(t *testing.T) {
@@ -184,7 +186,7 @@ func TestParseConfig(t *testing.T) {
 				}
 				return
 			}
-			mustContain(t, err, tc.parts...)
+			testmodels.MustContain(t, err, tc.parts...)
 			if strings.Contains(err.Error(), "secret") {
 				t.Fatalf("error leaks the camera password: %v", err)
 			}

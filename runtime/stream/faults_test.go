@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/rtspserver"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // gradient is an RTSP test source: a moving gradient at the test models'
@@ -64,8 +67,8 @@ func TestCameraFaultOverRTSP(t *testing.T) {
 	for i, name := range []string{"front", "left", "right"} {
 		fmt.Fprintf(&cams, "  - {name: %s, url: \"rtsp://%s/cam\", stall_timeout: 1s, backoff_min: 100ms, backoff_max: 500ms}\n", name, srvs[i].Addr())
 	}
-	s := newTestSetup(t, "quiet.yaml", testZones)
-	cfg, err := Load(multiConfig(t, s.dir, cams.String(), "quiet.yaml", testZones))
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	cfg, err := runconfig.Load(multiConfig(t, s.dir, cams.String(), "quiet.yaml", testmodels.ConfigZones))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // Options are the parts of a pipeline that are not in the config file.
@@ -61,7 +62,7 @@ type FrameTiming struct {
 // with Run; Reload, Watch, View, Events and Metrics are safe to call from
 // other goroutines.
 type Pipeline struct {
-	cfg  *Config
+	cfg  *runconfig.Config
 	log  *slog.Logger
 	opts Options
 
@@ -121,7 +122,7 @@ const maxEventLog = 50
 // before minutes of model loading; then it loads the models once, checks
 // that their inputs and outputs fit together, and opens every camera's
 // engine and source. Close releases everything if Run is not called.
-func New(ctx context.Context, cfg *Config, opts Options) (_ *Pipeline, err error) {
+func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -585,7 +586,7 @@ func (p *Pipeline) reload() error {
 	if err != nil {
 		return fail(err)
 	}
-	byName := map[string]CameraSpec{}
+	byName := map[string]runconfig.CameraSpec{}
 	for _, cs := range specs {
 		byName[cs.Name] = cs
 	}

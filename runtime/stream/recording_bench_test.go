@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // BenchmarkPipelineRecording15fps runs the pipeline in real time on a
@@ -24,8 +27,8 @@ import (
 // far above the reference models' (`didoedge bench latency --record`).
 func BenchmarkPipelineRecording15fps(b *testing.B) {
 	requireORT(b)
-	s := newTestSetup(b, "quiet.yaml", testZones)
-	text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", "quiet.yaml", testZones) + "record: {mode: continuous, dir: rec}\n"
+	s := newTestSetup(b, "quiet.yaml", testmodels.ConfigZones)
+	text := fmt.Sprintf(testmodels.ConfigYAML, "  url: rtsp://127.0.0.1:1/unused", "quiet.yaml", testmodels.ConfigZones) + "record: {mode: continuous, dir: rec}\n"
 	if err := os.WriteFile(s.config, []byte(text), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +50,7 @@ func BenchmarkPipelineRecording15fps(b *testing.B) {
 	var wall time.Duration
 	b.ResetTimer()
 	for range b.N {
-		cfg, err := Load(s.config)
+		cfg, err := runconfig.Load(s.config)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,11 +1,10 @@
-package runtime
+package stream
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,61 +26,6 @@ func writeTestModels(t testing.TB, dir string) (depth, aux string) {
 	return f.Depth, f.AuxUE
 }
 
-// testConfigYAML is a complete config for the test models; %[1]s is the
-// camera section, %[2]s the calibration file, %[3]s the zones.
-const testConfigYAML = `camera:
-%[1]s
-inference:
-  providers: [{name: cpu}]
-  intra_op_threads: 1
-depth:
-  model: depth.onnx
-  io:
-    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}
-    depth: {name: depth, meaning: metric_depth}
-    features: [{name: features}]
-auxue:
-  model: auxue.onnx
-  io:
-    input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}
-    depth_input: {name: depth, units: metres}
-    scale: {name: scale, units: metres}
-    epistemic: {name: epistemic}
-alerts:
-  vehicle: testcar
-  camera: front
-  calibration: %[2]s
-%[3]s
-  events: {fusion_time_constant: 0s, exit_inertia: 0s, min_episode: 0s, merge_window: 0s, camera_stall: 0s}
-  mqtt: {broker: embedded, client_id: didoedge-test, stats_interval: 1s, close_timeout: 5s}
-  outbox: {dir: outbox}
-  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-http:
-  listen: "off"
-`
-
-const testZones = `  grid: {rows: 1, cols: 2}`
-
-// calibration that never alarms (K/S <= 1, only the OOD criterion).
-const quietCalibration = `version: 1
-tau_e: 1
-tau_a: 1000
-scale_correction: 1
-coverage: 0.9
-levels:
-  ood_fraction: {warn: {enter: 0.5, exit: 0.4}, critical: {enter: 0.9, exit: 0.8}}
-`
-
-// calibration that alarms on every pixel (K/S > 1e-6 everywhere).
-const alarmCalibration = `version: 1
-tau_e: 0.000001
-tau_a: 1000
-scale_correction: 1
-coverage: 0.9
-levels:
-  ood_fraction: {warn: {enter: 0.5, exit: 0.4}, critical: {enter: 0.9, exit: 0.8}}
-`
-
 // testSetup writes models, calibrations and a config into a temp dir.
 type testSetup struct {
 	dir, config string
@@ -91,7 +35,7 @@ func newTestSetup(t testing.TB, calibration, zones string) *testSetup {
 	t.Helper()
 	dir := t.TempDir()
 	writeTestModels(t, dir)
-	for name, text := range map[string]string{"quiet.yaml": quietCalibration, "alarm.yaml": alarmCalibration} {
+	for name, text := range map[string]string{"quiet.yaml": testmodels.QuietCalibration, "alarm.yaml": testmodels.AlarmCalibration} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +47,7 @@ func newTestSetup(t testing.TB, calibration, zones string) *testSetup {
 
 func (s *testSetup) write(t testing.TB, calibration, zones string) {
 	t.Helper()
-	text := fmt.Sprintf(testConfigYAML, "  url: rtsp://127.0.0.1:1/unused", calibration, zones)
+	text := fmt.Sprintf(testmodels.ConfigYAML, "  url: rtsp://127.0.0.1:1/unused", calibration, zones)
 	if err := os.WriteFile(s.config, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -167,17 +111,5 @@ func (s *synthSource) run(ctx context.Context, frames int) {
 		}
 		f.Seq, f.Capture, f.Decoded = uint64(i), time.Now(), time.Now()
 		s.Publish(&f)
-	}
-}
-
-func mustContain(t *testing.T, err error, parts ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one containing %q", parts)
-	}
-	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Fatalf("error %q does not contain %q", err, p)
-		}
 	}
 }

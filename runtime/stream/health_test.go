@@ -1,10 +1,12 @@
-package runtime
+package stream
 
 import (
 	"bytes"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/testmodels"
 )
 
 func failing(h Health) []string {
@@ -22,7 +24,7 @@ func failing(h Health) []string {
 // frames check fails after alerts.events.camera_stall (2 s here) and
 // passes again when frames return; after Run ends nothing passes.
 func TestHealthFollowsThePipeline(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
 	p, src, stop := startPipeline(t, s, 20, nil)
 	waitFor(t, 30*time.Second, "a healthy pipeline with frames", func() bool { return p.Health().OK && p.Metrics().Camera(0).Frames.Load() > 3 })
 	if h := p.Health(); len(h.Checks) != 4 {

@@ -1,4 +1,4 @@
-// Package runtime is the streaming pipeline of didoedge: it takes the newest
+// Package stream is the streaming core of didoedge: it takes the newest
 // camera frame, resizes and normalizes it into the depth model's
 // pre-allocated input tensor, runs the depth model and the AuxUE (package
 // runtime/infer), reads out depth, the Laplace scale b and the DIDO
@@ -12,8 +12,7 @@
 // steady-state frame path allocates nothing; the debug page (runtime/debugpage)
 // gets copies of the maps only while a browser is watching, at a bounded rate.
 //
-// A Config embeds the sub-configurations of the camera, the inference
-// (providers and model IO specs), the alerts and the HTTP server; Load
-// validates all of it up front, rejecting unknown keys and naming the key
-// and the file in every error.
-package runtime
+// The deployment's configuration is package runtime/runconfig; the
+// applications built on the core (demo, bench, replay, the debug page) live
+// beside it under runtime/ and nothing here imports them.
+package stream

@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // Models are the depth model and the AuxUE of a runtime configuration
@@ -15,7 +16,7 @@ import (
 // scale and K/S maps at the frame's size out. The pipeline and `didoedge
 // calibrate` share it. Not safe for concurrent use.
 type Models struct {
-	cfg    *Config
+	cfg    *runconfig.Config
 	models *infer.Models
 	depth  *infer.Session
 	aux    *infer.Session
@@ -32,39 +33,9 @@ type StageTimes = infer.StageTimes
 // ErrInvalidOutput marks a frame whose model outputs held NaN or Inf.
 var ErrInvalidOutput = infer.ErrInvalidOutput
 
-// Batch sizes (pipeline.batch_size): DefaultMaxBatch caps the default
-// (min(cameras, DefaultMaxBatch) for dynamic-batch models on a GPU
-// provider), MaxBatchSize the key.
-const (
-	DefaultMaxBatch = 4
-	MaxBatchSize    = 16
-)
-
-// ModelsConfig returns the infer.ModelsConfig of the configuration.
-func (c *Config) ModelsConfig() infer.ModelsConfig {
-	mc := infer.ModelsConfig{Depth: c.Depth.Model, AuxUE: c.AuxUE.Model, AuxInputs: c.AuxUE.Inputs,
-		DepthScale: c.AuxUE.DepthScale, Inference: c.Inference}
-	if c.Depth.IO != nil {
-		mc.DepthSpec = *c.Depth.IO
-	}
-	if c.AuxUE.IO != nil {
-		mc.AuxUESpec = *c.AuxUE.IO
-	}
-	mc.DepthSpecFile, mc.AuxUESpecFile = c.Depth.specFile(), c.AuxUE.specFile()
-	return mc
-}
-
-// specFile is the file the model's spec came from ("" = inline io).
-func (m *ModelConfig) specFile() string {
-	if m.Description != "" {
-		return m.Description
-	}
-	return m.IOSpec
-}
-
 // OpenModels loads both models of cfg and checks that they fit together
 // (one frame per run).
-func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (*Models, error) {
+func OpenModels(ctx context.Context, cfg *runconfig.Config, log *slog.Logger) (*Models, error) {
 	return openModels(ctx, cfg, cfg.ModelsConfig(), log)
 }
 
@@ -72,7 +43,7 @@ func OpenModels(ctx context.Context, cfg *Config, log *slog.Logger) (*Models, er
 // the given number of cameras: pipeline.batch_size, or its default
 // (DefaultBatchSize; MaxBatch tells what the models took). Benchmarks use
 // it for the bound.
-func OpenPipelineModels(ctx context.Context, cfg *Config, cameras int, log *slog.Logger) (*Models, error) {
+func OpenPipelineModels(ctx context.Context, cfg *runconfig.Config, cameras int, log *slog.Logger) (*Models, error) {
 	mc := cfg.ModelsConfig()
 	mc.BatchSize = cfg.Pipeline.BatchSize
 	if mc.BatchSize == 0 {
@@ -85,7 +56,7 @@ func OpenPipelineModels(ctx context.Context, cfg *Config, cameras int, log *slog
 	return m, err
 }
 
-func openModels(ctx context.Context, cfg *Config, mc infer.ModelsConfig, log *slog.Logger) (*Models, error) {
+func openModels(ctx context.Context, cfg *runconfig.Config, mc infer.ModelsConfig, log *slog.Logger) (*Models, error) {
 	mo, err := infer.OpenModels(ctx, mc, log)
 	if err != nil {
 		return nil, err
@@ -228,21 +199,3 @@ func (m *Models) relative(im infer.Maps) (depth, scale []float32) {
 
 // Close releases both sessions.
 func (m *Models) Close() error { return m.models.Close() }
-
-// DefaultBatchSize is what pipeline.batch_size 0 means for the given number
-// of cameras: min(cameras, DefaultMaxBatch) frames per run when
-// inference.providers names a GPU provider (tensorrt or cuda) and both
-// models have a dynamic batch dimension (fixed-batch models run one frame
-// per run), and 1 with the CPU provider alone. On a GPU a batch fills the
-// device; on the CPU a run's cost grows with its frames, so a batch of 4
-// buys 5 to 12 % throughput for the activations of 4 frames held at once
-// (ONNX Runtime's arena: 1.69 x the RSS of one camera at 4 cameras against
-// 1.26 x one frame per run, docs/runtime.md "Batching").
-func (c *Config) DefaultBatchSize(cameras int) int {
-	for _, p := range c.Inference.Providers {
-		if p.Name == infer.ProviderTensorRT || p.Name == infer.ProviderCUDA {
-			return max(1, min(cameras, DefaultMaxBatch))
-		}
-	}
-	return 1
-}

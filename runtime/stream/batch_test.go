@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // makeDynamic rewrites dir's test models with a dynamic batch dimension
@@ -45,9 +48,9 @@ func newBatchedPipeline(t testing.TB, extra string) (*Pipeline, error) {
 func newBatchedPipelineEdit(t testing.TB, edit func(string) string) (*Pipeline, error) {
 	t.Helper()
 	requireORT(t)
-	s := newTestSetup(t, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
 	makeDynamic(t, s.dir)
-	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones)
+	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testmodels.ConfigZones)
 	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +58,7 @@ func newBatchedPipelineEdit(t testing.TB, edit func(string) string) (*Pipeline, 
 	if err := os.WriteFile(path, []byte(edit(string(text))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path)
+	cfg, err := runconfig.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -168,12 +171,12 @@ func TestBatchedPipeline(t *testing.T) {
 // names the key.
 func TestBatchSizeConfig(t *testing.T) {
 	requireORT(t)
-	s := newTestSetup(t, "quiet.yaml", testZones)
-	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	path := multiConfig(t, s.dir, threeCameras, "quiet.yaml", testmodels.ConfigZones)
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("pipeline: {batch_size: 2}\n")
 	f.Close()
-	cfg, err := Load(path)
+	cfg, err := runconfig.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,12 +229,12 @@ func TestDefaultBatchSize(t *testing.T) {
 		{"default providers", nil, 3, 1},
 		{"cpu", []infer.ProviderConfig{{Name: infer.ProviderCPU}}, 8, 1},
 		{"tensorrt, cuda, cpu: 3 cameras", gpu, 3, 3},
-		{"tensorrt, cuda, cpu: 8 cameras", gpu, 8, DefaultMaxBatch},
+		{"tensorrt, cuda, cpu: 8 cameras", gpu, 8, runconfig.DefaultMaxBatch},
 		{"cpu then cuda", []infer.ProviderConfig{{Name: infer.ProviderCPU}, {Name: infer.ProviderCUDA}}, 2, 2},
 		{"cuda: 1 camera", []infer.ProviderConfig{{Name: infer.ProviderCUDA}}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cfg Config
+			var cfg runconfig.Config
 			cfg.Inference.Providers = tc.providers
 			if got := cfg.DefaultBatchSize(tc.cameras); got != tc.want {
 				t.Fatalf("DefaultBatchSize(%d) = %d, want %d", tc.cameras, got, tc.want)

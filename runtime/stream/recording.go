@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/didoedge/didoedge/alerts/schema"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // Names of the recorder's JSON streams (topics /<camera>/events and
@@ -48,7 +49,7 @@ type recorderHook struct {
 // hook otherwise). The models' sha256 and each camera's own calibration
 // file are recorded as the "didoedge.models" metadata of every file
 // (record.RunIdentity).
-func newRecorderHook(cfg *Config, specs []CameraSpec, log *slog.Logger) (*recorderHook, error) {
+func newRecorderHook(cfg *runconfig.Config, specs []runconfig.CameraSpec, log *slog.Logger) (*recorderHook, error) {
 	if !cfg.Record.Enabled() {
 		return nil, nil
 	}
@@ -85,7 +86,7 @@ func newRecorderHook(cfg *Config, specs []CameraSpec, log *slog.Logger) (*record
 
 // modelIdentity is the didoedge.models metadata of a run: sha256 of the
 // depth model, the AuxUE and every camera's calibration file.
-func modelIdentity(cfg *Config, cams []record.CameraFile) (map[string]string, error) {
+func modelIdentity(cfg *runconfig.Config, cams []record.CameraFile) (map[string]string, error) {
 	return record.RunIdentity(cfg.Depth.Model, cfg.AuxUE.Model, cams)
 }
 
@@ -100,7 +101,7 @@ func (p *Pipeline) cameraCalibrations() []record.CameraFile {
 
 // reloaded records the calibrations a reload (SIGHUP) swapped in: files
 // from now on, and the open one from this point, name them.
-func (h *recorderHook) reloaded(cfg *Config, cams []record.CameraFile) {
+func (h *recorderHook) reloaded(cfg *runconfig.Config, cams []record.CameraFile) {
 	if h == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/outbox"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // subscriber collects the alert events a real MQTT client receives.
@@ -89,7 +92,7 @@ func countEvents(evs []alerts.Event, typ alerts.EventType, level alerts.Level) m
 func startPipeline(t *testing.T, s *testSetup, fps float64, onEvent func(*alerts.Event)) (p *Pipeline, src *synthSource, stop func() error) {
 	t.Helper()
 	requireORT(t)
-	cfg, err := Load(s.config)
+	cfg, err := runconfig.Load(s.config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +127,7 @@ func startPipeline(t *testing.T, s *testSetup, fps float64, onEvent func(*alerts
 // engine, and checks that a real MQTT subscriber receives the critical
 // events, that metrics moved, and that shutdown leaves the outbox empty.
 func TestPipelineEndToEnd(t *testing.T) {
-	s := newTestSetup(t, "alarm.yaml", testZones)
+	s := newTestSetup(t, "alarm.yaml", testmodels.ConfigZones)
 	var printed []string
 	var mu sync.Mutex
 	p, _, stop := startPipeline(t, s, 20, func(ev *alerts.Event) {
@@ -173,7 +176,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 // and a quiet calibration: the open critical episodes end, the new zones
 // are in effect and raise nothing.
 func TestReloadSwapsZonesAndEndsEpisodes(t *testing.T) {
-	s := newTestSetup(t, "alarm.yaml", testZones)
+	s := newTestSetup(t, "alarm.yaml", testmodels.ConfigZones)
 	p, _, stop := startPipeline(t, s, 20, nil)
 	sub := subscribe(t, p.BrokerAddr(), "didoedge/testcar/front/events")
 	waitFor(t, 30*time.Second, "critical episodes", func() bool {
@@ -200,7 +203,7 @@ func TestReloadSwapsZonesAndEndsEpisodes(t *testing.T) {
 	// A bad file is refused and the running zones are kept.
 	s.write(t, "missing-calibration.yaml", "  grid: {rows: 1, cols: 3}")
 	err := p.Reload(ctx)
-	mustContain(t, err, "alerts.calibration", "missing-calibration.yaml")
+	testmodels.MustContain(t, err, "alerts.calibration", "missing-calibration.yaml")
 	before := len(sub.snapshot())
 	time.Sleep(500 * time.Millisecond)
 	for _, ev := range sub.snapshot()[before:] {
@@ -218,8 +221,8 @@ func TestReloadSwapsZonesAndEndsEpisodes(t *testing.T) {
 func newIdlePipeline(t testing.TB, calibration string) *Pipeline {
 	t.Helper()
 	requireORT(t)
-	s := newTestSetup(t, calibration, testZones)
-	cfg, err := Load(s.config)
+	s := newTestSetup(t, calibration, testmodels.ConfigZones)
+	cfg, err := runconfig.Load(s.config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // cameraPipe is one camera of a pipeline: its source, its engine, its
@@ -21,7 +22,7 @@ import (
 type cameraPipe struct {
 	p       *Pipeline
 	idx     int
-	spec    CameraSpec
+	spec    runconfig.CameraSpec
 	src     camera.Source
 	rtsp    *camera.RTSPSource
 	models  *Models

@@ -1,4 +1,4 @@
-package runtime
+package stream
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/testmodels"
+
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/replay"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // TestRecordCamerasCalibrations records two cameras whose calibration
@@ -22,14 +25,14 @@ import (
 // calibration), the record after the reload names left's new file, and a
 // replay of either camera is compared with that camera's file.
 func TestRecordCamerasCalibrations(t *testing.T) {
-	s := newTestSetup(t, "quiet.yaml", testZones)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
 	cameras := func(left string) string {
 		return `  - {name: front, url: "rtsp://127.0.0.1:1/front", calibration: alarm.yaml}
   - {name: left, url: "rtsp://127.0.0.1:1/left", calibration: ` + left + `}
 `
 	}
 	write := func(left string) string {
-		path := multiConfig(t, s.dir, cameras(left), "quiet.yaml", testZones)
+		path := multiConfig(t, s.dir, cameras(left), "quiet.yaml", testmodels.ConfigZones)
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +105,7 @@ func TestRecordCamerasCalibrations(t *testing.T) {
 		t.Fatalf("left's calibration in the didoedge.models records: %v, want quiet then alarm (the reload)", left)
 	}
 
-	cfg, err := Load(path)
+	cfg, err := runconfig.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
