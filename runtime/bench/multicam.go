@@ -595,7 +595,7 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 		return nil, err
 	}
 	res := &BoundResult{BatchSize: b.batch, FPS: float64(n) / el.Seconds(), Frames: n, MeanTime: el / time.Duration(max(n, 1))}
-	res.Provider = b.m.Provider()
+	res.Provider = b.m.DepthSession().Provider()
 	if res.RSSBytes, err = rssBytes(); err != nil {
 		return nil, err
 	}

@@ -224,7 +224,7 @@ func TestConfigDefaults(t *testing.T) {
 // (models, certificates) live on the target, so paths are not checked here.
 func TestShippedConfigsParse(t *testing.T) {
 	for _, name := range []string{"vehicle.yaml", "demo.yaml", "jetson-orin.yaml"} {
-		path := filepath.Join("..", "configs", name)
+		path := filepath.Join("..", "..", "configs", name)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

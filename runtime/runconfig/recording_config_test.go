@@ -62,7 +62,7 @@ func TestRecordConfig(t *testing.T) {
 // TestVehicleRecordExample keeps the commented record: example of
 // configs/vehicle.yaml valid once uncommented.
 func TestVehicleRecordExample(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "configs", "vehicle.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "configs", "vehicle.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,8 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	m.Stages[StageAuxUE].Observe(tm.AuxUE)
 	m.Stages[StageReadout].Observe(tm.Readout + tm.Preprocess)
 	t4 := time.Now()
-	c.image = alerts.Image{Width: c.models.inW, Height: c.models.inH, RGB: rgb}
+	inW, inH := c.models.InputSize()
+	c.image = alerts.Image{Width: inW, Height: inH, RGB: rgb}
 	if err := c.engine.Observe(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &c.image}, maps); err != nil {
 		// The publisher logged each event not queued; this is the summary.
 		c.rl.Warn("alerts frame "+c.spec.Name, "alerts: events of a frame not queued", "camera", c.spec.Name, "frame", f.Seq, "err", err)

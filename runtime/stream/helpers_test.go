@@ -57,7 +57,7 @@ func requireORT(t testing.TB) {
 	t.Helper()
 	if os.Getenv("ONNXRUNTIME_LIB") == "" {
 		// infer finds the project copy itself; this only documents the need.
-		if _, err := os.Stat(filepath.Join("..", "third_party", "onnxruntime")); err != nil {
+		if _, err := os.Stat(filepath.Join("..", "..", "third_party", "onnxruntime")); err != nil {
 			t.Fatalf("ONNX Runtime missing: run `bash scripts/deps.sh` (or set ONNXRUNTIME_LIB)")
 		}
 	}

@@ -11,33 +11,22 @@ import (
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
-// Models are the depth model and the AuxUE of a runtime configuration
-// (runtime/infer.Models): an RGB8 frame of any size in, depth, Laplace
-// scale and K/S maps at the frame's size out. The pipeline and `didoedge
-// calibrate` share it. Not safe for concurrent use.
+// Models are the depth model and the AuxUE of a runtime configuration:
+// infer.Models (staging, batching, the sessions), plus what the alerts
+// need from it: maps in the alerts' terms (alerts.Maps, with the relative
+// depth of a relative model, see relative). Not safe for concurrent use.
 type Models struct {
-	cfg    *runconfig.Config
-	models *infer.Models
-	depth  *infer.Session
-	aux    *infer.Session
-	inW    int // depth model input size
-	inH    int
+	*infer.Models
 
 	// relative models: the alerts maps' depth and scale
 	relDepth, relScale []float32
 }
 
-// StageTimes are the durations of one Infer call.
+// StageTimes are the durations of one inference.
 type StageTimes = infer.StageTimes
 
 // ErrInvalidOutput marks a frame whose model outputs held NaN or Inf.
 var ErrInvalidOutput = infer.ErrInvalidOutput
-
-// OpenModels loads both models of cfg and checks that they fit together
-// (one frame per run).
-func OpenModels(ctx context.Context, cfg *runconfig.Config, log *slog.Logger) (*Models, error) {
-	return openModels(ctx, cfg, cfg.ModelsConfig(), log)
-}
 
 // OpenPipelineModels opens the models with the pipeline's batch size for
 // the given number of cameras: pipeline.batch_size, or its default
@@ -61,11 +50,11 @@ func openModels(ctx context.Context, cfg *runconfig.Config, mc infer.ModelsConfi
 	if err != nil {
 		return nil, err
 	}
-	m := &Models{cfg: cfg, models: mo, depth: mo.DepthSession(), aux: mo.AuxUESession()}
-	m.inW, m.inH = mo.InputSize()
+	m := &Models{Models: mo}
 	if log != nil {
+		w, h := mo.InputSize()
 		log.Info("models loaded", "depth", cfg.Depth.Model, "auxue", cfg.AuxUE.Model,
-			"provider", m.depth.Provider(), "library", m.depth.Library().Path, "input", fmt.Sprintf("%dx%d", m.inW, m.inH),
+			"provider", mo.DepthSession().Provider(), "library", mo.DepthSession().Library().Path, "input", fmt.Sprintf("%dx%d", w, h),
 			"relative", mo.Relative(), "batch", mo.MaxBatch())
 	}
 	return m, nil
@@ -75,30 +64,11 @@ func openModels(ctx context.Context, cfg *runconfig.Config, mc infer.ModelsConfi
 // one more camera (infer.Models.Share); use m and its views from one
 // goroutine at a time.
 func (m *Models) Share() (*Models, error) {
-	v, err := m.models.Share()
+	v, err := m.Models.Share()
 	if err != nil {
 		return nil, err
 	}
-	return &Models{cfg: m.cfg, models: v, depth: m.depth, aux: m.aux, inW: m.inW, inH: m.inH}, nil
-}
-
-// MaxBatch is the most frames one inferBatch takes.
-func (m *Models) MaxBatch() int { return m.models.MaxBatch() }
-
-// NewStaged allocates one staged frame (a camera keeps a few).
-func (m *Models) NewStaged() *infer.Staged { return m.models.NewStaged() }
-
-// Stage fits and normalizes a frame for the depth model into st; it may
-// run on the camera's goroutine while the models run (infer.Models.Stage).
-func (m *Models) Stage(st *infer.Staged, rgb []uint8, w, h int) error {
-	return m.models.Stage(st, rgb, w, h)
-}
-
-// StageDirect stages a frame into the sessions' input slot itself, so
-// that its batch of one copies nothing (infer.Models.StageDirect: the
-// caller keeps every other batch away until this frame ran).
-func (m *Models) StageDirect(st *infer.Staged, rgb []uint8, w, h int) error {
-	return m.models.StageDirect(st, rgb, w, h)
+	return &Models{Models: v}, nil
 }
 
 // InferStaged runs frames staged by Stage as one batch through views (m
@@ -114,19 +84,19 @@ func (m *Models) InferStaged(ctx context.Context, views []*Models, staged []*inf
 func (m *Models) inferBatch(ctx context.Context, views []*Models, staged []*infer.Staged, scratch []*infer.Models, t *StageTimes) error {
 	scratch = scratch[:len(views)]
 	for k, v := range views {
-		scratch[k] = v.models
+		scratch[k] = v.Models
 	}
-	return m.models.InferBatch(ctx, scratch, staged, t)
+	return m.Models.InferBatch(ctx, scratch, staged, t)
 }
 
 // result is the view's frame of the last inferBatch: the alerts' maps and
 // the input-size image.
 func (m *Models) result() (alerts.Maps, []uint8, error) {
-	return m.alertsMaps(m.models.Result())
+	return m.alertsMaps(m.Models.Result())
 }
 
 // alertsMaps turns the models' maps into the alerts' (relative depth for
-// a relative model, see Infer).
+// a relative model, see relative).
 func (m *Models) alertsMaps(im infer.Maps, img []uint8, err error) (alerts.Maps, []uint8, error) {
 	if err != nil {
 		return alerts.Maps{}, nil, err
@@ -138,38 +108,12 @@ func (m *Models) alertsMaps(im infer.Maps, img []uint8, err error) (alerts.Maps,
 	return maps, img, nil
 }
 
-// Provider names the depth model's execution provider.
-func (m *Models) Provider() string { return m.depth.Provider() }
-
-// InputSize is the depth model's input width and height.
-func (m *Models) InputSize() (w, h int) { return m.inW, m.inH }
-
-// Relative reports whether the depth model is relative: the maps' depth is
-// then a relative depth (no unit, see Infer) and only the epistemic and
-// relative aleatoric read-outs mean anything.
-func (m *Models) Relative() bool { return m.models.Relative() }
-
-// Infer runs both models on an interleaved RGB8 image of any size; the maps
-// come back at the image's size and alias buffers that the next call
-// overwrites. It allocates nothing once the frame size is known.
-//
-// For a relative model the depth map is the relative depth
+// relative converts a relative model's maps to the alerts' depth and scale:
+// the depth map becomes the relative depth
 // D = (r_max - r_min) / (r - r_min + 0.05 (r_max - r_min)) of the relative
 // inverse depth r (about 1 at the nearest pixel of the frame, 20 at the
-// farthest) and the scale map is the AuxUE's relative b times D, so that
+// farthest) and the scale map the AuxUE's relative b times D, so that
 // scale/depth is the relative aleatoric read-out the alerts threshold.
-func (m *Models) Infer(ctx context.Context, rgb []uint8, w, h int) (alerts.Maps, error) {
-	var t StageTimes
-	maps, _, err := m.infer(ctx, rgb, w, h, &t)
-	return maps, err
-}
-
-// infer also returns the resized image and fills the stage times.
-func (m *Models) infer(ctx context.Context, rgb []uint8, w, h int, t *StageTimes) (alerts.Maps, []uint8, error) {
-	return m.alertsMaps(m.models.InferTimed(ctx, rgb, w, h, t))
-}
-
-// relative converts a relative model's maps to the alerts' depth and scale.
 func (m *Models) relative(im infer.Maps) (depth, scale []float32) {
 	n := len(im.Depth)
 	if len(m.relDepth) != n {
@@ -196,6 +140,3 @@ func (m *Models) relative(im infer.Maps) (depth, scale []float32) {
 	}
 	return m.relDepth, m.relScale
 }
-
-// Close releases both sessions.
-func (m *Models) Close() error { return m.models.Close() }

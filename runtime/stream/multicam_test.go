@@ -186,7 +186,7 @@ func TestCamerasSharePipeline(t *testing.T) {
 		t.Fatalf("cameras %s", got)
 	}
 	for i, c := range p.cams[1:] {
-		if c.models.depth != p.cams[0].models.depth || c.models.aux != p.cams[0].models.aux {
+		if c.models.DepthSession() != p.cams[0].models.DepthSession() || c.models.AuxUESession() != p.cams[0].models.AuxUESession() {
 			t.Fatalf("camera %d has its own sessions", i+1)
 		}
 	}
@@ -261,7 +261,7 @@ func TestCamerasSharePipeline(t *testing.T) {
 	for _, cm := range p.Metrics().Cameras() {
 		total += cm.Frames.Load() + cm.Invalid.Load()
 	}
-	if runs := p.cams[0].models.depth.Stats().Frames; runs != total {
+	if runs := p.cams[0].models.DepthSession().Stats().Frames; runs != total {
 		t.Fatalf("depth session ran %d frames, cameras processed %d", runs, total)
 	}
 	// One outbox, one seq space: the seqs of all cameras' events are

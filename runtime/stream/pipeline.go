@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	p.models = models
 	p.modelsMu.Unlock()
 	mo := p.models
-	p.providers = [2]string{mo.depth.Provider(), mo.aux.Provider()}
+	p.providers = [2]string{mo.DepthSession().Provider(), mo.AuxUESession().Provider()}
 	p.metrics.SetProvider("depth", p.providers[0])
 	p.metrics.SetProvider("auxue", p.providers[1])
 	for i, c := range p.cams {
@@ -205,7 +205,8 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 				return nil, err
 			}
 		}
-		c.snap.init(mo.inW, mo.inH, mo.inW, mo.inH, c.engine.Zones(), c.engine.Calibration().TauE)
+		inW, inH := mo.InputSize()
+		c.snap.init(inW, inH, inW, inH, c.engine.Zones(), c.engine.Calibration().TauE)
 		c.registerMetrics()
 	}
 	p.registerMetrics()
@@ -264,7 +265,7 @@ func (p *Pipeline) registerMetrics() {
 func (p *Pipeline) modelsLoaded() bool {
 	p.modelsMu.Lock()
 	defer p.modelsMu.Unlock()
-	return p.models != nil && p.models.depth != nil && p.models.aux != nil
+	return p.models != nil && p.models.DepthSession() != nil && p.models.AuxUESession() != nil
 }
 
 // Metrics returns the pipeline's metrics.
