@@ -90,9 +90,6 @@ func (s *alertSink) snapshot(id string) ([]byte, error) {
 	return s.snaps.Get(id)
 }
 
-// pending is the number of events awaiting the broker's acknowledgement.
-func (s *alertSink) pending() int { return s.svc.Publisher().Pending() }
-
 // connected reports whether the MQTT publisher is connected.
 func (s *alertSink) connected() bool { return s.svc.Publisher().Connected() }
 

@@ -228,6 +228,12 @@ func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
 }
 
+// Register adds collectors that other packages own (the transports'
+// metrics).
+func (m *Metrics) Register(cs ...prometheus.Collector) {
+	m.reg.MustRegister(cs...)
+}
+
 // WriteTo writes every metric in the Prometheus text format (0.0.4).
 func (m *Metrics) WriteTo(w io.Writer) (int64, error) {
 	mfs, err := m.reg.Gather()

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/alerts/broker"
-	"github.com/didoedge/didoedge/alerts/outbox"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -217,46 +215,14 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 // scrape time.
 func (p *Pipeline) registerMetrics() {
 	m := p.metrics
-	m.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.",
-		func() float64 { return float64(p.sink.pending()) })
-	m.Gauge("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", func() float64 { return b2f(p.sink.connected()) })
 	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, every camera's frames within alerts.events.camera_stall, outbox writable).",
 		func() float64 { return b2f(p.Health().OK) })
 	m.Gauge("didoedge_cameras", "Cameras configured.", func() float64 { return float64(len(p.cams)) })
-	ob := func() outbox.Stats { return p.sink.svc.Publisher().OutboxStats() }
-	m.Gauge("didoedge_outbox_write_fault", "1 while the outbox cannot store events (its last write failed); new events are not queued.",
-		func() float64 { return b2f(ob().WriteFault) })
-	m.Gauge("didoedge_outbox_disk_full", "1 while the outbox's last write failed with ENOSPC.", func() float64 { return b2f(ob().DiskFull) })
-	m.CounterFunc("didoedge_events_not_queued_total", "Alert events that could not be queued (outbox full or not writable); they are not delivered.",
-		func() float64 { return float64(p.sink.svc.Publisher().NotQueued()) })
-	m.CounterFunc("didoedge_outbox_lost_events_total", "Pending events destroyed by damaged outbox records, found on recovery at start.",
-		func() float64 { return float64(ob().LostRecords) })
-	m.CounterFunc("didoedge_outbox_dropped_updates_total", "Pending update events dropped to make room in a full outbox.",
-		func() float64 { return float64(ob().DroppedUpdates) })
-	m.CounterFunc("didoedge_outbox_refused_total", "Events refused because the outbox was full of undroppable events.",
-		func() float64 { return float64(ob().Refused) })
-	m.CounterFunc("didoedge_outbox_not_written_total", "Events whose outbox write or fsync failed (disk full, I/O error).",
-		func() float64 { return float64(ob().NotWritten) })
-	if _, ok := p.sink.svc.BrokerStats(); ok {
-		bs := func() broker.Stats { s, _ := p.sink.svc.BrokerStats(); return s }
-		for _, c := range []struct {
-			name, help string
-			fn         func(broker.Stats) uint64
-		}{
-			{"didoedge_broker_connections_refused_total", "Embedded broker: connections closed at the connection limit.", func(s broker.Stats) uint64 { return s.Refused }},
-			{"didoedge_broker_idle_closed_total", "Embedded broker: connections closed for sending no CONNECT in time.", func(s broker.Stats) uint64 { return s.IdleClosed }},
-			{"didoedge_broker_auth_failures_total", "Embedded broker: CONNECTs refused (credentials, forbidden will).", func(s broker.Stats) uint64 { return s.AuthFailed }},
-			{"didoedge_broker_acl_denied_total", "Embedded broker: publishes and subscriptions the ACL refused.", func(s broker.Stats) uint64 { return s.Denied }},
-			{"didoedge_broker_rate_limited_total", "Embedded broker: publishes dropped over the message rate.", func(s broker.Stats) uint64 { return s.RateLimited }},
-		} {
-			m.CounterFunc(c.name, c.help, func() float64 { return float64(c.fn(bs())) })
-		}
-	}
+	// The transports register their own: MQTT publisher, outbox, embedded
+	// broker, snapshot renderer.
+	m.Register(p.sink.svc.Collectors()...)
 	if r := p.sink.render; r != nil {
-		m.CounterFunc("didoedge_snapshots_skipped_total", "Event snapshots not taken: the renderer was behind.",
-			func() float64 { return float64(r.Skipped()) })
-		m.CounterFunc("didoedge_snapshots_failed_total", "Event snapshots that could not be rendered or stored.",
-			func() float64 { return float64(r.Failed()) })
+		m.Register(r.Collectors()...)
 	}
 	p.rec.registerMetrics(m) // didoedge_record_* (recording.go)
 }
