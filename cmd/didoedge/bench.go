@@ -16,8 +16,8 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/auxue/nn/nnbench"
-	"github.com/didoedge/didoedge/runtime/bench"
-	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/apps/bench"
+	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"

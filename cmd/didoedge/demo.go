@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/stream"
 )

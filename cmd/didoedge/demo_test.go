@@ -23,7 +23,7 @@ import (
 // mosquitto_sub subscriber, and the demo stops by itself (--duration).
 // The models have random weights: every zone alarms, which is what makes
 // events appear here (the meaning of the alarms is tested with the
-// reference models in runtime/demo).
+// reference models in runtime/apps/demo).
 func TestDemoExternalBroker(t *testing.T) {
 	// random-weight models in the reference layout at 32x64 (the demo's
 	// camera takes the depth model's input size)

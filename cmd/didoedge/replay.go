@@ -10,9 +10,9 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/apps/demo"
+	"github.com/didoedge/didoedge/runtime/apps/replay"
 	"github.com/didoedge/didoedge/runtime/record"
-	"github.com/didoedge/didoedge/runtime/replay"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/runtime/debugpage"
+	"github.com/didoedge/didoedge/runtime/apps/debugpage"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )

@@ -19,7 +19,7 @@ const (
 	Width  = 64
 )
 
-// File names of the reference model layout (runtime/demo's names, which
+// File names of the reference model layout (runtime/apps/demo's names, which
 // `didoedge demo` and `didoedge calibrate --models` read).
 const (
 	DepthFile        = "depth.onnx"

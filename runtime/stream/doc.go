@@ -9,7 +9,7 @@
 // Frames are never queued: the camera's single-slot mailbox keeps only the
 // newest frame, and every frame the pipeline did not take is counted as
 // dropped. Each stage is timed into Prometheus histograms (Metrics). The
-// steady-state frame path allocates nothing; the debug page (runtime/debugpage)
+// steady-state frame path allocates nothing; the debug page (runtime/apps/debugpage)
 // gets copies of the maps only while a browser is watching, at a bounded rate.
 //
 // The deployment's configuration is package runtime/runconfig; the

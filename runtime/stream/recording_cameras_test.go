@@ -13,8 +13,8 @@ import (
 	"github.com/didoedge/didoedge/internal/testmodels"
 
 	"github.com/didoedge/didoedge/internal/mcapcheck"
+	"github.com/didoedge/didoedge/runtime/apps/replay"
 	"github.com/didoedge/didoedge/runtime/record"
-	"github.com/didoedge/didoedge/runtime/replay"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
-	"github.com/didoedge/didoedge/runtime/replay"
+	"github.com/didoedge/didoedge/runtime/apps/replay"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts/schema"
-	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/apps/demo"
 )
 
 // referenceModels returns the repository's models/ (or
@@ -24,7 +24,7 @@ import (
 // from a road, so the test fails (not skips) without them.
 func referenceModels(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "models")
+	dir := filepath.Join("..", "..", "..", "models")
 	if d := os.Getenv("DIDOEDGE_REFERENCE_MODELS"); d != "" {
 		dir = d
 	}

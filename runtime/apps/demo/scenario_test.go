@@ -100,7 +100,7 @@ func TestMissingModelsNameTheCommand(t *testing.T) {
 // models are absent.
 func referenceModels(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "models")
+	dir := filepath.Join("..", "..", "..", "models")
 	if d := os.Getenv("DIDOEDGE_REFERENCE_MODELS"); d != "" {
 		dir = d
 	}

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/runtime/replay"
+	"github.com/didoedge/didoedge/runtime/apps/replay"
 )
 
 // A replay with new thresholds raised the same episode one level higher.

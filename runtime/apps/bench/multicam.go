@@ -15,7 +15,7 @@ import (
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime/demo"
+	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
