@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -45,7 +46,7 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	if file == "" || *kitti == "" {
 		return errors.New("usage: didoedge record export FILE --kitti DIR")
 	}
-	o := record.ExportOptions{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split}
+	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split}
 	if *intr != "" {
 		parts := strings.Split(*intr, ",")
 		var v [4]float64
@@ -61,7 +62,7 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		o.Intrinsics = &record.Intrinsics{Fx: v[0], Fy: v[1], Cx: v[2], Cy: v[3]}
 	}
-	res, err := record.ExportKITTI(ctx, file, o)
+	res, err := export.KITTI(ctx, file, o)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package record
+package export
 
 import (
 	"bufio"
@@ -18,10 +18,11 @@ import (
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
-// ExportOptions configure ExportKITTI.
-type ExportOptions struct {
+// Options configure KITTI.
+type Options struct {
 	// Dir is the data set to write (created; it must not hold a data set).
 	Dir string
 	// Camera selects the camera; "" takes the only one in the file.
@@ -34,15 +35,15 @@ type ExportOptions struct {
 	// Every keeps one frame in Every (default 1: all).
 	Every int
 	// Intrinsics are used when the recording has no camera calibration.
-	Intrinsics *Intrinsics
+	Intrinsics *record.Intrinsics
 }
 
-// ExportResult describes an export.
-type ExportResult struct {
+// Result describes an export.
+type Result struct {
 	Drive         string
 	Frames        int
 	Width, Height int
-	Intrinsics    Intrinsics
+	Intrinsics    record.Intrinsics
 	// Truncated: the recording ended inside a chunk (a killed writer);
 	// every complete chunk was exported.
 	Truncated bool
@@ -52,14 +53,14 @@ type ExportResult struct {
 // <capture unix ns>", in DIR/<drive>/.
 const FramesFile = "frames.txt"
 
-// ExportKITTI writes the frames of one camera of a recording as a data set
+// KITTI writes the frames of one camera of a recording as a data set
 // in dataset's KITTI layout: DIR/<drive>/image_02/data/%010d.png,
 // splits/{train,val,test}.txt and meta.json, and DIR/<drive>/frames.txt
 // with each frame's recorded sequence number and capture time. A
 // recording has no depth ground truth: meta.json says so (sparse "none"),
 // and calibrate sets tau_e and tau_a from it but keeps the Laplace scale
 // correction, which needs ground truth.
-func ExportKITTI(ctx context.Context, path string, o ExportOptions) (ExportResult, error) {
+func KITTI(ctx context.Context, path string, o Options) (Result, error) {
 	if o.Split == "" {
 		o.Split = "val"
 	}
@@ -70,10 +71,10 @@ func ExportKITTI(ctx context.Context, path string, o ExportOptions) (ExportResul
 		o.Drive = sanitizeDrive(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
 	}
 	if o.Dir == "" {
-		return ExportResult{}, errors.New("export: no output directory")
+		return Result{}, errors.New("export: no output directory")
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, dataset.MetaFile)); err == nil {
-		return ExportResult{}, fmt.Errorf("export: %s already holds a data set", o.Dir)
+		return Result{}, fmt.Errorf("export: %s already holds a data set", o.Dir)
 	}
 	res, err := scanRecording(path, o)
 	if err != nil {
@@ -115,8 +116,8 @@ func sanitizeDrive(s string) string {
 
 // scanRecording counts the frames to export and reads the frame size and
 // the intrinsics, without decoding pictures.
-func scanRecording(path string, o ExportOptions) (ExportResult, error) {
-	res := ExportResult{Drive: o.Drive}
+func scanRecording(path string, o Options) (Result, error) {
+	res := Result{Drive: o.Drive}
 	rd, err := mcapsource.OpenReader(path)
 	if err != nil {
 		return res, err
@@ -182,7 +183,7 @@ func scanRecording(path string, o ExportOptions) (ExportResult, error) {
 		if in.Width != res.Width || in.Height != res.Height {
 			// Intrinsics scale with the picture (pixel centres at integers).
 			sx, sy := float64(res.Width)/float64(in.Width), float64(res.Height)/float64(in.Height)
-			in = Intrinsics{Width: res.Width, Height: res.Height, Fx: in.Fx * sx, Fy: in.Fy * sy,
+			in = record.Intrinsics{Width: res.Width, Height: res.Height, Fx: in.Fx * sx, Fy: in.Fy * sy,
 				Cx: (in.Cx+0.5)*sx - 0.5, Cy: (in.Cy+0.5)*sy - 0.5}
 		}
 		res.Intrinsics = in
@@ -201,7 +202,7 @@ func scanRecording(path string, o ExportOptions) (ExportResult, error) {
 // the replay source.
 type exportSource struct {
 	path      string
-	o         ExportOptions
+	o         Options
 	w, h      int
 	src       *mcapsource.Source
 	frame     camera.Frame

@@ -1,4 +1,4 @@
-package record_test
+package export_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
@@ -70,7 +71,7 @@ func recordSim(t *testing.T, n int) (string, [][]uint8) {
 func TestExportKITTI(t *testing.T) {
 	path, frames := recordSim(t, 6)
 	out := filepath.Join(t.TempDir(), "kitti")
-	res, err := record.ExportKITTI(context.Background(), path, record.ExportOptions{Dir: out, Drive: "drive_a"})
+	res, err := export.KITTI(context.Background(), path, export.Options{Dir: out, Drive: "drive_a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +98,15 @@ func TestExportKITTI(t *testing.T) {
 			t.Fatalf("frame %d differs from the recorded one", i)
 		}
 	}
-	idx, _ := os.ReadFile(filepath.Join(out, "drive_a", record.FramesFile))
+	idx, _ := os.ReadFile(filepath.Join(out, "drive_a", export.FramesFile))
 	if lines := strings.Split(strings.TrimSpace(string(idx)), "\n"); len(lines) != 7 || !strings.HasPrefix(lines[1], "0 101 ") || !strings.HasPrefix(lines[6], "5 106 ") {
 		t.Fatalf("frames.txt:\n%s", idx)
 	}
-	if _, err := record.ExportKITTI(context.Background(), path, record.ExportOptions{Dir: out}); err == nil {
+	if _, err := export.KITTI(context.Background(), path, export.Options{Dir: out}); err == nil {
 		t.Fatal("export over an existing data set accepted")
 	}
 	half := filepath.Join(t.TempDir(), "half")
-	if res, err := record.ExportKITTI(context.Background(), path, record.ExportOptions{Dir: half, Every: 2}); err != nil || res.Frames != 3 {
+	if res, err := export.KITTI(context.Background(), path, export.Options{Dir: half, Every: 2}); err != nil || res.Frames != 3 {
 		t.Fatalf("every 2: %+v %v", res, err)
 	}
 	ds2, _ := dataset.OpenSim(half)
@@ -121,7 +122,7 @@ func TestExportKITTI(t *testing.T) {
 func TestCalibrateOnExport(t *testing.T) {
 	path, _ := recordSim(t, 4)
 	out := filepath.Join(t.TempDir(), "kitti")
-	if _, err := record.ExportKITTI(context.Background(), path, record.ExportOptions{Dir: out}); err != nil {
+	if _, err := export.KITTI(context.Background(), path, export.Options{Dir: out}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
