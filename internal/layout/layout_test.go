@@ -8,6 +8,50 @@ import (
 
 const module = "github.com/didoedge/didoedge/"
 
+// rule: no package under From (a path prefix; "" is every package) imports
+// a package under any of Forbidden, except packages under one of Except.
+type rule struct {
+	why       string
+	from      string
+	except    []string
+	forbidden []string
+}
+
+// rules are DESIGN.md's import rules, one line each.
+var rules = []rule{
+	{why: "the method alone", from: "auxue",
+		forbidden: []string{"runtime", "camera", "calib", "offline", "alerts", "dataset", "cmd"}},
+	{why: "camera sources do not import the streaming core", from: "camera",
+		forbidden: []string{"offline", "runtime", "calib", "alerts", "auxue", "dataset", "cmd"}},
+	{why: "alerts read maps, not models", from: "alerts",
+		forbidden: []string{"offline", "runtime", "camera", "calib", "auxue", "dataset", "cmd"}},
+	{why: "inference knows no transport, world or data set", from: "runtime/infer",
+		forbidden: []string{"alerts", "camera", "calib", "dataset", "offline", "runtime/stream", "runtime/record", "runtime/apps", "runtime/runconfig", "cmd"}},
+	{why: "the streaming core knows no simulated world and no application", from: "runtime/stream",
+		forbidden: []string{"camera/sim", "camera/rtspserver", "dataset", "calib", "offline", "runtime/apps", "cmd"}},
+	{why: "the deployment config runs nothing", from: "runtime/runconfig",
+		forbidden: []string{"camera/sim", "dataset", "calib", "offline", "runtime/stream", "runtime/apps", "cmd"}},
+	{why: "the recorder knows no MQTT and writes no data-set layout", from: "runtime/record",
+		forbidden: []string{"alerts/mqttpub", "alerts/broker", "alerts/outbox", "dataset", "calib", "offline", "runtime/stream", "runtime/apps", "cmd"}},
+	{why: "calibration imports no application", from: "calib",
+		forbidden: []string{"offline", "runtime/apps", "runtime/stream", "cmd"}},
+	{why: "data sets sit below calibration, the recorder's export and the offline tools", from: "dataset",
+		forbidden: []string{"runtime", "alerts", "calib", "auxue", "offline", "cmd"}},
+	{why: "nothing imports the applications but the binary and other applications", from: "",
+		except:    []string{"runtime/apps", "offline", "cmd"},
+		forbidden: []string{"runtime/apps"}},
+	{why: "nothing imports the offline applications but the binary", from: "",
+		except:    []string{"offline", "cmd"},
+		forbidden: []string{"offline"}},
+	{why: "nothing imports the binary", from: "", except: []string{"cmd"}, forbidden: []string{"cmd"}},
+}
+
+// under reports whether package path p is prefix or below it ("" holds
+// every package).
+func under(p, prefix string) bool {
+	return prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
+}
+
 // TestImportRules lists every package's imports with `go list` (what the
 // compiler sees, tests excluded) and checks the rules.
 func TestImportRules(t *testing.T) {
@@ -15,38 +59,53 @@ func TestImportRules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	rules := []struct {
-		from      string   // package prefix
-		forbidden []string // import prefixes
-	}{
-		{"auxue", []string{"runtime", "camera", "calib", "offline", "alerts", "cmd"}},
-		{"runtime", []string{"offline", "offline/protocol", "cmd"}},
-		{"camera", []string{"offline", "runtime", "calib", "alerts", "auxue", "cmd"}},
-		{"alerts", []string{"offline", "runtime", "camera", "calib", "auxue", "cmd"}},
-	}
-	seen := 0
+	checked := map[string]int{} // rule -> packages it applied to
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		pkg := strings.TrimPrefix(f[0], module)
+	rules:
 		for _, r := range rules {
-			if pkg != r.from && !strings.HasPrefix(pkg, r.from+"/") {
+			if !under(pkg, r.from) {
 				continue
 			}
-			seen++
+			for _, e := range r.except {
+				if under(pkg, e) {
+					continue rules
+				}
+			}
+			checked[r.why]++
 			for _, imp := range f[1:] {
 				rel, ok := strings.CutPrefix(imp, module)
 				if !ok {
 					continue
 				}
 				for _, bad := range r.forbidden {
-					if rel == bad || strings.HasPrefix(rel, bad+"/") {
-						t.Errorf("%s imports %s (rule: %s imports nothing from %v)", pkg, rel, r.from, r.forbidden)
+					if under(rel, bad) {
+						t.Errorf("%s imports %s (rule: %s: %s imports nothing from %v)", pkg, rel, r.why, r.from, r.forbidden)
 					}
 				}
 			}
 		}
 	}
-	if seen < 10 {
-		t.Fatalf("only %d packages checked: go list output %q", seen, out)
+	for _, r := range rules {
+		if checked[r.why] == 0 {
+			t.Errorf("rule %q applied to no package: go list output %q", r.why, out)
+		}
+	}
+}
+
+// TestNoPackageNamedRuntime keeps Go's runtime package name free: no
+// package of the module is called runtime (or any standard library name
+// the code imports next to it).
+func TestNoPackageNamedRuntime(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && (f[1] == "runtime" || f[1] == "config") {
+			t.Errorf("%s is package %s: name it for what it holds", f[0], f[1])
+		}
 	}
 }
