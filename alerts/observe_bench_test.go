@@ -1,10 +1,15 @@
 package alerts
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // roadMaps are maps shaped like the reference models' output on a road
@@ -46,7 +51,7 @@ func roadMaps(rng *rand.Rand, w, h int, ood bool) Maps {
 // reference zones: ego lane, shoulders, a 1x4 grid, the hood mask, and
 // its calibration).
 func exampleSpec(tb testing.TB) EngineSpec {
-	c, err := LoadConfig("../configs/alerts-example.yaml")
+	c, err := loadDomainConfig("../configs/alerts-example.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -147,4 +152,24 @@ func BenchmarkAlertsStage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// loadDomainConfig reads the alerts domain's keys of an alerts section
+// (the transports' keys are the deployment config's to check: this test
+// package cannot import it), with defaults and paths resolved.
+func loadDomainConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	c.ResolvePaths(filepath.Dir(path))
+	return c, nil
 }

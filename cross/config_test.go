@@ -15,10 +15,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/cross/smoke"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 const jetsonConfig = "../configs/jetson-orin.yaml"
@@ -117,7 +117,7 @@ func TestJetsonOrinConfigParses(t *testing.T) {
 		}
 	}
 
-	cfg, err := alerts.ParseConfig(jetsonConfig+" alerts", section(t, &d.Alerts, "alerts"))
+	cfg, err := runconfig.ParseAlerts(jetsonConfig+" alerts", section(t, &d.Alerts, "alerts"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 var unitFiles = []string{"didoedge.service", "didoedge-health.service", "didoedge-health.timer"}
@@ -111,7 +111,7 @@ func TestUnitMatchesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := alerts.ParseConfig(jetsonConfig+" alerts", section(t, &d.Alerts, "alerts"))
+	cfg, err := runconfig.ParseAlerts(jetsonConfig+" alerts", section(t, &d.Alerts, "alerts"))
 	if err != nil {
 		t.Fatal(err)
 	}

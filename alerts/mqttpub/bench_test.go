@@ -20,7 +20,7 @@ import (
 func BenchmarkServiceEvent(b *testing.B) {
 	cfg := serviceConfig(b)
 	cfg.ZoneSet = alerts.ZoneSet{Zones: []alerts.ZoneSpec{{Name: "frame", Polygon: [][2]float64{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}}
-	svc, err := Start(context.Background(), cfg, nil)
+	svc, err := Start(context.Background(), cfg.Topics(), cfg.ServiceConfig, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

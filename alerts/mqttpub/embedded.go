@@ -10,21 +10,21 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
+	"github.com/didoedge/didoedge/internal/secret"
 )
 
 // BrokerOptions derives embedded broker options, reading user passwords
 // and the TLS files. prefix is the topic prefix anonymous clients may
 // read (when allowed).
-func BrokerOptions(e alerts.EmbeddedConfig, prefix string, log *slog.Logger) (broker.Options, error) {
+func BrokerOptions(e broker.Config, prefix string, log *slog.Logger) (broker.Options, error) {
 	bo := broker.Options{Listen: e.Listen, AllowAnonymous: e.AllowAnonymous, ConnectTimeout: e.ConnectTimeout,
 		MaxConnections: e.MaxConnections, MessageRate: e.MessageRate, MessageBurst: e.MessageBurst, Logger: log}
 	if e.AllowAnonymous {
 		bo.AnonymousRead = []string{prefix + "/#"}
 	}
 	for i, u := range e.Users {
-		pass, err := alerts.ReadSecret(fmt.Sprintf("embedded.users[%d].password", i), u.PasswordFile, u.PasswordEnv)
+		pass, err := secret.Read(fmt.Sprintf("embedded.users[%d].password", i), u.PasswordFile, u.PasswordEnv)
 		if err != nil {
 			return broker.Options{}, err
 		}
@@ -44,18 +44,18 @@ func BrokerOptions(e alerts.EmbeddedConfig, prefix string, log *slog.Logger) (br
 // runtime's own client, the only one allowed to publish under the topic
 // prefix (a password made now, never written anywhere), and points the
 // publisher options at it.
-func startEmbedded(ctx context.Context, cfg alerts.Config, po Options, log *slog.Logger) (*broker.Broker, Options, error) {
-	bo, err := BrokerOptions(cfg.Embedded, cfg.TopicPrefix, log)
+func startEmbedded(ctx context.Context, cfg ServiceConfig, topicPrefix string, po Options, log *slog.Logger) (*broker.Broker, Options, error) {
+	bo, err := BrokerOptions(cfg.Embedded, topicPrefix, log)
 	if err != nil {
 		return nil, po, err
 	}
-	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
 		return nil, po, fmt.Errorf("embedded broker: %w", err)
 	}
-	pass := hex.EncodeToString(secret[:])
-	runtimeUser := broker.User{Username: alerts.RuntimeUser, Password: pass,
-		Write: []string{cfg.TopicPrefix + "/#"}, Unlimited: true}
+	pass := hex.EncodeToString(key[:])
+	runtimeUser := broker.User{Username: broker.RuntimeUser, Password: pass,
+		Write: []string{topicPrefix + "/#"}, Unlimited: true}
 	if ha := cfg.HomeAssistant; ha.Discovery {
 		// The runtime publishes the discovery configs and listens for
 		// Home Assistant's birth message; readers of the alerts may read
@@ -73,7 +73,7 @@ func startEmbedded(ctx context.Context, cfg alerts.Config, po Options, log *slog
 		return nil, po, fmt.Errorf("embedded.listen %s: embedded broker: %w", cfg.Embedded.Listen, err)
 	}
 	po.Broker = "tcp://" + b.Addr()
-	po.Username, po.Password, po.TLS = alerts.RuntimeUser, pass, nil
+	po.Username, po.Password, po.TLS = broker.RuntimeUser, pass, nil
 	return b, po, nil
 }
 

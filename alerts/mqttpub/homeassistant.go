@@ -77,7 +77,7 @@ var haIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // discovery builds and remembers the discovery configs of every camera.
 type discovery struct {
-	cfg     alerts.HomeAssistantConfig
+	cfg     HomeAssistantConfig
 	topics  alerts.Topics
 	version string
 
@@ -85,7 +85,7 @@ type discovery struct {
 	published map[string][]string // camera -> config topics published
 }
 
-func newDiscovery(cfg alerts.HomeAssistantConfig, topics alerts.Topics) *discovery {
+func newDiscovery(cfg HomeAssistantConfig, topics alerts.Topics) *discovery {
 	v := ""
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		v = bi.Main.Version
@@ -118,7 +118,7 @@ func (d *discovery) announce(vehicle, camera string, zones []string) (set []Disc
 // DiscoveryConfigs returns the three discovery configs of every zone of a
 // camera (binary_sensor risk, sensor level, sensor OOD fraction), in zone
 // order. version fills sw_version when not empty.
-func DiscoveryConfigs(cfg alerts.HomeAssistantConfig, topics alerts.Topics, vehicle, camera string, zones []string, version string) ([]DiscoveryConfig, error) {
+func DiscoveryConfigs(cfg HomeAssistantConfig, topics alerts.Topics, vehicle, camera string, zones []string, version string) ([]DiscoveryConfig, error) {
 	node := "didoedge_" + vehicle
 	if !haIDPattern.MatchString(node) || !haIDPattern.MatchString(camera) {
 		return nil, fmt.Errorf("home assistant discovery: vehicle %q or camera %q is not a valid id", vehicle, camera)

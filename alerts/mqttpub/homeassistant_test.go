@@ -24,7 +24,7 @@ func TestDiscoveryPayloadsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := alerts.HomeAssistantConfig{Discovery: true, Prefix: "homeassistant", StatusTopic: "homeassistant/status"}
+	cfg := HomeAssistantConfig{Discovery: true, Prefix: "homeassistant", StatusTopic: "homeassistant/status"}
 	topics := alerts.Topics{Prefix: "didoedge", Vehicle: "van-07"}
 	cs, err := DiscoveryConfigs(cfg, topics, "van-07", "front", []string{"ego_lane_near", "road_ahead"}, "v1.2.3")
 	if err != nil {
@@ -96,11 +96,11 @@ embedded:
   allow_anonymous: true
   users: [{username: homeassistant, password_file: %q, read: ["homeassistant/#", "didoedge/#"], write: [homeassistant/status]}]
 `, filepath.Join(dir, "outbox"), passFile)
-	cfg, err := alerts.ParseConfig("ha test", []byte(yaml))
+	cfg, err := parseTestSection("ha test", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := Start(context.Background(), cfg, nil)
+	svc, err := Start(context.Background(), cfg.Topics(), cfg.ServiceConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

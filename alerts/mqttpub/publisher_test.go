@@ -168,15 +168,15 @@ func TestTLSWithClientCertificateAndPassword(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := alerts.LoadConfig(cfgPath)
+	cfg, err := loadTestSection(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := PublisherOptions(cfg, nil)
+	opts, err := PublisherOptions(cfg.MQTT, cfg.Topics(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	box, err := outbox.Open(outbox.Options{Dir: cfg.Outbox.Dir, MaxBytes: cfg.Outbox.MaxBytes, MaxRecords: cfg.Outbox.MaxRecords, SegmentBytes: cfg.Outbox.SegmentBytes})
+	box, err := outbox.Open(cfg.Outbox.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,12 +245,12 @@ embedded:
   listen: 127.0.0.1:%d
   users: [{username: veh, password_env: TEST_EMBEDDED_PW}]
 `, t.TempDir(), port)
-	cfg, err := alerts.ParseConfig("embedded.yaml", []byte(cfgText))
+	cfg, err := parseTestSection("embedded.yaml", []byte(cfgText))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	svc, err := Start(ctx, cfg, nil)
+	svc, err := Start(ctx, cfg.Topics(), cfg.ServiceConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

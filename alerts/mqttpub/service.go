@@ -12,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/internal/secret"
 )
 
 // Service is the MQTT side of the alert domain for one vehicle process:
@@ -25,7 +26,7 @@ import (
 // vehicle (one engine per camera): its methods are safe for concurrent use.
 type Service struct {
 	log    *slog.Logger
-	cfg    alerts.Config // as started
+	cfg    ServiceConfig // as started
 	topics alerts.Topics
 	pub    *Publisher
 	box    *outbox.Outbox
@@ -33,26 +34,27 @@ type Service struct {
 	ha     *discovery // nil when Home Assistant discovery is off
 }
 
-// Start builds the transport a config describes: the embedded broker when
-// mqtt.broker is "embedded", the outbox and the publisher. Zones,
-// calibration and events belong to the engine (alerts.NewEngine with the
-// Service as its sink).
-func Start(ctx context.Context, cfg alerts.Config, log *slog.Logger) (*Service, error) {
+// Start builds the transport a config describes, publishing under topics:
+// the embedded broker when mqtt.broker is "embedded", the outbox and the
+// publisher. Zones, calibration and events belong to the engine
+// (alerts.NewEngine with the Service as its sink).
+func Start(ctx context.Context, topics alerts.Topics, cfg ServiceConfig, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{log: log, cfg: cfg, topics: cfg.Topics()}
-	po, err := PublisherOptions(cfg, log)
+	s := &Service{log: log, cfg: cfg, topics: topics}
+	po, err := PublisherOptions(cfg.MQTT, topics, log)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MQTT.Broker == alerts.EmbeddedBroker {
-		if s.broker, po, err = startEmbedded(ctx, cfg, po, log); err != nil {
+	if cfg.MQTT.Broker == EmbeddedBroker {
+		if s.broker, po, err = startEmbedded(ctx, cfg, topics.Prefix, po, log); err != nil {
 			return nil, err
 		}
 	}
-	s.box, err = outbox.Open(outbox.Options{Dir: cfg.Outbox.Dir, MaxBytes: cfg.Outbox.MaxBytes,
-		MaxRecords: cfg.Outbox.MaxRecords, SegmentBytes: cfg.Outbox.SegmentBytes, Logger: log})
+	bo := cfg.Outbox.Options()
+	bo.Logger = log
+	s.box, err = outbox.Open(bo)
 	if err != nil {
 		s.closeBroker()
 		return nil, fmt.Errorf("outbox.dir: %w", err)
@@ -132,16 +134,15 @@ func (s *Service) closeBroker() {
 	}
 }
 
-// PublisherOptions derives publisher options from a config: credentials
-// from a file or the environment, TLS files.
-func PublisherOptions(cfg alerts.Config, log *slog.Logger) (Options, error) {
-	m := cfg.MQTT
-	pass, err := alerts.ReadSecret("mqtt.password_file", m.PasswordFile, m.PasswordEnv)
+// PublisherOptions derives publisher options from the connection settings:
+// credentials from a file or the environment, TLS files.
+func PublisherOptions(m Config, topics alerts.Topics, log *slog.Logger) (Options, error) {
+	pass, err := secret.Read("mqtt.password_file", m.PasswordFile, m.PasswordEnv)
 	if err != nil {
 		return Options{}, err
 	}
 	o := Options{Broker: m.Broker, ClientID: m.ClientID, Username: m.Username, Password: pass,
-		Topics: cfg.Topics(), StatsQoS: byte(m.StatsQoS), KeepAlive: m.KeepAlive, InFlight: m.InFlight, Logger: log}
+		Topics: topics, StatsQoS: byte(m.StatsQoS), KeepAlive: m.KeepAlive, InFlight: m.InFlight, Logger: log}
 	if m.TLS != nil {
 		if o.TLS, err = TLSConfig(m.TLS.CA, m.TLS.Cert, m.TLS.Key, m.TLS.ServerName); err != nil {
 			return Options{}, fmt.Errorf("mqtt.tls: %w", err)
@@ -176,7 +177,7 @@ func TLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error
 }
 
 // Config returns the config the service was started with.
-func (s *Service) Config() alerts.Config { return s.cfg }
+func (s *Service) Config() ServiceConfig { return s.cfg }
 
 // Publisher returns the service's publisher.
 func (s *Service) Publisher() *Publisher { return s.pub }

@@ -19,7 +19,7 @@ import (
 // calibration (tau_e 0.5, ood_fraction critical from 0.2), no fusion, no
 // inertia, no merge window, and the embedded broker on a free port of
 // 127.0.0.1.
-func serviceConfig(t testing.TB) alerts.Config {
+func serviceConfig(t testing.TB) testSection {
 	t.Helper()
 	yaml := fmt.Sprintf(`vehicle: van-1
 camera: front
@@ -30,7 +30,7 @@ mqtt: {broker: embedded, client_id: svc-test, stats_interval: 1h, close_timeout:
 outbox: {dir: %q}
 embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
 `, t.TempDir())
-	cfg, err := alerts.ParseConfig("service test", []byte(yaml))
+	cfg, err := parseTestSection("service test", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestServiceHookAndReload(t *testing.T) {
 			cfg := serviceConfig(t)
 			var seen []alerts.Event
 			hook := alerts.SinkFuncs{OnEvent: func(ev *alerts.Event) error { seen = append(seen, *ev); return nil }}
-			svc, err := Start(context.Background(), cfg, nil)
+			svc, err := Start(context.Background(), cfg.Topics(), cfg.ServiceConfig, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func TestServiceHookAndReload(t *testing.T) {
 					}
 				case "reload":
 					c := cfg
-					st.edit(&c)
+					st.edit(&c.Config)
 					spec, err := c.EngineSpec(tc.key)
 					if err == nil {
 						err = eng.Reload(spec, time.Now())
@@ -333,7 +333,7 @@ func checkHookEvents(t *testing.T, seen []alerts.Event, want []wantEvent) {
 func TestServiceFrameWithoutEventsAllocatesNothing(t *testing.T) {
 	cfg := serviceConfig(t)
 	calls := 0
-	svc, err := Start(context.Background(), cfg, nil)
+	svc, err := Start(context.Background(), cfg.Topics(), cfg.ServiceConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

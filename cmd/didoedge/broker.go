@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // runBroker runs the embedded MQTT broker standalone until interrupted.
@@ -28,10 +28,10 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	emb := alerts.EmbeddedConfig{Listen: broker.DefaultListen, AllowAnonymous: *anonymous}
+	emb := broker.Config{Listen: broker.DefaultListen, AllowAnonymous: *anonymous}
 	prefix := "didoedge"
 	if *config != "" {
-		cfg, err := alerts.LoadConfig(*config)
+		cfg, err := runconfig.LoadAlerts(*config)
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 		if (*passFile == "") == (*passEnv == "") {
 			return errors.New("-user needs exactly one of -password-file or -password-env")
 		}
-		u := alerts.UserConfig{Username: *user, PasswordFile: *passFile, PasswordEnv: *passEnv}
+		u := broker.UserConfig{Username: *user, PasswordFile: *passFile, PasswordEnv: *passEnv}
 		for _, f := range []struct {
 			flag, list string
 			dst        *[]string

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/apps/replay"
@@ -165,7 +166,7 @@ func localAlerts(cfg *runconfig.Config, cameraID, tmp string, publish bool) erro
 	if publish {
 		return nil
 	}
-	ac.MQTT.Broker = alerts.EmbeddedBroker
+	ac.MQTT.Broker = mqttpub.EmbeddedBroker
 	ac.MQTT.Username, ac.MQTT.PasswordFile, ac.MQTT.PasswordEnv, ac.MQTT.TLS = "", "", "", nil
 	ac.Embedded.Listen = "127.0.0.1:0"
 	ac.Embedded.TLS, ac.Embedded.Users, ac.Embedded.AllowAnonymous = nil, nil, false

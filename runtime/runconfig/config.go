@@ -33,7 +33,7 @@ type Config struct {
 	Inference infer.Config   `yaml:"inference"`
 	Depth     ModelConfig    `yaml:"depth"`
 	AuxUE     AuxUEConfig    `yaml:"auxue"`
-	Alerts    yaml.Node      `yaml:"alerts"` // an alerts.Config; parsed into AlertsConfig
+	Alerts    yaml.Node      `yaml:"alerts"` // an AlertsConfig; parsed into the field AlertsConfig
 	HTTP      HTTPConfig     `yaml:"http"`
 	Pipeline  PipelineConfig `yaml:"pipeline"`
 	// Record is the MCAP recorder (docs/recording.md); off by default.
@@ -41,7 +41,7 @@ type Config struct {
 
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.
-	AlertsConfig alerts.Config `yaml:"-"`
+	AlertsConfig AlertsConfig `yaml:"-"`
 	// Path is the file Load read ("" when parsed from memory); SIGHUP
 	// re-reads it.
 	Path string `yaml:"-"`
@@ -443,9 +443,9 @@ func (c *Config) parseAlerts(name, dir string) error {
 	if err != nil {
 		return fmt.Errorf("alerts: %w", err)
 	}
-	parse := alerts.ParseConfig
+	parse := ParseAlerts
 	if len(c.Cameras) > 0 {
-		parse = alerts.ParseSharedConfig
+		parse = ParseSharedAlerts
 	}
 	ac, err := parse("alerts", data)
 	if err != nil {
@@ -488,16 +488,18 @@ func (c *Config) parseAlerts(name, dir string) error {
 }
 
 // ReloadCameras re-reads the config file and returns its cameras with
-// their alerts configs (zones and calibration are what a SIGHUP changes).
-func (c *Config) ReloadCameras() ([]CameraSpec, error) {
+// their alerts configs (zones and calibration are what a SIGHUP changes),
+// and its alerts section (whose transport settings need a restart).
+func (c *Config) ReloadCameras() ([]CameraSpec, AlertsConfig, error) {
 	if c.Path == "" {
-		return nil, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
+		return nil, AlertsConfig{}, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
 	}
 	fresh, err := Load(c.Path)
 	if err != nil {
-		return nil, err
+		return nil, AlertsConfig{}, err
 	}
-	return fresh.CameraSpecs()
+	specs, err := fresh.CameraSpecs()
+	return specs, fresh.AlertsConfig, err
 }
 
 // CameraSpecs returns the cameras of the configuration, in order: the
@@ -506,13 +508,13 @@ func (c *Config) ReloadCameras() ([]CameraSpec, error) {
 // its own.
 func (c *Config) CameraSpecs() ([]CameraSpec, error) {
 	if len(c.Cameras) == 0 {
-		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig, Key: "camera", ZoneKey: "alerts"}}, nil
+		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts"}}, nil
 	}
 	specs := make([]CameraSpec, len(c.Cameras))
 	var errs []error
 	for i, e := range c.Cameras {
 		key := fmt.Sprintf("cameras[%d]", i)
-		ac := c.AlertsConfig
+		ac := c.AlertsConfig.Config
 		ac.Camera = e.Name
 		if e.Calibration != "" {
 			ac.Calibration = e.Calibration
@@ -549,7 +551,7 @@ func (c *Config) OnlyCamera(name string) error {
 	names := make([]string, len(specs))
 	for i, cs := range specs {
 		if cs.Name == name {
-			c.Camera, c.AlertsConfig, c.Cameras = cs.Source, cs.Alerts, nil
+			c.Camera, c.AlertsConfig.Config, c.Cameras = cs.Source, cs.Alerts, nil
 			return nil
 		}
 		names[i] = cs.Name

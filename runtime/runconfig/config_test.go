@@ -243,9 +243,9 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parse := alerts.ParseConfig
+		parse := ParseAlerts
 		if len(c.Cameras) > 0 {
-			parse = alerts.ParseSharedConfig
+			parse = ParseSharedAlerts
 		}
 		ac, err := parse(name+": alerts", alertsYAML)
 		if err != nil {

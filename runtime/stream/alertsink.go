@@ -9,6 +9,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/alerts/snapshot"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // alertSink wires the alert domain into the pipeline: one engine per
@@ -20,7 +21,7 @@ import (
 // its seq. The engines are used from the pipeline goroutine only; the
 // snapshot store is safe for concurrent use (the debug page reads it).
 type alertSink struct {
-	cfg    alerts.Config // the shared settings as started
+	cfg    runconfig.AlertsConfig // the shared settings as started
 	log    *slog.Logger
 	svc    *mqttpub.Service
 	snaps  *snapshot.Store // nil without snapshots
@@ -32,10 +33,10 @@ type alertSink struct {
 // outbox, publisher) and the snapshot store; newEngine adds the cameras.
 // Extra sinks (the recorder) see every event after the MQTT service, so
 // with its outbox seq.
-func openAlerts(ctx context.Context, cfg alerts.Config, log *slog.Logger, extra ...alerts.Sink) (*alertSink, error) {
+func openAlerts(ctx context.Context, cfg runconfig.AlertsConfig, log *slog.Logger, extra ...alerts.Sink) (*alertSink, error) {
 	s := &alertSink{cfg: cfg, log: log}
 	var err error
-	if s.svc, err = mqttpub.Start(ctx, cfg, log); err != nil {
+	if s.svc, err = mqttpub.Start(ctx, cfg.Topics(), cfg.ServiceConfig, log); err != nil {
 		return nil, err
 	}
 	var sinks alerts.Sinks
@@ -76,7 +77,7 @@ func (s *alertSink) brokerAddr() string { return s.svc.BrokerAddr() }
 
 // restartOnly reports whether cfg changes settings that a reload does not
 // apply (they need a restart).
-func (s *alertSink) restartOnly(cfg alerts.Config) bool {
+func (s *alertSink) restartOnly(cfg runconfig.AlertsConfig) bool {
 	o := s.cfg
 	return cfg.Vehicle != o.Vehicle || cfg.TopicPrefix != o.TopicPrefix || cfg.MQTT != o.MQTT ||
 		cfg.Outbox != o.Outbox || cfg.Snapshots != o.Snapshots || cfg.HomeAssistant != o.HomeAssistant

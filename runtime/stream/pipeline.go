@@ -549,7 +549,7 @@ func (p *Pipeline) reload() error {
 		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
 		return err
 	}
-	specs, err := p.cfg.ReloadCameras()
+	specs, section, err := p.cfg.ReloadCameras()
 	if err != nil {
 		return fail(err)
 	}
@@ -558,7 +558,7 @@ func (p *Pipeline) reload() error {
 		byName[cs.Name] = cs
 	}
 	engineSpecs := make([]alerts.EngineSpec, len(p.cams))
-	restart := false
+	restart := p.sink.restartOnly(section)
 	for i, c := range p.cams {
 		cs, ok := byName[c.spec.Name]
 		if !ok {
@@ -567,7 +567,6 @@ func (p *Pipeline) reload() error {
 		if engineSpecs[i], err = cs.EngineSpec(); err != nil {
 			return fail(err)
 		}
-		restart = restart || p.sink.restartOnly(cs.Alerts)
 	}
 	if restart {
 		p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")

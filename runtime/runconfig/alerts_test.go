@@ -1,29 +1,31 @@
-package alerts
+package runconfig
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/didoedge/didoedge/alerts"
 )
 
-func TestLoadExampleConfig(t *testing.T) {
-	path := filepath.Join("..", "configs", "alerts-example.yaml")
-	c, err := LoadConfig(path)
+func TestLoadAlertsExample(t *testing.T) {
+	path := filepath.Join("..", "..", "configs", "alerts-example.yaml")
+	c, err := LoadAlerts(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Vehicle != "van-07" || c.Camera != "front" || len(c.Zones) != 3 || c.Grid.Cols != 4 ||
-		c.Events.Timing() != DefaultTiming() || c.MQTT.InFlight != 16 || len(c.Embedded.Users) != 1 {
+		c.Events.Timing() != alerts.DefaultTiming() || c.MQTT.InFlight != 16 || len(c.Embedded.Users) != 1 {
 		t.Fatalf("config %+v", c)
 	}
-	if !filepath.IsAbs(c.Calibration) && !strings.HasPrefix(c.Calibration, filepath.Join("..", "configs")) {
+	if !filepath.IsAbs(c.Calibration) && !strings.HasPrefix(c.Calibration, filepath.Join("..", "..", "configs")) {
 		t.Fatalf("calibration path %q not resolved next to the config", c.Calibration)
 	}
 	spec, err := c.EngineSpec("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewEngine(spec, nil); err != nil {
+	if _, err := alerts.NewEngine(spec, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Topics().ZoneState("front", "ego_lane_near"); got != "didoedge/van-07/front/zones/ego_lane_near/state" {
@@ -31,7 +33,7 @@ func TestLoadExampleConfig(t *testing.T) {
 	}
 }
 
-func TestParseConfigErrorsNameKey(t *testing.T) {
+func TestParseAlertsErrorsNameKey(t *testing.T) {
 	base := "vehicle: v1\ncamera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /tmp/x}\n"
 	tests := []struct{ name, extra, want string }{
 		{"unknown", "colour: red\n", "a.yaml: colour: unknown key"},
@@ -70,7 +72,7 @@ func TestParseConfigErrorsNameKey(t *testing.T) {
 			if strings.HasPrefix(tc.extra, "outbox:") {
 				doc = strings.Replace(base, "outbox: {dir: /tmp/x}\n", "", 1) + tc.extra
 			}
-			_, err := ParseConfig("a.yaml", []byte(doc))
+			_, err := ParseAlerts("a.yaml", []byte(doc))
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v, want prefix %q", err, tc.want)
 			}
@@ -82,7 +84,7 @@ func TestParseConfigErrorsNameKey(t *testing.T) {
 		base + "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['cmd/#']}]}\n",
 		base + "embedded: {users: [{username: u, password_env: X, write: ['didoedge/#']}]}\n",
 	} {
-		c, err := ParseConfig("a.yaml", []byte(doc))
+		c, err := ParseAlerts("a.yaml", []byte(doc))
 		if err != nil {
 			t.Errorf("%q: %v", doc, err)
 		} else if r := c.Embedded.Users[0].Read; len(r) != 1 || r[0] != "didoedge/#" {
@@ -94,15 +96,15 @@ func TestParseConfigErrorsNameKey(t *testing.T) {
 		{"vehicle: v\ncamera: front\ngrid: {rows: 1, cols: 1}\n", "a.yaml: outbox.dir: required"},
 		{"vehicle: v\ncamera: fr-ont\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /x}\n", "a.yaml: camera:"},
 	} {
-		if _, err := ParseConfig("a.yaml", []byte(missing.doc)); err == nil || !strings.HasPrefix(err.Error(), missing.want) {
+		if _, err := ParseAlerts("a.yaml", []byte(missing.doc)); err == nil || !strings.HasPrefix(err.Error(), missing.want) {
 			t.Errorf("error %v, want prefix %q", err, missing.want)
 		}
 	}
 }
 
-// FuzzParseConfig: any document is either rejected with an error naming
+// FuzzParseAlerts: any alerts section is either rejected with an error naming
 // the file or parses into a config that validates; never a panic.
-func FuzzParseConfig(f *testing.F) {
+func FuzzParseAlerts(f *testing.F) {
 	base := "vehicle: v1\ncamera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /tmp/x}\n"
 	for _, extra := range []string{"", "events: {fusion_time_constant: 50ms, enter_inertia: 300ms, critical_enter_inertia: 0s}\n",
 		"events: {exit_inertia: 200ms, min_episode: 1s, merge_window: 0s}\n", "events: {inertia_frames: 2, min_hold: 1s}\n",
@@ -110,7 +112,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(base + extra))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig("f.yaml", data)
+		c, err := ParseAlerts("f.yaml", data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f.yaml: ") {
 				t.Fatalf("error %q does not name the file", err)
