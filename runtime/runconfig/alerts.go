@@ -40,7 +40,9 @@ func LoadAlerts(path string) (AlertsConfig, error) {
 
 // ParseAlerts parses, defaults and validates the alerts section of a
 // single-camera deployment; name labels errors.
-func ParseAlerts(name string, data []byte) (AlertsConfig, error) { return parseAlerts(name, data, true) }
+func ParseAlerts(name string, data []byte) (AlertsConfig, error) {
+	return parseAlerts(name, data, true)
+}
 
 // ParseSharedAlerts parses the alerts section of a multi-camera runtime:
 // the cameras are named elsewhere (each with its zones or the section's),
