@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -57,62 +53,21 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 		Drives: *drives, FramesPerDrive: *frames, LR: *lr, Log: env.log}
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width = uint64(*seed), *width
-	start := time.Now()
-	var net *depthnet.Net
-	var st offline.TrainStats
-	var err error
-	if *fromCkpt != "" {
-		if net, err = depthnet.New(cfg.Net); err != nil {
-			return err
-		}
-		if _, err := nn.LoadCheckpointFile(*fromCkpt, net.Params()); err != nil {
-			return err
-		}
-		st.Steps, st.DistinctFrames = *steps, *drives**frames
-		if st.ValAbsRel, err = offline.Validate(net, cfg); err != nil {
-			return err
-		}
-	} else {
-		if net, st, err = offline.Train(ctx, cfg); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
-			return fmt.Errorf("create checkpoint directory: %w", err)
-		}
-		if err := nn.SaveCheckpointFile(*ckpt, net.Params(), map[string]string{
-			"seed": fmt.Sprint(*seed), "steps": fmt.Sprint(*steps), "width_mult": fmt.Sprint(*width)}); err != nil {
-			return err
-		}
-	}
-	model, spec, err := offline.WriteDepthArtifacts(net, *out, "depth", 640)
+	sum, err := offline.DepthRun{Train: cfg, Out: *out, Checkpoint: *ckpt, FromCheckpoint: *fromCkpt, Args: args}.Run(ctx)
 	if err != nil {
 		return err
 	}
-	res := map[string]any{
-		"model": model, "spec": spec, "checkpoint": *ckpt, "seed": *seed, "steps": st.Steps,
-		"distinct_frames": st.DistinctFrames, "first_loss": st.FirstLoss, "last_loss": st.LastLoss,
-		"val_absrel": st.ValAbsRel, "wall_s": time.Since(start).Seconds(), "args": args,
-	}
-	if err := writeJSONFile(*summary, res); err != nil {
+	return writeSummary(env, *summary, sum)
+}
+
+// writeSummary writes a run's summary to path and prints it.
+func writeSummary(env *cliEnv, path string, v any) error {
+	if err := offline.WriteJSON(path, v); err != nil {
 		return err
 	}
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(res)
-}
-
-func writeJSONFile(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %q: %w", filepath.Dir(path), err)
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %q: %w", path, err)
-	}
-	return nil
+	return enc.Encode(v)
 }
 
 // runTrainAuxUE trains the generalized AuxUE on the errors of a frozen depth
@@ -185,72 +140,11 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	if *progress {
 		cfg.Progress = env.stderr
 	}
-	if *ckpt != "" {
-		if err := os.MkdirAll(filepath.Dir(*ckpt), 0o755); err != nil {
-			return fmt.Errorf("create checkpoint directory: %w", err)
-		}
-	}
-	start := time.Now()
-	model, st, err := offline.AuxTrain(ctx, cfg)
+	sum, err := offline.AuxRun{Train: cfg, Out: *out, Name: *name, Args: args}.Run(ctx)
 	if err != nil {
 		return err
 	}
-	dspec, err := offline.ReadSpec(*depthSpec, infer.KindDepth)
-	if err != nil {
-		return err
-	}
-	texp := time.Now()
-	dataDesc := "simulated outdoor pool"
-	if *data != "" {
-		dataDesc = *data + " split " + *split
-	}
-	info := infer.AuxUEInfo{DepthModel: filepath.Base(*depthModel), DepthModelSHA256: st.DepthSHA256, Data: dataDesc, Frames: st.Frames}
-	path, spec, err := offline.WriteAuxArtifacts(model, st.Contract, dspec, info, *out, *name)
-	if err != nil {
-		return err
-	}
-	exportTime := time.Since(texp)
-	gh, gw := st.Contract.Grid()
-	epochsOut := make([]map[string]any, len(st.Epochs))
-	for i, e := range st.Epochs {
-		epochsOut[i] = map[string]any{"epoch": e.Epoch, "laplace": num(e.Laplace), "dido": num(e.DIDO),
-			"val_ause_rmse": num(e.AUSERMSE), "val_aurg_rmse": num(e.AURGRMSE), "val_sky_auc": num(e.SkyAUC),
-			"val_no_gt_auc": num(e.NoGTAUC), "seconds": num(e.Seconds)}
-	}
-	ph := st.Phases
-	res := map[string]any{
-		"model": path, "spec": spec, "checkpoint": *ckpt, "seed": *seed, "frames": st.Frames, "val_frames": st.ValFrames,
-		"steps": st.Steps, "resumed_from_epoch": st.ResumedFrom,
-		"first_loss": num(st.FirstLoss), "last_loss": num(st.LastLoss), "first_laplace": num(st.FirstAlea), "last_laplace": num(st.LastAlea),
-		"first_dido": num(st.FirstEpis), "last_dido": num(st.LastEpis), "depth_train_absrel": num(st.MeanTrainAbsRel),
-		"depth_model": *depthModel, "depth_sha256": st.DepthSHA256, "provider": st.Provider, "relative": st.Relative,
-		"contract": map[string]any{"input": fmt.Sprintf("%dx%d", st.Contract.Width, st.Contract.Height), "factor": st.Contract.Factor,
-			"grid": fmt.Sprintf("%dx%d", gw, gh), "channels": st.Contract.Channels(), "row": st.Contract.Row},
-		"epochs": epochsOut,
-		"cache": map[string]any{"dir": st.Cache.Dir, "bytes": st.Cache.Bytes, "frames": st.Cache.Frames, "reused": st.Cache.Reused,
-			"val_frames": st.Cache.ValFrames, "val_reused": st.Cache.ValRe, "bytes_per_100_frames": st.Cache.BytesPer100},
-		"throughput_fps": map[string]any{"cache": num(st.CacheFPS), "train": num(st.TrainFPS)},
-		"phases_s": map[string]any{"open_depth_model": ph.Open.Seconds(), "load_frames": ph.Load.Seconds(), "depth_model": ph.Depth.Seconds(),
-			"prepare": ph.Prepare.Seconds(), "cache_write": ph.CacheWrite.Seconds(), "batch": ph.Batch.Seconds(),
-			"auxue_step": ph.Step.Seconds(), "optimizer": ph.Optimizer.Seconds(), "validate": ph.Validate.Seconds(),
-			"checkpoint": ph.Checkpoint.Seconds(), "export": exportTime.Seconds()},
-		"wall_s": time.Since(start).Seconds(), "args": args,
-	}
-	if err := writeJSONFile(*summary, res); err != nil {
-		return err
-	}
-	enc := json.NewEncoder(env.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res)
-}
-
-// num makes a float JSON-safe: NaN and Inf (figures that could not be
-// computed) become null.
-func num(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
+	return writeSummary(env, *summary, sum)
 }
 
 // providerConfig turns "tensorrt,cuda,cpu" into an inference config.

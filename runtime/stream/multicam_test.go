@@ -253,6 +253,7 @@ func TestCamerasSharePipeline(t *testing.T) {
 		}
 		return false
 	})
+	depth := p.cams[0].models.DepthSession() // Close lets go of the session
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestCamerasSharePipeline(t *testing.T) {
 	for _, cm := range p.Metrics().Cameras() {
 		total += cm.Frames.Load() + cm.Invalid.Load()
 	}
-	if runs := p.cams[0].models.DepthSession().Stats().Frames; runs != total {
+	if runs := depth.Stats().Frames; runs != total {
 		t.Fatalf("depth session ran %d frames, cameras processed %d", runs, total)
 	}
 	// One outbox, one seq space: the seqs of all cameras' events are

@@ -1,0 +1,245 @@
+package offline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/didoedge/didoedge/auxue/depthnet"
+	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/runtime/infer"
+)
+
+// Float is a figure of a JSON summary: NaN and Inf (figures that could not
+// be computed) are written as null.
+type Float float64
+
+// MarshalJSON writes null for NaN and Inf.
+func (f Float) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+// WriteJSON writes v as indented JSON to path, creating its directory.
+func WriteJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %q: %w", filepath.Dir(path), err)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %q: %w", path, err)
+	}
+	return nil
+}
+
+// DepthRun is `didoedge train depth`: train the reference network (or
+// load a checkpoint and only validate), save the checkpoint, export the
+// model and its IO spec.
+type DepthRun struct {
+	Train TrainConfig
+	// Out is the directory of depth.onnx and depth.yaml.
+	Out string
+	// Checkpoint is written at the end of training.
+	Checkpoint string
+	// FromCheckpoint skips training: the weights are loaded from it.
+	FromCheckpoint string
+	// Args are the command's arguments, kept in the summary.
+	Args []string
+}
+
+// DepthSummary is the JSON summary of a DepthRun.
+type DepthSummary struct {
+	Model          string   `json:"model"`
+	Spec           string   `json:"spec"`
+	Checkpoint     string   `json:"checkpoint"`
+	Seed           int64    `json:"seed"`
+	Steps          int      `json:"steps"`
+	DistinctFrames int      `json:"distinct_frames"`
+	FirstLoss      Float    `json:"first_loss"`
+	LastLoss       Float    `json:"last_loss"`
+	ValAbsRel      Float    `json:"val_absrel"`
+	WallS          float64  `json:"wall_s"`
+	Args           []string `json:"args"`
+}
+
+// Run trains (or loads) and exports the network.
+func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
+	cfg := r.Train
+	start := time.Now()
+	var net *depthnet.Net
+	var st TrainStats
+	var err error
+	if r.FromCheckpoint != "" {
+		if net, err = depthnet.New(cfg.Net); err != nil {
+			return DepthSummary{}, err
+		}
+		if _, err := nn.LoadCheckpointFile(r.FromCheckpoint, net.Params()); err != nil {
+			return DepthSummary{}, err
+		}
+		st.Steps, st.DistinctFrames = cfg.Steps, cfg.Drives*cfg.FramesPerDrive
+		if st.ValAbsRel, err = Validate(net, cfg); err != nil {
+			return DepthSummary{}, err
+		}
+	} else {
+		if net, st, err = Train(ctx, cfg); err != nil {
+			return DepthSummary{}, err
+		}
+		if err := os.MkdirAll(filepath.Dir(r.Checkpoint), 0o755); err != nil {
+			return DepthSummary{}, fmt.Errorf("create checkpoint directory: %w", err)
+		}
+		if err := nn.SaveCheckpointFile(r.Checkpoint, net.Params(), map[string]string{
+			"seed": fmt.Sprint(cfg.Seed), "steps": fmt.Sprint(cfg.Steps), "width_mult": fmt.Sprint(cfg.Net.Width)}); err != nil {
+			return DepthSummary{}, err
+		}
+	}
+	model, spec, err := WriteDepthArtifacts(net, r.Out, "depth", 640)
+	if err != nil {
+		return DepthSummary{}, err
+	}
+	return DepthSummary{Model: model, Spec: spec, Checkpoint: r.Checkpoint, Seed: cfg.Seed, Steps: st.Steps,
+		DistinctFrames: st.DistinctFrames, FirstLoss: Float(st.FirstLoss), LastLoss: Float(st.LastLoss),
+		ValAbsRel: Float(st.ValAbsRel), WallS: time.Since(start).Seconds(), Args: r.Args}, nil
+}
+
+// AuxRun is `didoedge train auxue`: train the generalized AuxUE on a
+// frozen depth model's errors and export it with its input contract.
+type AuxRun struct {
+	Train AuxTrainConfig
+	// Out and Name: the AuxUE is written as Out/Name.onnx with its spec.
+	Out, Name string
+	// Args are the command's arguments, kept in the summary.
+	Args []string
+}
+
+// AuxSummary is the JSON summary of an AuxRun.
+type AuxSummary struct {
+	Model            string               `json:"model"`
+	Spec             string               `json:"spec"`
+	Checkpoint       string               `json:"checkpoint"`
+	Seed             int64                `json:"seed"`
+	Frames           int                  `json:"frames"`
+	ValFrames        int                  `json:"val_frames"`
+	Steps            int                  `json:"steps"`
+	ResumedFromEpoch int                  `json:"resumed_from_epoch"`
+	FirstLoss        Float                `json:"first_loss"`
+	LastLoss         Float                `json:"last_loss"`
+	FirstLaplace     Float                `json:"first_laplace"`
+	LastLaplace      Float                `json:"last_laplace"`
+	FirstDIDO        Float                `json:"first_dido"`
+	LastDIDO         Float                `json:"last_dido"`
+	DepthTrainAbsRel Float                `json:"depth_train_absrel"`
+	DepthModel       string               `json:"depth_model"`
+	DepthSHA256      string               `json:"depth_sha256"`
+	Provider         string               `json:"provider"`
+	Relative         bool                 `json:"relative"`
+	Contract         AuxContractSummary   `json:"contract"`
+	Epochs           []AuxEpochSummary    `json:"epochs"`
+	Cache            AuxCacheSummary      `json:"cache"`
+	ThroughputFPS    AuxThroughputSummary `json:"throughput_fps"`
+	PhasesS          map[string]float64   `json:"phases_s"`
+	WallS            float64              `json:"wall_s"`
+	Args             []string             `json:"args"`
+}
+
+// AuxContractSummary is the AuxUE's input contract in a summary.
+type AuxContractSummary struct {
+	Input    string `json:"input"`
+	Factor   int    `json:"factor"`
+	Grid     string `json:"grid"`
+	Channels int    `json:"channels"`
+	Row      bool   `json:"row"`
+}
+
+// AuxEpochSummary is one epoch in a summary.
+type AuxEpochSummary struct {
+	Epoch       int   `json:"epoch"`
+	Laplace     Float `json:"laplace"`
+	DIDO        Float `json:"dido"`
+	ValAUSERMSE Float `json:"val_ause_rmse"`
+	ValAURGRMSE Float `json:"val_aurg_rmse"`
+	ValSkyAUC   Float `json:"val_sky_auc"`
+	ValNoGTAUC  Float `json:"val_no_gt_auc"`
+	Seconds     Float `json:"seconds"`
+}
+
+// AuxCacheSummary is the on-disk cache in a summary.
+type AuxCacheSummary struct {
+	Dir               string  `json:"dir"`
+	Bytes             int64   `json:"bytes"`
+	Frames            int     `json:"frames"`
+	Reused            int     `json:"reused"`
+	ValFrames         int     `json:"val_frames"`
+	ValReused         int     `json:"val_reused"`
+	BytesPer100Frames float64 `json:"bytes_per_100_frames"`
+}
+
+// AuxThroughputSummary is the run's throughput in frames per second.
+type AuxThroughputSummary struct {
+	Cache Float `json:"cache"`
+	Train Float `json:"train"`
+}
+
+// Run trains the AuxUE and writes it with its spec.
+func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
+	cfg := r.Train
+	if cfg.Checkpoint != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.Checkpoint), 0o755); err != nil {
+			return AuxSummary{}, fmt.Errorf("create checkpoint directory: %w", err)
+		}
+	}
+	start := time.Now()
+	model, st, err := AuxTrain(ctx, cfg)
+	if err != nil {
+		return AuxSummary{}, err
+	}
+	dspec, err := ReadSpec(cfg.DepthSpec, infer.KindDepth)
+	if err != nil {
+		return AuxSummary{}, err
+	}
+	texp := time.Now()
+	dataDesc := "simulated outdoor pool"
+	if cfg.Data != "" {
+		dataDesc = cfg.Data + " split " + cfg.Split
+	}
+	info := infer.AuxUEInfo{DepthModel: filepath.Base(cfg.DepthModel), DepthModelSHA256: st.DepthSHA256, Data: dataDesc, Frames: st.Frames}
+	path, spec, err := WriteAuxArtifacts(model, st.Contract, dspec, info, r.Out, r.Name)
+	if err != nil {
+		return AuxSummary{}, err
+	}
+	exportTime := time.Since(texp)
+	gh, gw := st.Contract.Grid()
+	epochs := make([]AuxEpochSummary, len(st.Epochs))
+	for i, e := range st.Epochs {
+		epochs[i] = AuxEpochSummary{Epoch: e.Epoch, Laplace: Float(e.Laplace), DIDO: Float(e.DIDO),
+			ValAUSERMSE: Float(e.AUSERMSE), ValAURGRMSE: Float(e.AURGRMSE), ValSkyAUC: Float(e.SkyAUC),
+			ValNoGTAUC: Float(e.NoGTAUC), Seconds: Float(e.Seconds)}
+	}
+	ph := st.Phases
+	return AuxSummary{
+		Model: path, Spec: spec, Checkpoint: cfg.Checkpoint, Seed: cfg.Seed, Frames: st.Frames, ValFrames: st.ValFrames,
+		Steps: st.Steps, ResumedFromEpoch: st.ResumedFrom,
+		FirstLoss: Float(st.FirstLoss), LastLoss: Float(st.LastLoss), FirstLaplace: Float(st.FirstAlea), LastLaplace: Float(st.LastAlea),
+		FirstDIDO: Float(st.FirstEpis), LastDIDO: Float(st.LastEpis), DepthTrainAbsRel: Float(st.MeanTrainAbsRel),
+		DepthModel: cfg.DepthModel, DepthSHA256: st.DepthSHA256, Provider: st.Provider, Relative: st.Relative,
+		Contract: AuxContractSummary{Input: fmt.Sprintf("%dx%d", st.Contract.Width, st.Contract.Height), Factor: st.Contract.Factor,
+			Grid: fmt.Sprintf("%dx%d", gw, gh), Channels: st.Contract.Channels(), Row: st.Contract.Row},
+		Epochs: epochs,
+		Cache: AuxCacheSummary{Dir: st.Cache.Dir, Bytes: st.Cache.Bytes, Frames: st.Cache.Frames, Reused: st.Cache.Reused,
+			ValFrames: st.Cache.ValFrames, ValReused: st.Cache.ValRe, BytesPer100Frames: st.Cache.BytesPer100},
+		ThroughputFPS: AuxThroughputSummary{Cache: Float(st.CacheFPS), Train: Float(st.TrainFPS)},
+		PhasesS: map[string]float64{"open_depth_model": ph.Open.Seconds(), "load_frames": ph.Load.Seconds(), "depth_model": ph.Depth.Seconds(),
+			"prepare": ph.Prepare.Seconds(), "cache_write": ph.CacheWrite.Seconds(), "batch": ph.Batch.Seconds(),
+			"auxue_step": ph.Step.Seconds(), "optimizer": ph.Optimizer.Seconds(), "validate": ph.Validate.Seconds(),
+			"checkpoint": ph.Checkpoint.Seconds(), "export": exportTime.Seconds()},
+		WallS: time.Since(start).Seconds(), Args: r.Args,
+	}, nil
+}
