@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +17,6 @@ import (
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
-	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // runBench measures the running system: `bench latency` (frame to MQTT
@@ -94,39 +90,16 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "frames measured %d, assessed %.2f fps, dropped %d (latest-frame policy), provider %s\n", r.Frames, r.FPS, r.Dropped, r.Provider)
-		fmt.Fprintf(w, "capture -> MQTT subscriber: p50 %v  p99 %v\n", r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond))
-		fmt.Fprintf(w, "inference (depth + AuxUE): p50 %v  p99 %v\n", r.InferP50.Round(time.Microsecond), r.InferP99.Round(time.Microsecond))
-		fmt.Fprintf(w, "ratio latency/inference (p50): %.3f\n", r.Ratio)
-		fmt.Fprintf(w, "runtime path (pipeline takes the frame -> subscriber): p50 %v  p99 %v  ratio to inference (p50) %.3f\n",
-			r.RuntimeP50.Round(time.Microsecond), r.RuntimeP99.Round(time.Microsecond), r.RuntimeRatio)
-		fmt.Fprintf(w, "  of which pipeline takes the frame -> its event durable in the outbox, signalled to the publisher (frame to publish): p50 %v  ratio to inference (p50) %.3f; then -> subscriber (publisher, broker, client): p50 %v\n",
-			r.QueuedP50.Round(time.Microsecond), r.QueuedRatio, r.HopP50.Round(time.Microsecond))
-		fmt.Fprintf(w, "means: capture -> pipeline start %v, capture -> events queued %v; stages:", r.CameraMean.Round(time.Microsecond), r.PipelineMean.Round(time.Microsecond))
-		for _, st := range []string{"camera", "preprocess", "depth", "auxue", "readout", "alerts"} {
-			fmt.Fprintf(w, " %s %v", st, r.Stages[st].Round(time.Microsecond))
-		}
-		fmt.Fprintln(w)
-		if rr := r.Record; rr != nil {
-			fmt.Fprintf(w, "recording (continuous, %s, all maps): frames written %d, dropped %d; %.2f MB/s, %.2f MB/frame\n",
-				*rec, rr.Written, rr.Dropped, rr.BytesPerSecond/1e6, rr.BytesPerFrame/1e6)
-			fmt.Fprintf(w, "recording cost per frame: recorder thread CPU %v + pipeline hand-over %v; pipeline per-frame processing %v; ratio %.3f\n",
-				rr.WorkerCPU.Round(time.Microsecond), rr.Call.Round(time.Microsecond), rr.Pipeline.Round(time.Microsecond), rr.Ratio)
-		}
+		r.Write(w, *rec)
 		return nil
 	}
 	fmt.Fprintf(w, "bench soak: models %s, demo scenario at %g fps for %v after %v warm-up\n", *models, *fps, *duration, *warmup)
-	o.Progress = func(s bench.SoakSample) {
-		fmt.Fprintf(w, "%8v  rss %6.1f MiB  goroutines %4d  frames %7d  events %5d\n",
-			s.Elapsed.Round(time.Second), float64(s.RSSBytes)/(1<<20), s.Goroutines, s.Frames, s.Events)
-	}
+	o.Progress = func(s bench.SoakSample) { s.Write(w) }
 	r, err := bench.Soak(ctx, o, *interval)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "rss %0.1f -> %0.1f MiB (max %0.1f): growth %+.2f%%; goroutines %d -> %d; %d frames\n",
-		float64(r.BaseRSS)/(1<<20), float64(r.EndRSS)/(1<<20), float64(r.MaxRSS)/(1<<20), 100*r.Growth,
-		r.BaseGoroutines, r.EndGoroutines, r.Frames)
+	r.Write(w)
 	if 100*r.Growth > *maxGrowth {
 		return fmt.Errorf("soak: RSS grew %.2f%%, above %g%%", 100*r.Growth, *maxGrowth)
 	}
@@ -167,38 +140,11 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	if *out == "" {
 		return errors.New("--out DIR is required")
 	}
-	if *replay || *reanalyze {
-		tmp, err := os.MkdirTemp("", "didoedge-replay-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		cfg, err := demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runconfig.HTTPOff}, "rtsp://127.0.0.1:1/unused")
-		if err != nil {
-			return err
-		}
-		spec, err := cfg.AlertsConfig.EngineSpec("alerts")
-		if err != nil {
-			return err
-		}
-		if *reanalyze {
-			aleaWarn := 0.0
-			if c := spec.Calibration.Levels.AleatoricFraction; c != nil {
-				aleaWarn = c.Warn.Enter
-			}
-			r, err := bench.Reanalyze(*out, 3*time.Second, aleaWarn)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(env.stdout, r.Markdown())
-			return nil
-		}
-		res, err := bench.ReplayDir(*out, spec, bench.TuningGrid(), 3*time.Second)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "replayed %d timings over %s; wrote %s\n", len(res), *out, filepath.Join(*out, "tuning.md"))
-		return nil
+	if *reanalyze {
+		return bench.ReanalyzeScenarioDir(*out, *models, env.stdout)
+	}
+	if *replay {
+		return bench.ReplayScenarioDir(*out, *models, env.stdout)
 	}
 	if err := demo.CheckLibrary(); err != nil {
 		return err
@@ -337,77 +283,19 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, BatchSize: *batch, DynamicBatch: *dynamic,
 		ThreadPool: *pool, ThreadSpinning: *spinning, Log: env.log}
+	run := bench.MulticamRun{Options: o, Counts: counts, Header: bench.MulticamHeader(*models, *fps, *duration, *warmup, *pool, *spinning)}
 	if *child >= 0 {
-		var v any
-		var err error
-		if *child == 0 {
-			v, err = bench.InferenceBound(ctx, o, slices.Max(counts))
-		} else {
-			o.Cameras = *child
-			v, err = bench.Multicam(ctx, o)
-		}
-		if err != nil {
-			return err
-		}
-		return json.NewEncoder(env.stdout).Encode(v)
+		return run.Child(ctx, *child, env.stdout)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	runChild := func(n int, into any) error {
-		cmd := exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
+	run.Exec = func(ctx context.Context, n int) *exec.Cmd {
+		return exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
 			"--duration", duration.String(), "--warmup", warmup.String(), "--fps", strconv.FormatFloat(*fps, 'g', -1, 64),
 			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--batch-size", strconv.Itoa(*batch), "--dynamic-batch="+strconv.FormatBool(*dynamic),
 			"--thread-pool", *pool, "--thread-spinning="+strconv.FormatBool(*spinning), "--child", strconv.Itoa(n))
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("bench multicam child %d: %w: %s", n, err, strings.TrimSpace(errb.String()))
-		}
-		return json.Unmarshal(out.Bytes(), into)
 	}
-	w := env.stdout
-	rate := fmt.Sprintf("%g fps per camera", *fps)
-	if *fps == 0 {
-		rate = "free-running cameras"
-	}
-	threads := "thread_pool " + *pool
-	if *pool == "" {
-		threads = "thread_pool global (default)"
-	}
-	fmt.Fprintf(w, "bench multicam: models %s, simulated rig (pre-rendered frames, %s, in-process sources), %v per run after %v warm-up, each run in its own process; %s, thread_spinning %t\n",
-		*models, rate, *duration, *warmup, threads, *spinning)
-	var bound bench.BoundResult
-	if err := runChild(0, &bound); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "single-session bound alone (models back to back on staged frames, %d cameras, batch %d, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
-		slices.Max(counts), bound.BatchSize, bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
-	fmt.Fprintf(w, "each row: the pipeline and the bound (models back to back on sessions of their own) in %d alternating slices in the same process; /bound = aggregate over that bound\n", *nSlices)
-	fmt.Fprintf(w, "%7s %5s %9s %7s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "batch", "aggregate", "bound", "/bound", "spread", "p50", "p99", "rss MiB",
-		"allocs/frame", "less idle", "per camera fps (dropped)")
-	var rss1 int64
-	for _, n := range counts {
-		var r bench.MulticamResult
-		if err := runChild(n, &r); err != nil {
-			return err
-		}
-		if n == 1 {
-			rss1 = r.RSSBytes
-		}
-		var per []string
-		for _, c := range r.PerCamera {
-			per = append(per, fmt.Sprintf("%s %.2f (%d)", c.Name, c.FPS, c.Dropped))
-		}
-		fmt.Fprintf(w, "%7d %5d %9.2f %7.2f %7.3f %6.1f%% %10v %10v %9.1f %12.2f %12.2f  %s\n", n, r.BatchSize, r.AggregateFPS,
-			r.BoundFPS, r.Ratio, 100*r.Spread,
-			r.LatencyP50.Round(time.Microsecond), r.LatencyP99.Round(time.Microsecond), float64(r.RSSBytes)/(1<<20), r.AllocsPerFrame, r.FrameAllocs,
-			strings.Join(per, ", "))
-		fmt.Fprintf(w, "        idle process allocations (broker $SYS, MQTT, stats; no frames): %.0f/s\n", r.IdleAllocsPerSec)
-		if n > 1 && rss1 > 0 {
-			fmt.Fprintf(w, "        rss %d cameras / 1 camera: %.3f\n", n, float64(r.RSSBytes)/float64(rss1))
-		}
-	}
-	return nil
+	return run.Run(ctx, env.stdout)
 }

@@ -29,7 +29,7 @@ type RunOptions struct {
 	// pace, 2 twice as fast; SpeedName is how the user wrote it.
 	Speed     float64
 	SpeedName string
-	// Camera is the camera id (""; the only camera of the file).
+	// Camera is the camera id ("": the only camera of the file).
 	Camera string
 	// Compare lists recorded against replayed events; a mismatch is an
 	// error.
