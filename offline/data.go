@@ -10,7 +10,7 @@ import (
 )
 
 // SimSource renders training frames of the simulated outdoor world on the
-// fly: drive d uses the world seed dataset.DriveSeed(Seed, d) (the same
+// fly (through dataset.SimWorld, the one adapter of the simulator): drive d uses the world seed dataset.DriveSeed(Seed, d) (the same
 // derivation `didoedge sim render` uses, so a data set rendered with another
 // --seed holds different drives), frame indices lie in [0, FramesPerDrive).
 // Frames are a pure function of (seed, drive, index), so a training run is
@@ -21,8 +21,9 @@ type SimSource struct {
 	FramesPerDrive int
 	Width, Height  int
 
-	renderers map[int]*sim.Renderer
-	frame     *sim.Frame
+	world  dataset.SimWorld
+	drives map[int]*dataset.SimDrive
+	frame  *sim.Frame
 }
 
 // NewSimSource checks the configuration.
@@ -31,22 +32,21 @@ func NewSimSource(seed int64, drives, framesPerDrive, width, height int) (*SimSo
 		return nil, fmt.Errorf("sim source: %d drives x %d frames, want at least 1 each", drives, framesPerDrive)
 	}
 	return &SimSource{Seed: seed, Drives: drives, FramesPerDrive: framesPerDrive, Width: width, Height: height,
-		renderers: map[int]*sim.Renderer{}, frame: sim.NewFrame(width, height)}, nil
+		world:  dataset.SimWorld{Config: sim.Config{World: sim.WorldOutdoor, Width: width, Height: height}},
+		drives: map[int]*dataset.SimDrive{}, frame: sim.NewFrame(width, height)}, nil
 }
 
 // Render returns drive d's frame i (owned by the source until the next call).
 func (s *SimSource) Render(d, i int) (*sim.Frame, error) {
-	r, ok := s.renderers[d]
+	r, ok := s.drives[d]
 	if !ok {
 		var err error
-		r, err = sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: s.Width, Height: s.Height,
-			Seed: dataset.DriveSeed(s.Seed, d)})
-		if err != nil {
+		if r, err = s.world.Drive(dataset.DriveSeed(s.Seed, d)); err != nil {
 			return nil, fmt.Errorf("sim source drive %d: %w", d, err)
 		}
-		s.renderers[d] = r
+		s.drives[d] = r
 	}
-	if err := r.Render(i, s.frame); err != nil {
+	if err := r.RenderInto(i, s.frame); err != nil {
 		return nil, fmt.Errorf("sim source drive %d frame %d: %w", d, i, err)
 	}
 	return s.frame, nil

@@ -50,35 +50,16 @@ func runSimRender(ctx context.Context, env *cliEnv, args []string) error {
 	if nd > *frames {
 		return fmt.Errorf("sim render: --drives %d exceeds --frames %d", nd, *frames)
 	}
-	cfg := sim.Config{World: *world, Width: w, Height: h, Seed: *seed, Fog: float32(*fog), Parallelism: 1}
-	probe, err := sim.NewRenderer(cfg)
+	src := dataset.SimWorld{Config: sim.Config{World: *world, Width: w, Height: h, Fog: float32(*fog), Parallelism: 1}}
+	meta, err := src.Meta(*seed)
 	if err != nil {
 		return fmt.Errorf("sim render: %w", err)
 	}
-	fx, fy, cx, cy := probe.Intrinsics()
-	meta := dataset.Meta{
-		World: *world, Seed: *seed, Width: w, Height: h,
-		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy},
-		DepthScale: dataset.KITTIDepthScale,
-		Semantic:   "cityscapes", Sparse: "lidar-hdl64",
-	}
-	if *world == sim.WorldIndoor {
-		meta.Semantic, meta.Sparse = "nyu40", "structured-light"
-	}
-	splits := dataset.AssignSplits(nd)
-	for d := 0; d < nd; d++ {
-		count := *frames / nd
-		if d < *frames%nd {
-			count++
-		}
-		meta.Drives = append(meta.Drives, dataset.Drive{
-			Name: fmt.Sprintf("%s_drive_%04d_sync", *world, d), Seed: dataset.DriveSeed(*seed, d),
-			Split: splits[d], Count: count, Stride: *stride,
-		})
+	if meta.Drives, err = dataset.SplitDrives(*world, *seed, *frames, nd, *stride); err != nil {
+		return fmt.Errorf("sim render: %w", err)
 	}
 	env.log.Info("sim render", "world", *world, "frames", *frames, "drives", nd, "size", *size, "seed", *seed, "out", *out)
-	err = dataset.Generate(ctx, dataset.GenerateOptions{Dir: *out, Meta: meta, Workers: *workers, Progress: env.stderr},
-		simSource{cfg: cfg})
+	err = dataset.Generate(ctx, dataset.GenerateOptions{Dir: *out, Meta: meta, Workers: *workers, Progress: env.stderr}, src)
 	if err != nil {
 		return fmt.Errorf("sim render: %w", err)
 	}
@@ -99,33 +80,4 @@ func parseSize(s string) (h, w int, err error) {
 		return 0, 0, fmt.Errorf("%q is not HxW with positive integers", s)
 	}
 	return h, w, nil
-}
-
-// simSource adapts the simulator to dataset.Generate: one renderer per
-// worker and drive.
-type simSource struct{ cfg sim.Config }
-
-func (s simSource) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) {
-	cfg := s.cfg
-	cfg.Seed = d.Seed
-	r, err := sim.NewRenderer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &simDrive{r: r, f: sim.NewFrame(cfg.Width, cfg.Height)}, nil
-}
-
-type simDrive struct {
-	r *sim.Renderer
-	f *sim.Frame
-}
-
-func (d *simDrive) RenderFrame(index int, s *dataset.Sample) error {
-	if err := d.r.Render(index, d.f); err != nil {
-		return err
-	}
-	f := d.f
-	*s = dataset.Sample{Frame: index, Width: f.Width, Height: f.Height,
-		RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
-	return nil
 }

@@ -13,32 +13,6 @@ import (
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
-// simDrives renders clear outdoor drives (in-distribution frames) for
-// dataset.Generate.
-type simDrives struct{ w, h int }
-
-type simDrive struct {
-	r *sim.Renderer
-	f *sim.Frame
-}
-
-func (s simDrives) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) {
-	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: s.w, Height: s.h, Seed: d.Seed, Parallelism: 1})
-	if err != nil {
-		return nil, err
-	}
-	return &simDrive{r: r, f: sim.NewFrame(s.w, s.h)}, nil
-}
-
-func (d *simDrive) RenderFrame(i int, s *dataset.Sample) error {
-	if err := d.r.Render(i, d.f); err != nil {
-		return err
-	}
-	f := d.f
-	*s = dataset.Sample{Frame: i, Width: f.Width, Height: f.Height, RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
-	return nil
-}
-
 // CalibrateOnSim sets the demo's thresholds when the models directory has
 // no calibration.yaml: it renders valFrames in-distribution (clear
 // outdoor) frames into o.WorkDir, runs `didoedge calibrate` on them at the
@@ -53,13 +27,12 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 	}
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	seed := o.Seed + 1000 // other drives than the demo's camera
-	probe, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Seed: seed})
+	// Clear outdoor drives: in-distribution frames.
+	src := dataset.SimWorld{Config: sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Parallelism: 1}}
+	meta, err := src.Meta(seed)
 	if err != nil {
 		return "", nil, err
 	}
-	fx, fy, cx, cy := probe.Intrinsics()
-	meta := dataset.Meta{World: sim.WorldOutdoor, Seed: seed, Width: w, Height: h, DepthScale: dataset.KITTIDepthScale,
-		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, Semantic: "cityscapes", Sparse: "lidar-hdl64"}
 	for d, split := range dataset.AssignSplits(3) {
 		n := 1
 		if split == "val" {
@@ -69,7 +42,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 			Seed: dataset.DriveSeed(seed, d), Split: split, Count: n, Stride: 5})
 	}
 	data := filepath.Join(o.WorkDir, "calibration-data")
-	if err := dataset.Generate(ctx, dataset.GenerateOptions{Dir: data, Meta: meta, Workers: 2}, simDrives{w, h}); err != nil {
+	if err := dataset.Generate(ctx, dataset.GenerateOptions{Dir: data, Meta: meta, Workers: 2}, src); err != nil {
 		return "", nil, fmt.Errorf("demo calibration: %w", err)
 	}
 	co := o
