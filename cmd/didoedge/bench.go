@@ -13,6 +13,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/auxue/nn/nnbench"
+	"github.com/didoedge/didoedge/internal/profiling"
 	"github.com/didoedge/didoedge/runtime/apps/bench"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -60,7 +61,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+		stop, err := profiling.StartCPU(*cpuProfile)
 		if err != nil {
 			return err
 		}

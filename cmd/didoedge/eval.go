@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"runtime/metrics"
-	"runtime/pprof"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/didoedge/didoedge/internal/profiling"
 	"github.com/didoedge/didoedge/offline/protocol"
 )
 
@@ -41,14 +38,19 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+		stop, err := profiling.StartCPU(*cpuProfile)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 	if *reportOnly {
-		return rewriteReport(env, cfg, *out, *cache)
+		rows, err := protocol.RewriteReport(cfg, *out, *cache)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "wrote %s/report.md again from %s/results.json (%d rows)\n", *out, *out, rows)
+		return nil
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		limit, err := parseBytes(*memLimit)
@@ -63,7 +65,7 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if *memProfile != "" {
-		stop := heapPeakProfile(ctx, *memProfile, env)
+		stop := profiling.HeapPeak(ctx, *memProfile, env.log)
 		defer stop()
 	}
 	cmd := "didoedge " + strings.Join(append([]string{"eval"}, args...), " ")
@@ -97,84 +99,4 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (e.g. 3GiB, 512MiB, 0)", s)
 	}
 	return int64(v * float64(mult)), nil
-}
-
-// heapPeakProfile samples the live heap every second and writes a heap
-// profile to path whenever it is 5 % above the largest seen so far, so that
-// the file shows what was live at the peak. The returned func stops it.
-func heapPeakProfile(ctx context.Context, path string, env *cliEnv) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		var peak uint64
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			metrics.Read(sample)
-			if live := sample[0].Value.Uint64(); live > peak+peak/20 {
-				peak = live
-				if err := writeHeapProfile(path); err != nil {
-					env.log.Warn("eval: heap profile", "err", err)
-					return
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--memprofile: %w", err)
-	}
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		f.Close()
-		return fmt.Errorf("--memprofile %q: %w", path, err)
-	}
-	return f.Close()
-}
-
-// rewriteReport renders the report of an earlier run of the same config.
-func rewriteReport(env *cliEnv, cfg *protocol.Config, out, cache string) error {
-	if cache == "" {
-		cache = filepath.Join(out, "cache")
-	}
-	res, err := protocol.ReadResults(filepath.Join(out, "results.json"))
-	if err != nil {
-		return err
-	}
-	curves, err := protocol.LoadCurves(protocol.CurvesPath(cache, cfg))
-	if err != nil {
-		return err
-	}
-	if err := protocol.WriteReport(out, cfg, res, curves); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "wrote %s/report.md again from %s/results.json (%d rows)\n", out, out, len(res.Runs))
-	return nil
-}
-
-// startCPUProfile starts a CPU profile into path (--cpuprofile); stop
-// ends it and closes the file.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile %q: %w", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
