@@ -10,6 +10,7 @@ import (
 	"image/draw"
 	_ "image/jpeg" // decode JPEG inputs
 	"image/png"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -425,4 +426,19 @@ func label(img *image.RGBA, x, y int, s string) {
 	d := &font.Drawer{Dst: img, Src: image.NewUniform(color.RGBA{0, 0, 0, 255}), Face: basicfont.Face7x13,
 		Dot: fixed.P(x, y)}
 	d.DrawString(s)
+}
+
+// Write prints one line per image (depth and scale medians, K/S mean and
+// 95th percentile) and what was written to out.
+func (s *ImageRunSummary) Write(w io.Writer, out string) {
+	kind := "metric"
+	if s.Relative {
+		kind = "relative (depth: relative inverse depth; scale: b/depth)"
+	}
+	fmt.Fprintf(w, "%d images through %s (input %s, %s, %s) and %s on %s\n", len(s.Images), s.DepthModel, s.Input, s.Resize, kind, s.AuxUEModel, s.Provider)
+	fmt.Fprintf(w, "%-28s %-11s %10s %10s %10s %10s\n", "image", "size", "depth p50", "b p50", "K/S mean", "K/S p95")
+	for _, is := range s.Images {
+		fmt.Fprintf(w, "%-28s %-11s %10.4g %10.4g %10.4g %10.4g\n", filepath.Base(is.Image), is.Size, is.Depth.P50, is.Scale.P50, is.Epistemic.Mean, is.Epistemic.P95)
+	}
+	fmt.Fprintf(w, "wrote %s (maps: <image>_depth.png, _scale.png, _epistemic.png 16-bit; _panel.png; summary.json)\n", out)
 }

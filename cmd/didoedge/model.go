@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/cross/smoke"
@@ -213,8 +212,13 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 				return fmt.Errorf("flag -providers: %w", err)
 			}
 		}
-		return runModelImages(ctx, env, offline.ImageRunConfig{Images: *images, Out: *out, Depth: *depth,
+		sum, err := offline.RunImages(ctx, offline.ImageRunConfig{Images: *images, Out: *out, Depth: *depth,
 			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Log: env.log})
+		if err != nil {
+			return err
+		}
+		sum.Write(env.stdout, *out)
+		return nil
 	}
 	var spec infer.IOSpec
 	if *depthSpec != "" {
@@ -242,12 +246,7 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "%d frames %dx%d on %s, ONNX Runtime %s (%s, %s), providers depth=%s auxue=%s\n",
-		sum.Frames, sum.Height, sum.Width, sum.GOARCH, sum.Library.Version, sum.Library.Path, sum.Library.Source,
-		sum.Models[0].Provider, sum.Models[1].Provider)
-	for _, m := range sum.Maps {
-		fmt.Fprintf(env.stdout, "  %-24s min %10.4g  max %10.4g  mean %10.4g\n", m.File, m.Min, m.Max, m.Mean)
-	}
+	sum.Write(env.stdout)
 	return nil
 }
 
@@ -274,26 +273,6 @@ func runModelCompare(env *cliEnv, args []string) error {
 	if !c.OK() {
 		return fmt.Errorf("compare %q and %q: maps differ by more than %g", pos[0], pos[1], *tol)
 	}
-	return nil
-}
-
-// runModelImages runs RunImages and prints one line per image.
-func runModelImages(ctx context.Context, env *cliEnv, cfg offline.ImageRunConfig) error {
-	sum, err := offline.RunImages(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	w := env.stdout
-	kind := "metric"
-	if sum.Relative {
-		kind = "relative (depth: relative inverse depth; scale: b/depth)"
-	}
-	fmt.Fprintf(w, "%d images through %s (input %s, %s, %s) and %s on %s\n", len(sum.Images), cfg.Depth, sum.Input, sum.Resize, kind, cfg.AuxUE, sum.Provider)
-	fmt.Fprintf(w, "%-28s %-11s %10s %10s %10s %10s\n", "image", "size", "depth p50", "b p50", "K/S mean", "K/S p95")
-	for _, is := range sum.Images {
-		fmt.Fprintf(w, "%-28s %-11s %10.4g %10.4g %10.4g %10.4g\n", filepath.Base(is.Image), is.Size, is.Depth.P50, is.Scale.P50, is.Epistemic.Mean, is.Epistemic.P95)
-	}
-	fmt.Fprintf(w, "wrote %s (maps: <image>_depth.png, _scale.png, _epistemic.png 16-bit; _panel.png; summary.json)\n", cfg.Out)
 	return nil
 }
 

@@ -136,3 +136,14 @@ func (s *Summary) model(role string) ModelInfo {
 	}
 	return ModelInfo{}
 }
+
+// Write prints the run's set-up (frames, architecture, library, providers)
+// and each map's range.
+func (s *Summary) Write(w io.Writer) {
+	fmt.Fprintf(w, "%d frames %dx%d on %s, ONNX Runtime %s (%s, %s), providers depth=%s auxue=%s\n",
+		s.Frames, s.Height, s.Width, s.GOARCH, s.Library.Version, s.Library.Path, s.Library.Source,
+		s.Models[0].Provider, s.Models[1].Provider)
+	for _, m := range s.Maps {
+		fmt.Fprintf(w, "  %-24s min %10.4g  max %10.4g  mean %10.4g\n", m.File, m.Min, m.Max, m.Mean)
+	}
+}
