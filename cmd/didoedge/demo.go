@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/stream"
@@ -91,110 +89,16 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if *recDir != "" {
-		// The simulated camera's intrinsics, for export and Foxglove's 3D panel.
-		probe, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: spec.Input.Width, Height: spec.Input.Height, Seed: *seed})
-		if err != nil {
-			return err
-		}
-		fx, fy, cx, cy := probe.Intrinsics()
-		cfg.Record = record.Config{Mode: *recMode, Dir: *recDir, FrameFormat: *recFormat, Intrinsics: []float64{fx, fy, cx, cy}}.WithDefaults()
-		if err := cfg.Record.Validate("record"); err != nil {
+		if cfg.Record, err = demo.RecordConfig(*recMode, *recDir, *recFormat, spec.Input.Width, spec.Input.Height, *seed); err != nil {
 			return fmt.Errorf("demo --record: %w", err)
 		}
 	}
-	// The scene announcer stops before the command returns.
-	phaseCtx, stopPhases := context.WithCancel(ctx)
-	var phases sync.WaitGroup
-	defer phases.Wait()
-	defer stopPhases()
-	started := func(p *stream.Pipeline, page string) {
-		if len(cams) == 1 {
-			fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s (%dx%d, %g fps)\n", cam.URL, spec.Input.Width, spec.Input.Height, *fps)
-		} else {
-			for _, c := range cams {
-				fmt.Fprintf(env.stdout, "didoedge demo: simulated camera %s %s (heading %+g deg, seed %d, %dx%d, %g fps)\n",
-					c.Name, c.URL, c.Heading, c.Seed, spec.Input.Width, spec.Input.Height, *fps)
-			}
-		}
-		if b := p.BrokerAddr(); b != "" {
-			host, port := splitHostPort(b)
-			fmt.Fprintf(env.stdout, "didoedge demo: embedded MQTT broker %s; watch: mosquitto_sub -h %s -p %s -t '%s/#' -v\n",
-				b, host, port, cfg.AlertsConfig.TopicPrefix)
-		} else {
-			fmt.Fprintf(env.stdout, "didoedge demo: publishing to %s\n", *mqttURL)
-		}
-		if page != "" {
-			fmt.Fprintf(env.stdout, "didoedge demo: debug page http://%s/  (metrics: /metrics)\n", page)
-		}
-		fmt.Fprintf(env.stdout, "didoedge demo: scenario:")
-		for _, ph := range cam.Scenario.Phases() {
-			fmt.Fprintf(env.stdout, " %s %v,", ph.Name, ph.Duration)
-		}
-		fmt.Fprintf(env.stdout, " looping; alert events follow, one line each\n")
-		phases.Add(1)
-		go func() {
-			defer phases.Done()
-			announcePhases(phaseCtx, env, cam.Scenario)
-		}()
-		if *zonesEvery > 0 {
-			phases.Add(1)
-			go func() {
-				defer phases.Done()
-				printZones(phaseCtx, env, p, *zonesEvery)
-			}()
-		}
-	}
+	// The console's printers stop before the command returns.
+	console := demo.Console{Out: env.stdout, Cameras: cams, Width: spec.Input.Width, Height: spec.Input.Height, FPS: *fps,
+		MQTT: *mqttURL, TopicPrefix: cfg.AlertsConfig.TopicPrefix, ZonesEvery: *zonesEvery}
+	consoleCtx, stopConsole := context.WithCancel(ctx)
+	wait := func() {}
+	defer func() { stopConsole(); wait() }()
+	started := func(p *stream.Pipeline, page string) { wait = console.Start(consoleCtx, p, page) }
 	return servePipeline(ctx, env, cfg, stream.Options{}, true, started)
-}
-
-// printZones prints every zone's level and fused signals periodically.
-func printZones(ctx context.Context, env *cliEnv, p *stream.Pipeline, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			cams := p.Cameras()
-			for _, cam := range cams {
-				zs := p.CameraZoneStatus(cam)
-				if len(zs) == 0 {
-					continue
-				}
-				if len(cams) == 1 {
-					fmt.Fprintln(env.stdout, stream.FormatZones(now, zs))
-				} else {
-					fmt.Fprintln(env.stdout, cam+" "+stream.FormatZones(now, zs))
-				}
-			}
-		}
-	}
-}
-
-// announcePhases prints a line when the simulated scene changes.
-func announcePhases(ctx context.Context, env *cliEnv, sc *demo.Scenario) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	last := -1
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if cur := sc.Current(); cur >= 0 && cur != last {
-				last = cur
-				fmt.Fprintf(env.stdout, "%s scene  %s\n", time.Now().Format("15:04:05.000"), sc.Phases()[cur].Name)
-			}
-		}
-	}
-}
-
-func splitHostPort(addr string) (string, string) {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[:i], addr[i+1:]
-		}
-	}
-	return addr, ""
 }
