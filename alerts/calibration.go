@@ -118,6 +118,22 @@ func WriteCalibration(w io.Writer, c Calibration) error {
 	return enc.Close()
 }
 
+// SaveCalibration writes c to the file path (WriteCalibration).
+func SaveCalibration(path string, c Calibration) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write calibration: %w", err)
+	}
+	if err := WriteCalibration(f, c); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write calibration %s: %w", path, err)
+	}
+	return nil
+}
+
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // Validate checks ranges and the ordering of thresholds.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/calibrate"
@@ -75,55 +74,16 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Split: *split, TargetFAR: *far,
-		Coverage: *coverage, MaxFrames: *maxFrames, Log: env.log})
+	o := calibrate.Options{Config: cfg, Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Split: *split, TargetFAR: *far,
+		Coverage: *coverage, MaxFrames: *maxFrames, Log: env.log}
+	res, err := calibrate.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(*out)
-	if err != nil {
+	if err := alerts.SaveCalibration(*out, res.Calibration); err != nil {
 		return err
 	}
-	if err := alerts.WriteCalibration(f, res.Calibration); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	c := res.Calibration
-	w := env.stdout
-	fmt.Fprintf(w, "calibrated on %d %s frames of %s (%d valid pixels, %d with ground truth)\n",
-		res.Frames, *split, *data, res.Pixels, res.GTPixels)
-	if res.Relative {
-		fmt.Fprintf(w, "relative depth model: frames aligned to their ground truth; tau_a and the interval use the relative b (b/depth); no pessimistic_depth_m criterion\n")
-	}
-	fmt.Fprintf(w, "tau_e %.4g at target false-alarm rate %g; per zone:", c.TauE, *far)
-	names := make([]string, 0, len(c.TauEZones))
-	for n := range c.TauEZones {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, " %s %.4g", n, c.TauEZones[n])
-	}
-	fmt.Fprintf(w, "\ntau_a %.4g (corrected b/depth); per zone:", c.TauA)
-	for _, n := range names {
-		fmt.Fprintf(w, " %s %.4g", n, c.TauAZones[n])
-	}
-	fmt.Fprintf(w, "\nscale_correction %.4g\n", c.ScaleCorrection)
-	if res.NoGroundTruth {
-		fmt.Fprintf(w, "no depth ground truth in %s: tau_e and tau_a are set; the Laplace coverage correction needs ground truth, scale_correction %.4g was kept from the configured calibration\n", *data, c.ScaleCorrection)
-	} else {
-		fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", *coverage, res.CoverageBefore, res.CoverageAfter)
-		unit := "m"
-		if res.Relative {
-			unit = "relative error"
-		}
-		fmt.Fprintf(w, "UCE (%s, 15 bins): before %.4f, after %.4f\n", unit, res.UCEBefore, res.UCEAfter)
-	}
-	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
-		100*res.FrameAlarmRate, 100*res.AleatoricAlarmRate)
-	fmt.Fprintf(w, "wrote %s\n", *out)
+	res.WriteSummary(env.stdout, o)
+	fmt.Fprintf(env.stdout, "wrote %s\n", *out)
 	return nil
 }

@@ -58,15 +58,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 	}
 	res.Calibration.Meta["source"] = fmt.Sprintf("didoedge demo: calibrated at start on %d rendered outdoor frames", res.Frames)
 	path := filepath.Join(o.WorkDir, "calibration.yaml")
-	f, err := os.Create(path)
-	if err != nil {
-		return "", nil, err
-	}
-	if err := alerts.WriteCalibration(f, res.Calibration); err != nil {
-		f.Close()
-		return "", nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := alerts.SaveCalibration(path, res.Calibration); err != nil {
 		return "", nil, err
 	}
 	os.RemoveAll(data)

@@ -450,15 +450,10 @@ func writeDemoCalibration(path string) error {
 	c := alerts.DefaultCalibration()
 	c.Levels.PessimisticDepth = nil
 	c.Meta = map[string]string{"source": "didoedge demo: built-in defaults without pessimistic_depth_m; run didoedge calibrate for calibrated thresholds"}
-	f, err := os.Create(path)
-	if err != nil {
+	if err := alerts.SaveCalibration(path, c); err != nil {
 		return fmt.Errorf("demo calibration: %w", err)
 	}
-	if err := alerts.WriteCalibration(f, c); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
 func fileExists(p string) bool {

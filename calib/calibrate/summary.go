@@ -1,0 +1,46 @@
+package calibrate
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// WriteSummary prints what a run found: frames and pixels, tau_e and tau_a
+// (overall and per zone), the scale correction with the interval coverage
+// and UCE before and after it, and the validation frames' alarm rates. o
+// are the run's options.
+func (r *Result) WriteSummary(w io.Writer, o Options) {
+	c := r.Calibration
+	fmt.Fprintf(w, "calibrated on %d %s frames of %s (%d valid pixels, %d with ground truth)\n",
+		r.Frames, o.Split, o.Data, r.Pixels, r.GTPixels)
+	if r.Relative {
+		fmt.Fprintf(w, "relative depth model: frames aligned to their ground truth; tau_a and the interval use the relative b (b/depth); no pessimistic_depth_m criterion\n")
+	}
+	fmt.Fprintf(w, "tau_e %.4g at target false-alarm rate %g; per zone:", c.TauE, o.TargetFAR)
+	names := make([]string, 0, len(c.TauEZones))
+	for n := range c.TauEZones {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, " %s %.4g", n, c.TauEZones[n])
+	}
+	fmt.Fprintf(w, "\ntau_a %.4g (corrected b/depth); per zone:", c.TauA)
+	for _, n := range names {
+		fmt.Fprintf(w, " %s %.4g", n, c.TauAZones[n])
+	}
+	fmt.Fprintf(w, "\nscale_correction %.4g\n", c.ScaleCorrection)
+	if r.NoGroundTruth {
+		fmt.Fprintf(w, "no depth ground truth in %s: tau_e and tau_a are set; the Laplace coverage correction needs ground truth, scale_correction %.4g was kept from the configured calibration\n", o.Data, c.ScaleCorrection)
+	} else {
+		fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", o.Coverage, r.CoverageBefore, r.CoverageAfter)
+		unit := "m"
+		if r.Relative {
+			unit = "relative error"
+		}
+		fmt.Fprintf(w, "UCE (%s, 15 bins): before %.4f, after %.4f\n", unit, r.UCEBefore, r.UCEAfter)
+	}
+	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
+		100*r.FrameAlarmRate, 100*r.AleatoricAlarmRate)
+}
