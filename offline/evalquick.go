@@ -2,10 +2,14 @@ package offline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
@@ -314,4 +318,30 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		return res, fmt.Errorf("indoor AUC: %w", err)
 	}
 	return res, nil
+}
+
+// Write prints the result: a line per figure, or JSON (asJSON). JSON has
+// no NaN: figures that could not be computed are written as null.
+func (r QuickResult) Write(w io.Writer, asJSON bool) error {
+	fields := map[string]any{}
+	var order []string
+	v := reflect.ValueOf(r)
+	for i := 0; i < v.NumField(); i++ {
+		name := strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0]
+		val := v.Field(i).Interface()
+		if f, ok := val.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			val = nil
+		}
+		fields[name] = val
+		order = append(order, name)
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fields)
+	}
+	for _, name := range order {
+		fmt.Fprintf(w, "%-14s %v\n", name, fields[name])
+	}
+	return nil
 }

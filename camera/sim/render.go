@@ -276,3 +276,33 @@ func (r *Renderer) toSRGB(x float32) uint8 {
 	}
 	return r.gamma[i]
 }
+
+// RGBSource renders a world's frames as interleaved RGB8 (the frame
+// source of an RTSP server: camera/rtspserver.FrameSource). It is used
+// from one goroutine.
+type RGBSource struct {
+	r *Renderer
+	f *Frame
+}
+
+// NewRGBSource opens a renderer of cfg as an RGB frame source.
+func NewRGBSource(cfg Config) (*RGBSource, error) {
+	r, err := NewRenderer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := r.Config()
+	return &RGBSource{r: r, f: NewFrame(c.Width, c.Height)}, nil
+}
+
+// Size is the frame's width and height.
+func (s *RGBSource) Size() (int, int) { return s.f.Width, s.f.Height }
+
+// Render renders frame index into rgb (3*width*height bytes).
+func (s *RGBSource) Render(index int, rgb []uint8) error {
+	if err := s.r.Render(index, s.f); err != nil {
+		return err
+	}
+	copy(rgb, s.f.RGB)
+	return nil
+}

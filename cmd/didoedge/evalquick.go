@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/didoedge/didoedge/offline"
@@ -50,28 +47,7 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	// JSON has no NaN: figures that could not be computed become null.
-	fields := map[string]any{}
-	var order []string
-	v := reflect.ValueOf(res)
-	for i := 0; i < v.NumField(); i++ {
-		name := strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0]
-		val := v.Field(i).Interface()
-		if f, ok := val.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-			val = nil
-		}
-		fields[name] = val
-		order = append(order, name)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(fields)
-	}
-	for _, name := range order {
-		fmt.Fprintf(env.stdout, "%-14s %v\n", name, fields[name])
-	}
-	return nil
+	return res.Write(env.stdout, *asJSON)
 }
 
 // specBeside is spec, or the model's path with .yaml when spec is empty

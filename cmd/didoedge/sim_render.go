@@ -69,7 +69,7 @@ func runSimRender(ctx context.Context, env *cliEnv, args []string) error {
 
 // parseSize parses "HxW".
 func parseSize(s string) (h, w int, err error) {
-	hs, ws, ok := strings.Cut(s, "x")
+	hs, ws, ok := strings.Cut(strings.ToLower(s), "x")
 	if ok {
 		h, err = strconv.Atoi(hs)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/didoedge/didoedge/camera/rtspserver"
 	"github.com/didoedge/didoedge/camera/sim"
@@ -29,17 +28,17 @@ func runSimServe(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("sim serve: unexpected argument %q", fs.Arg(0))
 	}
-	h, w, err := parseHxW(*size)
+	h, w, err := parseSize(*size)
 	if err != nil {
 		return fmt.Errorf("sim serve: --size: %w", err)
 	}
-	r, err := sim.NewRenderer(sim.Config{World: *world, Width: w, Height: h, Seed: *seed})
+	src, err := sim.NewRGBSource(sim.Config{World: *world, Width: w, Height: h, Seed: *seed})
 	if err != nil {
 		return fmt.Errorf("sim serve: %w", err)
 	}
 	cfg := rtspserver.Config{
 		Addr:      *addr,
-		Generated: map[string]rtspserver.Generated{"sim": {Source: &simFrames{r: r, f: sim.NewFrame(w, h)}, FPS: *fps, Quality: *quality, Codec: *codec}},
+		Generated: map[string]rtspserver.Generated{"sim": {Source: src, FPS: *fps, Quality: *quality, Codec: *codec}},
 		Logger:    env.log,
 	}
 	if *udpPort != 0 {
@@ -64,37 +63,5 @@ func runSimServe(ctx context.Context, env *cliEnv, args []string) error {
 	fmt.Fprintf(env.stdout, "serving the %s world at rtsp://%s/sim (%s %dx%d, %g fps); other paths accept RTSP publishers\n",
 		*world, srv.Addr(), *codec, w, h, *fps)
 	<-ctx.Done()
-	return nil
-}
-
-// parseHxW parses "192x640" into height 192 and width 640.
-func parseHxW(s string) (h, w int, err error) {
-	hs, ws, ok := strings.Cut(strings.ToLower(s), "x")
-	if !ok {
-		return 0, 0, fmt.Errorf("%q is not HxW", s)
-	}
-	if h, err = strconv.Atoi(hs); err != nil || h <= 0 {
-		return 0, 0, fmt.Errorf("%q: bad height", s)
-	}
-	if w, err = strconv.Atoi(ws); err != nil || w <= 0 {
-		return 0, 0, fmt.Errorf("%q: bad width", s)
-	}
-	return h, w, nil
-}
-
-// simFrames adapts the renderer to rtspserver.FrameSource; the server calls
-// it from one goroutine.
-type simFrames struct {
-	r *sim.Renderer
-	f *sim.Frame
-}
-
-func (s *simFrames) Size() (int, int) { return s.f.Width, s.f.Height }
-
-func (s *simFrames) Render(index int, rgb []uint8) error {
-	if err := s.r.Render(index, s.f); err != nil {
-		return err
-	}
-	copy(rgb, s.f.RGB)
 	return nil
 }
