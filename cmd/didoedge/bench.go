@@ -54,11 +54,8 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	rec := fs.String("record", "", "latency: record every frame continuously in this frame format (jpeg or png; the record: defaults otherwise) and report the recording's cost")
 	recQuality := fs.Int("record-quality", 0, "latency --record jpeg: JPEG quality (default 90)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *cpuProfile != "" {
 		stop, err := profiling.StartCPU(*cpuProfile)
@@ -132,11 +129,8 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	mosq := fs.String("mosquitto", "", "mosquitto binary (default: PATH, then /usr/sbin)")
 	replay := fs.Bool("replay", false, "do not drive: replay the frames recorded in --out with the tuning grid (writes tuning.md)")
 	reanalyze := fs.Bool("reanalyze", false, "do not drive: rebuild --out's report from its recordings (report.md, report.json, timeline.png)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *out == "" {
 		return errors.New("--out DIR is required")
@@ -197,11 +191,8 @@ func runBenchKernels(ctx context.Context, env *cliEnv, args []string) error {
 	python := fs.String("python", "/usr/bin/python3", "Python interpreter with PyTorch (Debian's python3-torch)")
 	only := fs.String("only", "", "run only the cases whose name contains this text")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o := nnbench.Options{Rounds: *rounds, MinTime: *minTime, Python: *python, Log: env.log}
 	for _, f := range strings.Split(*threads, ",") {
@@ -256,11 +247,8 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	pool := fs.String("thread-pool", "", "inference thread_pool of the runs: global or session (empty: the runtime's default, global)")
 	spinning := fs.Bool("thread-spinning", false, "inference thread_spinning of the runs (ONNX Runtime's own default is a spinning pool per session)")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err := (infer.Config{ThreadPool: *pool}).Validate(); err != nil {
 		return fmt.Errorf("--thread-pool: %w", err)

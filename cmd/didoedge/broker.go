@@ -22,11 +22,8 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	anonymous := fs.Bool("allow-anonymous", false, "let clients without credentials connect (they may read the topic prefix, never publish)")
 	read := fs.String("read", "didoedge/#", "comma-separated topic filters the -user account may subscribe to")
 	write := fs.String("write", "didoedge/#", "comma-separated topic filters the -user account may publish on")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	emb := broker.Config{Listen: broker.DefaultListen, AllowAnonymous: *anonymous}
 	prefix := "didoedge"

@@ -30,11 +30,8 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	split := fs.String("split", "val", "split of the data set: a name (train, val, test, all) or a split file")
 	coverage := fs.Float64("coverage", 0.9, "nominal coverage of the Laplace interval")
 	maxFrames := fs.Int("max-frames", 0, "use at most this many frames (0: all)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *data == "" || *out == "" {
 		return errors.New("--data DIR and --out FILE are required")

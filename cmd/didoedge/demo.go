@@ -29,11 +29,8 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	recDir := fs.String("record", "", "record MCAP files (Foxglove; didoedge replay) into this directory")
 	recMode := fs.String("record-mode", record.ModeEvent, "with --record: event (a clip per episode) or continuous")
 	recFormat := fs.String("record-format", "jpeg", "with --record: jpeg, or png (lossless: replays reproduce the events exactly)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *nCams < 1 || *nCams > demo.MaxCameras {
 		return fmt.Errorf("--cameras %d: want 1..%d", *nCams, demo.MaxCameras)

@@ -24,11 +24,8 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write a heap profile taken when the live heap was largest (sampled every second) to this file")
 	memLimit := fs.String("memory-limit", "3GiB", "soft limit of the Go heap (runtime/debug.SetMemoryLimit; B, KiB, MiB, GiB); 0 = none; GOMEMLIMIT in the environment takes precedence")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *out == "" {
 		return fmt.Errorf("--out is required")

@@ -28,11 +28,8 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	maxIndoor := fs.Int("max-indoor", 0, "use at most this many indoor frames (0 = all)")
 	library := fs.String("library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *data == "" {
 		return fmt.Errorf("--data is required")

@@ -106,3 +106,14 @@ func newFlagSet(env *cliEnv, name string) *flag.FlagSet {
 	fs.SetOutput(env.stderr)
 	return fs
 }
+
+// parseFlags parses a command's flags and refuses positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
+	}
+	return nil
+}

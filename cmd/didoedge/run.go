@@ -22,11 +22,8 @@ func runRun(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "run")
 	path := fs.String("config", "", "runtime config file (YAML; see configs/vehicle.yaml)")
 	quiet := fs.Bool("quiet", false, "do not print alert events on stdout")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *path == "" {
 		return errors.New("--config FILE is required")

@@ -26,11 +26,8 @@ func runSimCorrupt(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: didoedge sim corrupt --in DIR --out DIR (--type T --severity S | --all) [--seed N] [--workers N]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *in == "" || *out == "" {
 		return errors.New("--in and --out are required")

@@ -24,11 +24,8 @@ func runSimRender(ctx context.Context, env *cliEnv, args []string) error {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "frames rendered in parallel")
 	fog := fs.Float64("fog", 0, "extra fog extinction in 1/m (RGB only)")
 	out := fs.String("out", "", "output directory (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("sim render: unexpected arguments %q", fs.Args())
 	}
 	if *out == "" {
 		return fmt.Errorf("sim render: --out is required")

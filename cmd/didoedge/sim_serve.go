@@ -22,11 +22,8 @@ func runSimServe(ctx context.Context, env *cliEnv, args []string) error {
 	quality := fs.Int("quality", 85, "JPEG quality 1..100 (mjpeg)")
 	codec := fs.String("codec", "mjpeg", "mjpeg (pure Go) or h264 (libx264 through libavcodec)")
 	udpPort := fs.Int("udp-port", 0, "also serve RTP/RTCP over UDP on this even port and the next (0: TCP only)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("sim serve: unexpected argument %q", fs.Arg(0))
 	}
 	h, w, err := parseSize(*size)
 	if err != nil {

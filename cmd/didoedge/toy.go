@@ -21,11 +21,8 @@ func runToy(ctx context.Context, env *cliEnv, args []string) error {
 	scale := fs.Float64("epochs-scale", 1, "multiplier on the paper's epochs (main 200, AuxUE 100)")
 	seed := fs.Uint64("seed", 1, "random seed for data, initialization and shuffling")
 	n := fs.Int("n", 500, "number of training points")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *seeds != "" {
 		list, err := offline.ParseSeeds(*seeds)

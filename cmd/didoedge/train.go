@@ -43,11 +43,8 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	lr := fs.Float64("lr", 1e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
 	width := fs.Int("width-mult", 1, "channel multiplier of the network")
 	fromCkpt := fs.String("from-checkpoint", "", "skip training: load this checkpoint and only export")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg := offline.TrainConfig{Seed: *seed, Steps: *steps, Batch: *batch, CropWidth: *crop,
 		Drives: *drives, FramesPerDrive: *frames, LR: *lr, Log: env.log}
@@ -113,11 +110,8 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	gcBands := fs.Int("global-context-bands", 0, "with -global-context: horizontal bands whose channel means are joined (0 or 1: the whole frame)")
 	outliers := fs.Float64("outliers", 0, "fraction of batch items replaced by a layout outlier without ground truth (0: none)")
 	outlierKinds := fs.String("outlier-kinds", "flip,tiles", "layout outliers to draw from: flip, tiles")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	kinds, err := auxue.ParseOutlierKinds(*outlierKinds)
 	if err != nil {
