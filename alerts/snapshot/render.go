@@ -18,6 +18,7 @@ import (
 	"golang.org/x/image/math/fixed"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/internal/colormap"
 )
 
 // heatAlpha is the weight of the epistemic heat map over the frame.
@@ -56,7 +57,7 @@ func Render(buf *bytes.Buffer, s *alerts.Snapshot, quality int) error {
 		for x := range im.Width {
 			mx := min(mw-1, x*mw/im.Width)
 			v := float64(s.Maps.Epistemic[my*mw+mx]) / top
-			hr, hg, hb := ramp(math.Max(0, math.Min(1, v)))
+			hr, hg, hb := colormap.Heat(math.Max(0, math.Min(1, v)))
 			i := 3 * (y*im.Width + x)
 			o := img.PixOffset(x, y)
 			img.Pix[o] = blend(im.RGB[i], hr)
@@ -88,20 +89,6 @@ func Render(buf *bytes.Buffer, s *alerts.Snapshot, quality int) error {
 
 func blend(a, b uint8) uint8 {
 	return uint8(float64(a)*(1-heatAlpha) + float64(b)*heatAlpha + 0.5)
-}
-
-// ramp interpolates between five colours: dark blue, cyan, green, yellow,
-// red (the debug page's epistemic scale).
-func ramp(v float64) (r, g, b uint8) {
-	stops := [5][3]float64{{20, 20, 120}, {0, 170, 220}, {40, 190, 60}, {250, 220, 30}, {220, 30, 30}}
-	x := v * 4
-	i := int(x)
-	if i >= 4 {
-		i, x = 3, 4
-	}
-	f := x - float64(i)
-	c := func(k int) uint8 { return uint8(stops[i][k] + f*(stops[i+1][k]-stops[i][k]) + 0.5) }
-	return c(0), c(1), c(2)
 }
 
 // outline draws the closed polygon (normalized coordinates) with lines of

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/didoedge/didoedge/alerts/snapshot"
+	"github.com/didoedge/didoedge/internal/colormap"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -398,22 +399,9 @@ func heat(w, h int, value func(int) float64) *image.RGBA {
 		v := value(i)
 		var r, g, b uint8
 		if !math.IsNaN(v) {
-			r, g, b = ramp(math.Max(0, math.Min(1, v)))
+			r, g, b = colormap.Heat(math.Max(0, math.Min(1, v)))
 		}
 		img.Pix[4*i], img.Pix[4*i+1], img.Pix[4*i+2], img.Pix[4*i+3] = r, g, b, 255
 	}
 	return img
-}
-
-// ramp interpolates between five colours: dark blue, cyan, green, yellow, red.
-func ramp(v float64) (r, g, b uint8) {
-	stops := [5][3]float64{{20, 20, 120}, {0, 170, 220}, {40, 190, 60}, {250, 220, 30}, {220, 30, 30}}
-	x := v * 4
-	i := int(x)
-	if i >= 4 {
-		i, x = 3, 4
-	}
-	f := x - float64(i)
-	c := func(k int) uint8 { return uint8(stops[i][k] + f*(stops[i+1][k]-stops[i][k]) + 0.5) }
-	return c(0), c(1), c(2)
 }
