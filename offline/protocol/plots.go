@@ -3,16 +3,14 @@ package protocol
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/didoedge/didoedge/internal/plotpng"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // rocPR computes the ROC (FPR, TPR) and precision-recall curves of scores
@@ -66,24 +64,7 @@ var palette = []color.Color{
 // savePlot draws p with its legend in a column right of the data area, so
 // that no curve hides under it, and writes a PNG.
 func savePlot(p *plot.Plot, path string) error {
-	const w, h, lw = 7.5 * vg.Inch, 4 * vg.Inch, 1.6 * vg.Inch
-	leg := p.Legend
-	p.Legend = plot.NewLegend()
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-	leg.Top, leg.Left = true, true
-	leg.YOffs = -vg.Points(20)
-	leg.Draw(draw.Crop(dc, w-lw+vg.Points(8), 0, 0, 0))
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("save plot: %w", err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("save plot %q: %w", path, err)
-	}
-	return f.Close()
+	return plotpng.SaveLegendRight(p, path, 7.5*vg.Inch, 4*vg.Inch, 1.6*vg.Inch)
 }
 
 func addLine(p *plot.Plot, i int, name string, xy plotter.XYs) error {

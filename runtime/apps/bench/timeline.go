@@ -3,15 +3,14 @@ package bench
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/internal/plotpng"
 )
 
 // kindColors are the segment backgrounds of the timeline.
@@ -106,22 +105,8 @@ func Timeline(path string, a *Analysis, eps []Episode) error {
 	}
 	p.Legend.Add("episode (warn)", swatch{levelColors[alerts.LevelWarn]})
 	p.Legend.Add("episode (critical)", swatch{levelColors[alerts.LevelCritical]})
-	const w, h, lw = 14 * vg.Inch, 4 * vg.Inch, 1.8 * vg.Inch
-	leg := p.Legend
-	p.Legend = plot.NewLegend()
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-	leg.Top, leg.Left = true, true
-	leg.YOffs = -vg.Points(20)
-	leg.Draw(draw.Crop(dc, w-lw+vg.Points(8), 0, 0, 0))
-	f, err := os.Create(path)
-	if err != nil {
+	if err := plotpng.SaveLegendRight(p, path, 14*vg.Inch, 4*vg.Inch, 1.8*vg.Inch); err != nil {
 		return fmt.Errorf("timeline: %w", err)
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("timeline: %w", err)
-	}
-	return f.Close()
+	return nil
 }
