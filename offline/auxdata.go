@@ -132,8 +132,8 @@ const (
 	blockOther     = 2
 )
 
-// frameRecord is one frame's training tensors on the AuxUE's grid.
-type frameRecord struct {
+// trainingRecord is one frame's training tensors on the AuxUE's grid.
+type trainingRecord struct {
 	feats  []float32 // C x g features (the input contract)
 	errs   []float32 // g block errors; -1 = no ground truth in the block
 	sky    []uint8   // g block labels
@@ -147,11 +147,11 @@ type recordLayout struct {
 
 func (l recordLayout) bytes() int { return 4*l.C*l.G + 4*l.G + l.G + 8 }
 
-func (l recordLayout) newRecord() *frameRecord {
-	return &frameRecord{feats: make([]float32, l.C*l.G), errs: make([]float32, l.G), sky: make([]uint8, l.G)}
+func (l recordLayout) newRecord() *trainingRecord {
+	return &trainingRecord{feats: make([]float32, l.C*l.G), errs: make([]float32, l.G), sky: make([]uint8, l.G)}
 }
 
-func (l recordLayout) encode(r *frameRecord, b []byte) {
+func (l recordLayout) encode(r *trainingRecord, b []byte) {
 	o := 0
 	for _, v := range r.feats {
 		binary.LittleEndian.PutUint32(b[o:], math.Float32bits(v))
@@ -166,7 +166,7 @@ func (l recordLayout) encode(r *frameRecord, b []byte) {
 	binary.LittleEndian.PutUint64(b[o:], math.Float64bits(r.absRel))
 }
 
-func (l recordLayout) decode(b []byte, r *frameRecord) {
+func (l recordLayout) decode(b []byte, r *trainingRecord) {
 	o := 0
 	for i := range r.feats {
 		r.feats[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[o:]))
@@ -200,7 +200,7 @@ type preparer struct {
 // after aligning the frame to its ground truth (least squares in inverse
 // depth); each ground-truth pixel goes to the grid block of the input
 // pixel it lands on, and a block's error is the mean over its pixels.
-func (p *preparer) prepare(s *dataset.Sample, dp infer.DepthPass, rec *frameRecord) error {
+func (p *preparer) prepare(s *dataset.Sample, dp infer.DepthPass, rec *trainingRecord) error {
 	c := p.contract
 	if err := c.Features(dp.Image, dp.Depth, rec.feats, &p.sc); err != nil {
 		return err
@@ -356,7 +356,7 @@ func openCache(root string, key any, layout recordLayout, grid [2]int) (*frameCa
 }
 
 // append writes record number c.n.
-func (c *frameCache) append(r *frameRecord) error {
+func (c *frameCache) append(r *trainingRecord) error {
 	c.layout.encode(r, c.buf)
 	if _, err := c.f.WriteAt(c.buf, int64(c.n*len(c.buf))); err != nil {
 		return fmt.Errorf("cache %q: %w", c.dir, err)
@@ -366,7 +366,7 @@ func (c *frameCache) append(r *frameRecord) error {
 }
 
 // read loads record i into r.
-func (c *frameCache) read(i int, r *frameRecord) error {
+func (c *frameCache) read(i int, r *trainingRecord) error {
 	if _, err := c.f.ReadAt(c.buf, int64(i*len(c.buf))); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("cache %q record %d: %w", c.dir, i, err)
 	}

@@ -141,8 +141,8 @@ type ScenarioReport struct {
 	Snapshots []SnapshotFile
 }
 
-// frameRecord is one assessed frame's zone metrics (frames.jsonl).
-type frameRecord struct {
+// frameMetrics is one assessed frame's zone metrics (frames.jsonl).
+type frameMetrics struct {
 	Seq       uint64    `json:"seq"`
 	CaptureMS int64     `json:"capture_ms"`
 	OOD       []float32 `json:"ood_fraction"`
@@ -159,9 +159,9 @@ type frameRecord struct {
 	capture time.Time
 }
 
-// recorder is the MQTT subscriber: it records every message, and keeps
+// messageLog is the MQTT subscriber: it logs every message, and keeps
 // the snapshot JPEGs it receives in snapDir (at most maxSnapshotFiles).
-type recorder struct {
+type messageLog struct {
 	mu      sync.Mutex
 	w       *bufio.Writer
 	f       *os.File
@@ -180,7 +180,7 @@ type SnapshotFile struct {
 
 const maxSnapshotFiles = 500
 
-func (r *recorder) handle(_ mqtt.Client, m mqtt.Message) {
+func (r *messageLog) handle(_ mqtt.Client, m mqtt.Message) {
 	at := time.Now()
 	payload := m.Payload()
 	line := map[string]any{"at_ms": at.UnixMilli(), "topic": m.Topic(), "retained": m.Retained(), "qos": m.Qos(), "bytes": len(payload)}
@@ -278,7 +278,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 		return nil, err
 	}
 	defer msgs.Close()
-	rec := &recorder{f: msgs, w: bufio.NewWriterSize(msgs, 1<<20), snapDir: filepath.Join(o.Out, "snapshots")}
+	rec := &messageLog{f: msgs, w: bufio.NewWriterSize(msgs, 1<<20), snapDir: filepath.Join(o.Out, "snapshots")}
 	if err := os.MkdirAll(rec.snapDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -296,10 +296,10 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 	}
 
 	var fmu sync.Mutex
-	var frames []frameRecord
+	var frames []frameMetrics
 	onFrame := func(ft stream.FrameTiming) {
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		fr := frameRecord{Seq: ft.Seq, CaptureMS: ft.Capture.UnixMilli(), capture: ft.Capture, risks: slices.Clone(ft.Risks),
+		fr := frameMetrics{Seq: ft.Seq, CaptureMS: ft.Capture.UnixMilli(), capture: ft.Capture, risks: slices.Clone(ft.Risks),
 			CameraMS: ms(ft.Start.Sub(ft.Capture)), InferenceMS: ms(ft.Inference), DoneMS: ms(ft.Done.Sub(ft.Capture))}
 		for _, r := range ft.Risks {
 			fr.OOD = append(fr.OOD, r.OODFraction)
@@ -407,7 +407,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 		return nil, err
 	}
 	for _, t := range o.Tune {
-		tr, err := Replay(spec, frames, spans, zones, t, o.Grace, runEnd.Add(o.Grace))
+		tr, err := ReplayTiming(spec, frames, spans, zones, t, o.Grace, runEnd.Add(o.Grace))
 		if err != nil {
 			return nil, err
 		}
@@ -481,7 +481,7 @@ func ReplayDir(dir string, spec alerts.EngineSpec, timings []alerts.Timing, grac
 	runEnd := spans[len(spans)-1].End.Add(grace)
 	var out []TuneResult
 	for _, t := range timings {
-		tr, err := Replay(spec, frames, spans, zones, t, grace, runEnd)
+		tr, err := ReplayTiming(spec, frames, spans, zones, t, grace, runEnd)
 		if err != nil {
 			return nil, err
 		}
@@ -494,7 +494,7 @@ func ReplayDir(dir string, spec alerts.EngineSpec, timings []alerts.Timing, grac
 	return out, nil
 }
 
-func writeFrames(path string, frames []frameRecord) error {
+func writeFrames(path string, frames []frameMetrics) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -521,10 +521,10 @@ type TuneResult struct {
 	Goals    []Goal
 }
 
-// Replay runs the recorded zone metrics of a drive through a fresh engine
+// ReplayTiming runs the recorded zone metrics of a drive through a fresh engine
 // with timing t (the zones and calibration of spec) and analyses the
 // events it decides. Event times are frame times: no delivery latency.
-func Replay(spec alerts.EngineSpec, frames []frameRecord, spans []Span, zones []string, t alerts.Timing, grace time.Duration, runEnd time.Time) (TuneResult, error) {
+func ReplayTiming(spec alerts.EngineSpec, frames []frameMetrics, spans []Span, zones []string, t alerts.Timing, grace time.Duration, runEnd time.Time) (TuneResult, error) {
 	spec.Config.Timing = t
 	spec.Config.StallAfter, spec.Config.StatsInterval = 0, 0
 	var evs []Received
@@ -665,16 +665,16 @@ func readEvents(path string) ([]Received, error) {
 }
 
 // readFrames reads a frames.jsonl.
-func readFrames(path string) ([]frameRecord, error) {
+func readFrames(path string) ([]frameMetrics, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	defer f.Close()
-	var frames []frameRecord
+	var frames []frameMetrics
 	dec := json.NewDecoder(bufio.NewReader(f))
 	for n := 1; ; n++ {
-		var fr frameRecord
+		var fr frameMetrics
 		if err := dec.Decode(&fr); errors.Is(err, io.EOF) {
 			return frames, nil
 		} else if err != nil {
