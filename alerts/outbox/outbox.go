@@ -44,9 +44,13 @@ type Options struct {
 	// SegmentBytes is the size at which a new segment file is started.
 	SegmentBytes int64
 	Logger       *slog.Logger
-	// WrapFile, when set, wraps every segment file opened for writing
-	// (fault-injection tests: a disk that fills up).
+	// WrapFile, when set, wraps every file opened for writing: segments
+	// and the ack file (fault-injection tests: a disk that fills up, a
+	// power loss).
 	WrapFile func(*os.File) File
+	// dir, when set, replaces the os package's directory operations
+	// (crash tests).
+	dir dirOps
 }
 
 // Stats are the outbox counters since Open.
@@ -93,6 +97,9 @@ type Outbox struct {
 	rl   *lograte.Limiter
 	lock *os.File
 
+	// ackMu serializes writes of the ack file; it is taken before mu,
+	// never while holding it.
+	ackMu    sync.Mutex
 	mu       sync.Mutex
 	closed   bool
 	segs     []segment
@@ -101,8 +108,10 @@ type Outbox struct {
 	pendSize int64
 	lastSeq  uint64
 	acked    uint64
-	ackDirty bool     // the ack file is behind o.acked (a failed write)
-	ackF     *os.File // the ack file, open once it was first written
+	// ackSaved is the ack position known to be on disk (fsynced):
+	// segments are deleted only up to it.
+	ackSaved uint64
+	ackDirty bool // the last write of the ack file failed
 	ready    chan struct{}
 	buf      []byte
 	st       Stats
@@ -146,6 +155,9 @@ func Open(opts Options) (*Outbox, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.dir == nil {
+		opts.dir = osDir{}
+	}
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
@@ -164,6 +176,7 @@ func Open(opts Options) (*Outbox, error) {
 		lock.Close()
 		return nil, fmt.Errorf("open outbox %q: %w", opts.Dir, err)
 	}
+	o.ackSaved = o.durableOnOpen(o.acked)
 	if damaged {
 		// Rewrite the intact pending records into a fresh segment so that
 		// the damage is reported once, not on every start.
@@ -292,19 +305,23 @@ func (o *Outbox) Pending(after uint64, max int, dst []Record) []Record {
 	return dst
 }
 
-// Ack marks every record with Seq <= seq as delivered. The position is
-// kept in memory even when the ack file cannot be written (it is written
-// again with the next Ack); losing it only re-sends delivered records.
+// Ack marks every record with Seq <= seq as delivered and writes the
+// position to the ack file (atomically, fsynced: writeAckFile) before the
+// segments it covers are deleted. The position is kept in memory even when
+// the ack file cannot be written (it is written again with the next Ack or
+// Probe); losing it only re-sends delivered records.
 func (o *Outbox) Ack(seq uint64) error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return ErrClosed
 	}
 	if seq <= o.acked {
+		o.mu.Unlock()
 		return nil
 	}
 	if seq > o.lastSeq {
+		o.mu.Unlock()
 		return fmt.Errorf("ack seq %d: beyond last seq %d", seq, o.lastSeq)
 	}
 	o.acked = seq
@@ -314,8 +331,8 @@ func (o *Outbox) Ack(seq uint64) error {
 	}
 	o.st.Acked += uint64(n)
 	o.pending = append(o.pending[:0], o.pending[n:]...)
-	o.saveAcked()
-	o.removeAckedSegments()
+	o.mu.Unlock()
+	o.persistAck()
 	return nil
 }
 
@@ -333,6 +350,8 @@ func (o *Outbox) Stats() Stats {
 
 // Close closes the files; pending records stay on disk for the next Open.
 func (o *Outbox) Close() error {
+	o.ackMu.Lock()
+	defer o.ackMu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -341,13 +360,10 @@ func (o *Outbox) Close() error {
 	o.closed = true
 	o.rl.Flush()
 	// The ack file also records the last seq: a floor for the next Open.
-	o.saveAcked()
+	o.saveAckedLocked()
 	var err error
 	if o.active != nil {
 		err = o.active.Close()
-	}
-	if o.ackF != nil {
-		err = errors.Join(err, o.ackF.Close())
 	}
 	return errors.Join(err, o.lock.Close())
 }

@@ -35,11 +35,11 @@ func (o *Outbox) startSegment() error {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = syncDir(o.opts.Dir)
+		err = o.opts.dir.SyncDir(o.opts.Dir)
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		_ = o.opts.dir.Remove(path)
 		return fmt.Errorf("start a new segment: %w", err)
 	}
 	if o.active != nil {
@@ -161,6 +161,8 @@ func (o *Outbox) Writable() error {
 // for it alone would only make the next event fail again. It returns the
 // state after the try.
 func (o *Outbox) Probe() error {
+	o.ackMu.Lock()
+	defer o.ackMu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -179,7 +181,7 @@ func (o *Outbox) Probe() error {
 		return o.fault
 	}
 	if o.ackDirty {
-		o.saveAcked()
+		o.saveAckedLocked()
 	}
 	return nil
 }
@@ -194,16 +196,21 @@ func syncDir(dir string) error {
 }
 
 // removeAckedSegments deletes every non-active segment whose records are
-// all acknowledged. A segment of dropped updates not yet passed by the ack
-// position stays (until then only its drop records account for those
-// seqs at recovery; compaction rewrites them as drop ranges).
+// all acknowledged up to the position on disk (ackSaved): a segment
+// deleted ahead of the ack file would, after a power loss, leave seqs that
+// are neither pending nor acknowledged, reported lost. A segment of
+// dropped updates not yet passed by the ack position stays (until then
+// only its drop records account for those seqs at recovery; compaction
+// rewrites them as drop ranges). While no segment is open for writing
+// (write fault), the newest segment stays too: its records are a floor for
+// new seqs that does not depend on the ack file alone.
 func (o *Outbox) removeAckedSegments() {
 	kept := o.segs[:0]
 	removed := false
 	for i, s := range o.segs {
-		active := i == len(o.segs)-1 && o.active != nil
-		if !active && s.maxSeq <= o.acked {
-			if err := os.Remove(s.path); err != nil {
+		newest := i == len(o.segs)-1
+		if !newest && s.maxSeq <= o.ackSaved {
+			if err := o.opts.dir.Remove(s.path); err != nil {
 				o.log.Warn("outbox: remove segment", "segment", s.path, "err", err)
 				kept = append(kept, s)
 				continue
@@ -215,7 +222,7 @@ func (o *Outbox) removeAckedSegments() {
 	}
 	o.segs = kept
 	if removed {
-		_ = syncDir(o.opts.Dir)
+		_ = o.opts.dir.SyncDir(o.opts.Dir)
 	}
 }
 
@@ -246,11 +253,12 @@ func (o *Outbox) rewrite(why string) {
 		o.log.Error("outbox: rewrite failed", "why", why, "err", err)
 		return
 	}
-	// The seqs between the ack position and the last seq that are not
-	// pending were dropped (or lost and reported): their data and drop
-	// records go with the old segments, so one record per run says so.
+	// The seqs between the ack position on disk and the last seq that
+	// are not pending were acknowledged since the ack file was written,
+	// dropped, or lost and reported: their data and drop records go with
+	// the old segments, so one record per run says so.
 	var ranges []Record
-	next := o.acked + 1
+	next := o.ackSaved + 1
 	for _, r := range o.pending {
 		if r.Seq > next {
 			ranges = append(ranges, Record{Seq: next, last: r.Seq - 1})
@@ -273,11 +281,11 @@ func (o *Outbox) rewrite(why string) {
 		}
 	}
 	for _, s := range o.segs[:old] {
-		if err := os.Remove(s.path); err != nil {
+		if err := o.opts.dir.Remove(s.path); err != nil {
 			o.log.Warn("outbox: remove rewritten segment", "segment", s.path, "err", err)
 		}
 	}
 	o.segs = append(o.segs[:0], o.segs[old:]...)
-	_ = syncDir(o.opts.Dir)
+	_ = o.opts.dir.SyncDir(o.opts.Dir)
 	o.log.Info("outbox rewritten", "why", why, "pending", len(o.pending), "bytes_before", disk)
 }
