@@ -173,6 +173,9 @@ type EmbeddedConfig struct {
 	// second (defaults 100 and 200; the runtime's own client is exempt).
 	MessageRate  float64 `yaml:"message_rate"`
 	MessageBurst int     `yaml:"message_burst"`
+	// Store is the broker's persistence (alerts/broker owns the type);
+	// its dir defaults to <outbox.dir>/broker in the runtime.
+	Store broker.StoreSettings `yaml:"store"`
 }
 
 // EmbeddedTLSConfig is the embedded broker's TLS listener; paths are
@@ -321,6 +324,7 @@ func (c *Config) applyDefaults() {
 	if em.MessageBurst == 0 {
 		em.MessageBurst = 200
 	}
+	em.Store.SetDefaults()
 	for i := range em.Users {
 		if em.Users[i].Read == nil {
 			em.Users[i].Read = []string{c.TopicPrefix + "/#"}
@@ -502,6 +506,9 @@ func (c *Config) validateEmbedded() error {
 	if em.MessageBurst < 1 || em.MessageBurst > 1e6 {
 		return fmt.Errorf("embedded.message_burst: %d outside [1, 1e6]", em.MessageBurst)
 	}
+	if err := em.Store.Validate("embedded.store"); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for i, u := range em.Users {
 		p := fmt.Sprintf("embedded.users[%d]", i)
@@ -576,6 +583,7 @@ func (c *Config) ResolvePaths(dir string) {
 	for i := range c.Embedded.Users {
 		abs(&c.Embedded.Users[i].PasswordFile)
 	}
+	abs(&c.Embedded.Store.Dir)
 	if t := c.Embedded.TLS; t != nil {
 		abs(&t.Cert)
 		abs(&t.Key)
