@@ -26,8 +26,8 @@ const embeddedHelperEnv = "DIDOEDGE_EMBEDDED_RUNTIME_HELPER"
 // TestEmbeddedBrokerCrashLosesNothing: the Service with the embedded
 // broker (persistent store in <outbox>/broker) on PORT and its outbox in
 // OUTBOX. It prints "ready", then for each stdin line "emit FIRST N" emits
-// N events and prints "acked" once the outbox has none pending (the
-// broker's store has them).
+// N events and prints "acked" once the outbox has none pending and its ack
+// file says so on disk (the broker's store has them).
 func TestHelperEmbeddedRuntime(t *testing.T) {
 	if os.Getenv(embeddedHelperEnv) == "" {
 		t.Skip("helper process only")
@@ -65,7 +65,9 @@ embedded: {listen: "127.0.0.1:%s", allow_anonymous: true}
 				os.Exit(3)
 			}
 		}
-		for svc.pub.Pending() > 0 {
+		// Acknowledged in the outbox, and that on disk: after the kill the
+		// outbox has forgotten them and only the broker's store has them.
+		for st := svc.pub.OutboxStats(); st.Pending > 0 || st.AckedOnDisk < st.LastSeq; st = svc.pub.OutboxStats() {
 			time.Sleep(5 * time.Millisecond)
 		}
 		fmt.Println("acked")

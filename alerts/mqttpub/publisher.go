@@ -79,6 +79,7 @@ type Publisher struct {
 	epoch     atomic.Uint64
 	published atomic.Uint64
 	notQueued atomic.Uint64
+	kept      atomic.Int64 // events left in the outbox by Close
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -489,12 +490,18 @@ func (p *Publisher) runInProcess() {
 	}
 }
 
+// Kept is the number of events Close left in the outbox for the next
+// start (not acknowledged by the broker within its deadline).
+func (p *Publisher) Kept() int { return int(p.kept.Load()) }
+
 // Pending is the number of events not yet acknowledged by the broker.
 func (p *Publisher) Pending() int { return p.box.Stats().Pending }
 
 // Close flushes: it waits until every queued event is acknowledged or ctx
 // ends, then publishes availability "offline" and disconnects. Events not
-// acknowledged stay in the outbox for the next start; Close reports them.
+// acknowledged by then are safe in the outbox and go out at the next
+// start: that is a clean stop, not an error (a SIGTERM while the broker is
+// unreachable exits 0); Close logs how many are kept and Kept returns it.
 func (p *Publisher) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -509,7 +516,10 @@ func (p *Publisher) Close(ctx context.Context) error {
 	for p.Pending() > 0 {
 		select {
 		case <-ctx.Done():
-			flushErr = fmt.Errorf("close publisher: %d events not acknowledged, kept in the outbox: %w", p.Pending(), ctx.Err())
+			n := p.Pending()
+			p.kept.Store(int64(n))
+			p.log.Warn("stopping with events the broker has not acknowledged: kept in the outbox for the next start",
+				"kept", n, "why", ctx.Err())
 		case <-tick.C:
 			continue
 		}

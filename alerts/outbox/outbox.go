@@ -55,11 +55,15 @@ type Options struct {
 
 // Stats are the outbox counters since Open.
 type Stats struct {
-	Pending        int
-	PendingBytes   int64
-	DiskBytes      int64
-	LastSeq        uint64
-	AckedSeq       uint64
+	Pending      int
+	PendingBytes int64
+	DiskBytes    int64
+	LastSeq      uint64
+	AckedSeq     uint64
+	// AckedOnDisk is the ack position known to be in the ack file on
+	// disk; until it reaches AckedSeq, a crash re-sends the events in
+	// between (subscribers drop them by seq).
+	AckedOnDisk    uint64
 	Appended       uint64
 	Acked          uint64
 	DroppedUpdates uint64
@@ -342,6 +346,7 @@ func (o *Outbox) Stats() Stats {
 	defer o.mu.Unlock()
 	s := o.st
 	s.Pending, s.PendingBytes, s.LastSeq, s.AckedSeq = len(o.pending), o.pendSize, o.lastSeq, o.acked
+	s.AckedOnDisk = o.ackSaved
 	for _, seg := range o.segs {
 		s.DiskBytes += seg.size
 	}
