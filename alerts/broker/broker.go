@@ -378,7 +378,9 @@ func (b *Broker) Publish(topic string, payload []byte, retain bool, qos byte) er
 // Subscribe has fn called with every message published on topics that
 // filter matches, by any client (the runtime's own subscriptions, e.g.
 // Home Assistant's status topic). fn runs on the publisher's goroutine:
-// it must not block.
+// it must not block, and for messages that Publish itself sends it must
+// not call Publish (the store's gate is not reentrant); for messages from
+// TCP clients it may.
 func (b *Broker) Subscribe(filter string, fn func(topic string, payload []byte)) error {
 	if err := CheckFilter(filter); err != nil {
 		return fmt.Errorf("subscribe %q: %w", filter, err)
