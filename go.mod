@@ -14,8 +14,10 @@ require (
 	github.com/pion/rtcp v1.2.15
 	github.com/pion/rtp v1.8.21
 	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
 	github.com/yalue/onnxruntime_go v1.27.0
+	go.etcd.io/bbolt v1.4.3
 	golang.org/x/image v0.25.0
 	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0
@@ -51,7 +53,6 @@ require (
 	github.com/pion/transport/v3 v3.0.7 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rs/xid v1.4.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
