@@ -1,21 +1,8 @@
 package infer
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
-// hasNVIDIAGPU reports whether the machine has an NVIDIA GPU with its
-// driver loaded (the device node the CUDA runtime opens).
-func hasNVIDIAGPU() bool {
-	gpus, _ := filepath.Glob("/proc/driver/nvidia/gpus/*")
-	if len(gpus) > 0 {
-		return true
-	}
-	_, err := os.Stat("/dev/nvidia0")
-	return err == nil
-}
+func hasNVIDIAGPU() bool { return NVIDIAGPUPresent() }
 
 // requireGPU skips a GPU test on a machine without an NVIDIA GPU.
 func requireGPU(t testing.TB) {
