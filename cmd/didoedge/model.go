@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/cross/smoke"
 	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -18,7 +19,7 @@ const modelUsage = `usage:
   didoedge model expose FILE --tensor NAME --out FILE2
   didoedge model batch FILE --out FILE2
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
-  didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --providers cpu --config FILE --library FILE]
+  didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE --providers cpu --config FILE --library FILE]
   didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --depth-spec FILE --config FILE --library FILE]
   didoedge model compare DIR1 DIR2 [--tol 1e-3]`
 
@@ -126,6 +127,28 @@ func runModelBatch(env *cliEnv, args []string) error {
 	return nil
 }
 
+// intrinsicsFlags reads --intrinsics or --intrinsics-file (exclusive);
+// nil when neither is given.
+func intrinsicsFlags(list, file string) (*intrinsics.Intrinsics, error) {
+	switch {
+	case list != "" && file != "":
+		return nil, errors.New("--intrinsics and --intrinsics-file are exclusive")
+	case list != "":
+		in, err := intrinsics.ParseList(list)
+		if err != nil {
+			return nil, fmt.Errorf("flag -intrinsics: %w", err)
+		}
+		return &in, nil
+	case file != "":
+		in, err := intrinsics.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("flag -intrinsics-file: %w", err)
+		}
+		return &in, nil
+	}
+	return nil, nil
+}
+
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("expose FILE --tensor X") and returns the positionals.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -189,7 +212,13 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	depthSpec := fs.String("depth-spec", "", "IO spec YAML of the depth model (e.g. models/depth.yaml); sets the frame size")
 	config := fs.String("config", "", "YAML config whose inference section selects library and providers (default: CPU)")
 	library := fs.String("library", "", "ONNX Runtime library (overrides the config's library key)")
+	intr := fs.String("intrinsics", "", "with --images: the camera's fx,fy,cx,cy[,width,height] in pixels (of images width x height; scaled to each image)")
+	intrFile := fs.String("intrinsics-file", "", "with --images: the camera's intrinsics from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
 	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	in, err := intrinsicsFlags(*intr, *intrFile)
 	if err != nil {
 		return err
 	}
@@ -213,7 +242,7 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 		sum, err := offline.RunImages(ctx, offline.ImageRunConfig{Images: *images, Out: *out, Depth: *depth,
-			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Log: env.log})
+			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Intrinsics: in, Log: env.log})
 		if err != nil {
 			return err
 		}

@@ -608,6 +608,18 @@ func (m *Models) SetFocal(fx float64, calibW int) error {
 	return nil
 }
 
+// FrameFocal is SetFocal for frames that carry their own intrinsics (data
+// sets): fx of frames w wide, taken when the read-out needs a focal length
+// and fx is known (> 0); otherwise nothing changes.
+func (m *Models) FrameFocal(fx float64, w int) {
+	if m.NeedsFocal() && fx > 0 && !math.IsInf(fx, 0) && w > 0 && (fx != m.fx || w != m.calibW) {
+		m.fx, m.calibW = fx, w
+		if m.haveGeo {
+			m.setReadout()
+		}
+	}
+}
+
 // NeedsFocal reports whether the depth read-out needs SetFocal.
 func (m *Models) NeedsFocal() bool { return m.cfg.DepthSpec.Depth.NeedsFocal() }
 
