@@ -34,9 +34,13 @@ func TestCameraIntrinsics(t *testing.T) {
 		want  *intrinsics.Intrinsics
 		parts []string
 	}{
-		{"inline", func(s string) string { return strings.Replace(s, url, url+"\n  intrinsics: {fx: 720, fy: 721, cx: 320, cy: 96, width: 640, height: 192}", 1) },
+		{"inline", func(s string) string {
+			return strings.Replace(s, url, url+"\n  intrinsics: {fx: 720, fy: 721, cx: 320, cy: 96, width: 640, height: 192}", 1)
+		},
 			&intrinsics.Intrinsics{Fx: 720, Fy: 721, Cx: 320, Cy: 96, Width: 640, Height: 192}, nil},
-		{"kitti file", func(s string) string { return strings.Replace(s, url, url+"\n  intrinsics_file: calib_cam_to_cam.txt", 1) },
+		{"kitti file", func(s string) string {
+			return strings.Replace(s, url, url+"\n  intrinsics_file: calib_cam_to_cam.txt", 1)
+		},
 			&intrinsics.Intrinsics{Fx: 721.5377, Fy: 721.5377, Cx: 609.5593, Cy: 172.854, Width: 1242, Height: 375}, nil},
 		{"ros file", func(s string) string { return strings.Replace(s, url, url+"\n  intrinsics_file: left.yaml", 1) },
 			&intrinsics.Intrinsics{Fx: 500, Fy: 501, Cx: 320, Cy: 240, Width: 640, Height: 480}, nil},
@@ -46,9 +50,13 @@ func TestCameraIntrinsics(t *testing.T) {
 		{"both", func(s string) string {
 			return strings.Replace(s, url, url+"\n  intrinsics_file: left.yaml\n  intrinsics: {fx: 1, fy: 1, cx: 0, cy: 0}", 1)
 		}, nil, []string{"cfg.yaml", "camera: intrinsics and intrinsics_file are exclusive"}},
-		{"bad value", func(s string) string { return strings.Replace(s, url, url+"\n  intrinsics: {fx: -720, fy: 721, cx: 320, cy: 96}", 1) },
+		{"bad value", func(s string) string {
+			return strings.Replace(s, url, url+"\n  intrinsics: {fx: -720, fy: 721, cx: 320, cy: 96}", 1)
+		},
 			nil, []string{"cfg.yaml", "camera.intrinsics: fx -720 and fy 721 must be positive"}},
-		{"unknown key", func(s string) string { return strings.Replace(s, url, url+"\n  intrinsics: {fx: 720, fy: 721, cx: 320, cy: 96, skew: 0}", 1) },
+		{"unknown key", func(s string) string {
+			return strings.Replace(s, url, url+"\n  intrinsics: {fx: 720, fy: 721, cx: 320, cy: 96, skew: 0}", 1)
+		},
 			nil, []string{"cfg.yaml", "skew"}},
 		{"missing file", func(s string) string { return strings.Replace(s, url, url+"\n  intrinsics_file: nowhere.txt", 1) },
 			nil, []string{"cfg.yaml", "camera.intrinsics_file", "nowhere.txt"}},
