@@ -15,7 +15,7 @@ import (
 )
 
 const modelUsage = `usage:
-  didoedge model inspect FILE
+  didoedge model inspect FILE [--probe [--spec FILE] [--image FILE | --seed N] [--size HxW] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]]
   didoedge model expose FILE --tensor NAME --out FILE2
   didoedge model batch FILE --out FILE2
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
@@ -31,7 +31,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	switch args[0] {
 	case "inspect":
-		return runModelInspect(env, args[1:])
+		return runModelInspect(ctx, env, args[1:])
 	case "expose":
 		return runModelExpose(env, args[1:])
 	case "batch":
@@ -50,8 +50,16 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	return fmt.Errorf("unknown subcommand %q (want inspect, expose, batch, export-test, run or compare)", args[0])
 }
 
-func runModelInspect(env *cliEnv, args []string) error {
+func runModelInspect(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "model inspect")
+	probe := fs.Bool("probe", false, "run the depth model on a frame and describe its output (range, sign, resolution, bottom-to-top trend), propose the spec lines and check --spec against them")
+	spec := fs.String("spec", "", "with --probe: the model's IO spec to check (default: guess the input, read the finest output raw)")
+	image := fs.String("image", "", "with --probe: run on this PNG/JPEG (default: a simulated road frame whose depth is known)")
+	seed := fs.Int64("seed", 1, "with --probe: seed of the simulated frame")
+	size := fs.String("size", "", "with --probe and no --spec: HxW of an input with dynamic sides (default 192x640)")
+	providers := fs.String("providers", "cpu", "with --probe: execution providers in order")
+	intr := fs.String("intrinsics", "", "with --probe: the camera's fx,fy,cx,cy[,width,height] (a canonical_focal model's metres)")
+	intrFile := fs.String("intrinsics-file", "", "with --probe: the camera's intrinsics from a KITTI calibration or a ROS CameraInfo YAML")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -63,7 +71,27 @@ func runModelInspect(env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	return s.Write(env.stdout)
+	if err := s.Write(env.stdout); err != nil || !*probe {
+		return err
+	}
+	cfg := offline.ProbeConfig{Model: pos[0], Spec: *spec, Image: *image, SimSeed: *seed, Log: env.log}
+	if *size != "" {
+		if cfg.Height, cfg.Width, err = parseSize(*size); err != nil {
+			return fmt.Errorf("flag -size: %w", err)
+		}
+	}
+	if cfg.Intrinsics, err = intrinsicsFlags(*intr, *intrFile); err != nil {
+		return err
+	}
+	if cfg.Inference, err = providerConfig(*providers, ""); err != nil {
+		return fmt.Errorf("flag -providers: %w", err)
+	}
+	fmt.Fprintln(env.stdout, "\nprobe:")
+	rep, err := offline.Probe(ctx, cfg)
+	if rep != nil {
+		rep.Write(env.stdout)
+	}
+	return err
 }
 
 func runModelExpose(env *cliEnv, args []string) error {
