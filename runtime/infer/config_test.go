@@ -49,7 +49,7 @@ func TestParseIOSpec(t *testing.T) {
 		{"sigmoid without bounds", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: sigmoid_disparity}", "sigmoid_disparity needs 0 < min_depth < max_depth"},
 		{"bounds on disparity", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: disparity, max_depth: 80}", "depth.min_depth, depth.max_depth: only meaning sigmoid_disparity"},
 		{"relative shift", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: relative, shift: 1}", "depth.shift: 1: a relative output takes no shift"},
-		{"canonical focal on disparity", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: disparity, canonical_focal: 1000}", "depth.canonical_focal: only meaning metric_depth"},
+		{"canonical focal on relative", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: relative, canonical_focal: 1000}", "depth.canonical_focal: only meanings metric_depth, disparity and inverse_depth"},
 		{"negative canonical focal", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth, canonical_focal: -5}", "depth.canonical_focal: -5 must be positive"},
 		{"unknown depth key", "input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth, offset: 1}", "field offset not found"},
 		{"multiple", "input: {name: i, height: 520, width: 518, multiple: 14}\ndepth: {name: d, meaning: relative}", "input.height: 520 is not a multiple of 14 (input.multiple); use 518 or 532"},

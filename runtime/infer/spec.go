@@ -155,9 +155,9 @@ type InputSpec struct {
 // of the raw value v per meaning (OutputSpec.Read), with k = scale (0
 // means 1; negative flips the sign) and t = shift:
 //
-//	metric_depth       d = k v + t   (x f_input / canonical_focal when set)
+//	metric_depth       d = k v + t        (x f_input / canonical_focal when set)
 //	disparity,
-//	inverse_depth      d = k / (v + t)
+//	inverse_depth      d = k / (v + t)    (x f_input / canonical_focal when set)
 //	sigmoid_disparity  d = k / (1/max_depth + (1/min_depth - 1/max_depth) v)
 //	relative           r = k v       (relative inverse depth, larger = nearer)
 //
@@ -174,11 +174,13 @@ type OutputSpec struct {
 	// MinDepth and MaxDepth bound a sigmoid_disparity output (metres).
 	MinDepth float32 `yaml:"min_depth,omitempty"`
 	MaxDepth float32 `yaml:"max_depth,omitempty"`
-	// CanonicalFocal makes a metric_depth output camera-dependent
-	// (Metric3D): the model predicts the depth a camera of this focal
-	// length (pixels, at the model input) would see, and the read-out
-	// multiplies it by f_input / canonical_focal, f_input the camera's fx
-	// scaled into the input (the camera's intrinsics are then required).
+	// CanonicalFocal makes a metric output camera-dependent: the model
+	// predicts the depth a camera of this focal length (pixels, at the
+	// model input) would see, and the read-out multiplies it by f_input /
+	// canonical_focal, f_input the camera's fx scaled into the input (the
+	// camera's intrinsics are then required). Metric3D: metric_depth with
+	// 1000; Depth Pro's canonical inverse depth: inverse_depth with the
+	// input width (d = f_px / (W c)).
 	CanonicalFocal float32 `yaml:"canonical_focal,omitempty"`
 }
 
@@ -507,8 +509,8 @@ func (o OutputSpec) validate(add func(string, ...any)) {
 		add("depth.min_depth, depth.max_depth: only meaning sigmoid_disparity has them, not %s", o.Meaning)
 	}
 	if o.CanonicalFocal != 0 {
-		if o.Meaning != MeaningMetricDepth {
-			add("depth.canonical_focal: only meaning metric_depth has it, not %s", o.Meaning)
+		if o.Meaning == MeaningRelative || o.Meaning == MeaningSigmoidDisparity {
+			add("depth.canonical_focal: only meanings metric_depth, disparity and inverse_depth have it, not %s", o.Meaning)
 		} else if !(o.CanonicalFocal > 0) {
 			add("depth.canonical_focal: %g must be positive (Metric3D: 1000)", o.CanonicalFocal)
 		}

@@ -19,7 +19,7 @@ type Readout struct {
 //
 //	metric_depth       d = (k v + t) f           A = k f, B = t f
 //	disparity,
-//	inverse_depth      d = k / (v + t)           A = k, B = t
+//	inverse_depth      d = k f / (v + t)         A = k f, B = t
 //	sigmoid_disparity  d = k / (lo + (hi-lo) v)  A = k/(hi-lo), B = lo/(hi-lo)
 //	                   (lo = 1/max_depth, hi = 1/min_depth)
 //	relative           r = k v                   A = k
@@ -41,7 +41,11 @@ func (o OutputSpec) Readout(focal float64) Readout {
 		lo, hi := 1/float64(o.MaxDepth), 1/float64(o.MinDepth)
 		return Readout{A: float32(k / (hi - lo)), B: float32(lo / (hi - lo)), Inverse: true}
 	}
-	return Readout{A: float32(k), B: o.Shift, Inverse: true}
+	f := 1.0
+	if o.CanonicalFocal > 0 {
+		f = focal
+	}
+	return Readout{A: float32(k * f), B: o.Shift, Inverse: true}
 }
 
 // Apply writes the read-out of src into dst (same length): metres, where a
@@ -82,9 +86,9 @@ func (r Readout) Apply(dst, src []float32) (invalid int) {
 }
 
 // NeedsFocal reports whether the read-out needs the camera's focal length
-// (a canonical-camera metric_depth output, Metric3D).
+// (a canonical-camera output: Metric3D, Depth Pro).
 func (o OutputSpec) NeedsFocal() bool {
-	return o.Meaning == MeaningMetricDepth && o.CanonicalFocal > 0
+	return o.CanonicalFocal > 0 && (o.Meaning == MeaningMetricDepth || o.Meaning == MeaningDisparity || o.Meaning == MeaningInverseDepth)
 }
 
 // FocalFactor is f_input / canonical_focal: fx, the camera's focal length

@@ -27,6 +27,12 @@ func TestReadoutClosedForms(t *testing.T) {
 		{"disparity offset", OutputSpec{Meaning: MeaningDisparity, Scale: 3997.684 * 0.193, Shift: 131.111}, 1, []float64{10, 100, 250},
 			func(v float64) float64 { return 3997.684 * 0.193 / (v + 131.111) }},
 		{"inverse depth", OutputSpec{Meaning: MeaningInverseDepth}, 1, []float64{0.0125, 0.5, 10}, func(v float64) float64 { return 1 / v }},
+		// Depth Pro: d = f_px / (W c), f_px / W the focal factor with canonical_focal = W.
+		{"canonical inverse depth", OutputSpec{Meaning: MeaningInverseDepth, CanonicalFocal: 1536}, 1000.0 / 1536, []float64{0.01, 0.5, 3},
+			func(v float64) float64 { return 1000 / (1536 * v) }},
+		// DPT-Hybrid KITTI: d = 1/(0.00006016 v + 0.00579).
+		{"dpt kitti", OutputSpec{Meaning: MeaningInverseDepth, Scale: 1 / 0.00006016, Shift: 0.00579 / 0.00006016}, 1, []float64{100, 1000, 3000},
+			func(v float64) float64 { return 1 / (0.00006016*v + 0.00579) }},
 		{"sigmoid", OutputSpec{Meaning: MeaningSigmoidDisparity, MinDepth: 0.1, MaxDepth: 100}, 1, []float64{0.001, 0.05, 0.5, 1},
 			func(v float64) float64 { return 1 / (1/100. + (1/0.1-1/100.)*v) }},
 		{"sigmoid stereo", OutputSpec{Meaning: MeaningSigmoidDisparity, MinDepth: 0.1, MaxDepth: 100, Scale: 5.4}, 1, []float64{0.001, 0.05, 0.5, 1},
