@@ -139,6 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
+		models.FrameFocal(s.Intrinsics.Fx, s.Width)
 		maps, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if errors.Is(err, infer.ErrInvalidOutput) {
 			o.Log.Warn("skipping frame with non-finite model outputs", "frame", s.Name)

@@ -195,6 +195,13 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 				return nil, fmt.Errorf("%s: %w", c.spec.Key, err)
 			}
 		}
+		if in := c.spec.Source.Intrinsics; in != nil {
+			// The camera's fx, for a depth read-out that depends on it
+			// (canonical_focal); it follows the frame size.
+			if err = c.models.SetFocal(in.Fx, in.Width); err != nil {
+				return nil, fmt.Errorf("%s.intrinsics: %w", c.spec.Key, err)
+			}
+		}
 		if i < len(opts.Sources) {
 			c.src = opts.Sources[i]
 		}
