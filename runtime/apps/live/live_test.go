@@ -170,4 +170,3 @@ func checkRisk(t *testing.T, r map[string]any, ood float64, level string) {
 		}
 	}
 }
-
