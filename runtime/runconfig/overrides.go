@@ -6,6 +6,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -193,8 +194,19 @@ func (c *Config) validateOverrides() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	// Every profile must build, not only the active one: a switch is
-	// then refused only for what changed since the file was loaded.
+	// The thresholds section on the file's zones, then every profile, not
+	// only the active one: a switch is then refused only for what changed
+	// since the file was loaded.
+	if base, err := c.SpecsWithProfile(""); err == nil {
+		for _, cs := range base {
+			if cs.Thresholds.IsZero() {
+				continue
+			}
+			if _, err := cs.EngineSpec(); err != nil && strings.HasPrefix(err.Error(), cs.ThresholdsKey) {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for _, p := range slices.Sorted(maps.Keys(c.Profiles)) {
 		specs, err := c.SpecsWithProfile(p)
 		if err != nil {
@@ -245,6 +257,9 @@ func (c *Config) SpecsWithProfile(name string) ([]CameraSpec, error) {
 		if pc.HasZones() {
 			cs.Alerts.ZoneSet = pc.ZoneSet
 			cs.ZoneKey = key + ".cameras." + cs.Name
+			// Per-zone thresholds of the file's zones do not carry over to
+			// the profile's.
+			cs.Thresholds.TauEZones, cs.Thresholds.TauAZones = nil, nil
 		}
 		if !pc.Thresholds.IsZero() {
 			cs.Thresholds = cs.Thresholds.Merge(pc.Thresholds)
