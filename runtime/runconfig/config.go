@@ -39,6 +39,16 @@ type Config struct {
 	Pipeline  PipelineConfig `yaml:"pipeline"`
 	// Record is the MCAP recorder (docs/recording.md); off by default.
 	Record record.Config `yaml:"record"`
+	// Live is the Foxglove WebSocket live view and control API
+	// (docs/live.md); off by default.
+	Live LiveConfig `yaml:"live"`
+	// Thresholds override each camera's calibration thresholds, by
+	// camera name (the control API and Foxglove parameters write them).
+	Thresholds map[string]Thresholds `yaml:"thresholds"`
+	// Profiles are named sets of zone, threshold and event overrides;
+	// Profile names the active one ("" none).
+	Profiles map[string]Profile `yaml:"profiles"`
+	Profile  string             `yaml:"profile"`
 
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.
@@ -98,6 +108,10 @@ type CameraSpec struct {
 	// for messages; ZoneKey prefixes its zone errors ("alerts" for the
 	// single camera form).
 	Key, ZoneKey string
+	// Thresholds override the calibration file's (thresholds: and the
+	// active profile); ThresholdsKey names them in errors.
+	Thresholds    Thresholds
+	ThresholdsKey string
 }
 
 // EngineSpec loads the camera's calibration and resolves its zones.
@@ -110,7 +124,13 @@ func (cs CameraSpec) EngineSpec() (alerts.EngineSpec, error) {
 		}
 		err = fmt.Errorf("%s: %w", key, err)
 	}
-	return spec, err
+	if err != nil {
+		return spec, err
+	}
+	if err := cs.Thresholds.apply(&spec.Calibration, spec.Zones, cs.ThresholdsKey); err != nil {
+		return alerts.EngineSpec{}, err
+	}
+	return spec, nil
 }
 
 // SequenceConfig is an image-sequence source.
@@ -315,6 +335,8 @@ func (c *Config) finish(name, dir string) error {
 	c.Record = c.Record.WithDefaults()
 	c.Record.ResolvePaths(dir)
 	add(c.Record.Validate("record"))
+	abs(&c.Live.TokenFile)
+	add(c.Live.Finish("live"))
 	if err := c.parseAlerts(name, dir); err != nil {
 		errs = append(errs, err)
 	} else if specs, err := c.CameraSpecs(); err != nil {
@@ -333,6 +355,9 @@ func (c *Config) finish(name, dir string) error {
 				}
 			}
 		}
+	}
+	if len(errs) == 0 {
+		add(c.validateOverrides())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -576,8 +601,11 @@ func (c *Config) ReloadCameras() ([]CameraSpec, AlertsConfig, error) {
 // CameraSpecs returns the cameras of the configuration, in order: the
 // camera section as one camera named alerts.camera, or the cameras list,
 // each with the alerts section's zones and calibration unless it gives
-// its own.
-func (c *Config) CameraSpecs() ([]CameraSpec, error) {
+// its own, then the thresholds section and the active profile applied.
+func (c *Config) CameraSpecs() ([]CameraSpec, error) { return c.SpecsWithProfile(c.Profile) }
+
+// baseSpecs are the cameras before thresholds and profiles.
+func (c *Config) baseSpecs() ([]CameraSpec, error) {
 	if len(c.Cameras) == 0 {
 		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts"}}, nil
 	}
