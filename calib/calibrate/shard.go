@@ -101,10 +101,10 @@ type Summary struct {
 	// ErrOverB is |e|/b over ground-truth pixels with b > 0; ZeroB counts
 	// those with b = 0, ZeroBZeroErr those of them with e = 0 (inside any
 	// interval).
-	ErrOverB     Hist     `json:"abs_err_over_b"`
-	ZeroB        int64    `json:"zero_b"`
-	ZeroBZeroErr int64    `json:"zero_b_zero_err"`
-	UCE          UCEStats `json:"uce"`
+	ErrOverB     Hist             `json:"abs_err_over_b"`
+	ZeroB        int64            `json:"zero_b"`
+	ZeroBZeroErr int64            `json:"zero_b_zero_err"`
+	UCE          metrics.UCEStats `json:"uce"`
 	// QuietKS[f][z] is, for frame f and zone z, the m-th largest K/S of
 	// the zone (m = ceil(enter n), enter the ood_fraction warn entry):
 	// the zone stays below warn iff tau_e >= it. -1: no valid pixel.
