@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
 	github.com/yalue/onnxruntime_go v1.27.0
+	go.etcd.io/bbolt v1.4.3
 	golang.org/x/image v0.25.0
 	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0

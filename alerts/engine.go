@@ -280,8 +280,12 @@ type Engine struct {
 // (nil: events are decided and dropped). Sinks implementing ZoneSetSink
 // learn the zones, and every zone's initial state is delivered.
 func NewEngine(spec EngineSpec, sink Sink) (*Engine, error) {
-	if sink == nil {
+	switch sink.(type) {
+	case nil:
 		sink = Sinks{}
+	case Sinks:
+	default:
+		sink = Sinks{sink} // its errors name it (SinkError)
 	}
 	cfg := spec.Config
 	if cfg.Now == nil {

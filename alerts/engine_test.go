@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -511,5 +512,43 @@ func TestMergeWindowHysteresisBand(t *testing.T) {
 	want := []ev{{0, EventNew, LevelCritical, LevelOK}, {5, EventUpdate, LevelWarn, LevelOK}, {10, EventEnd, LevelOK, LevelWarn}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("events\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// namedFailing is a sink whose events fail.
+type namedFailing struct{ recorder }
+
+func (*namedFailing) SinkName() string        { return "failing-outbox" }
+func (*namedFailing) Event(*Event) error      { return errors.New("disk full") }
+func (s *namedFailing) State(st *State) error { return s.recorder.State(st) }
+
+// An engine error from a sink names that sink (the runtime logs it by
+// name, issue 29), whether the engine was given the sink alone or in a
+// list; a working sink in the same list still gets the event.
+func TestSinkErrorsNameTheSink(t *testing.T) {
+	for _, list := range []bool{false, true} {
+		f := newFixture(t, Timing{})
+		var sink Sink = &namedFailing{}
+		ok := &recorder{}
+		if list {
+			sink = Sinks{ok, sink}
+		}
+		e, err := NewEngine(EngineSpec{Config: EngineConfig{Vehicle: "van-1", Camera: "front", Now: f.clock.now},
+			Zones: []Zone{{Name: "all", Polygon: [][2]float64{{0, 0}, {1, 0}, {1, 1}, {0, 1}}}}, Calibration: f.e.cal}, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.m.Epistemic {
+			f.m.Epistemic[i], f.m.Depth[i], f.m.Scale[i] = 0.9, 50, 0.1
+		}
+		err = e.Observe(Frame{Seq: 1, Capture: f.base}, f.m)
+		var se *SinkError
+		if !errors.As(err, &se) || se.Sink != "failing-outbox" || !strings.HasPrefix(se.Op, "new event front-all-") ||
+			!strings.Contains(err.Error(), "sink failing-outbox: new event") || !strings.Contains(err.Error(), "disk full") {
+			t.Fatalf("list %v: error %v; want a SinkError naming failing-outbox and the new event", list, err)
+		}
+		if list && len(ok.events) != 1 {
+			t.Fatalf("the working sink got %d events, want 1", len(ok.events))
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package alerts
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sink receives what an Engine decides: events and zone states. The MQTT
 // publisher (alerts/mqttpub) is one implementation, the snapshot store
@@ -58,7 +61,7 @@ func (ss Sinks) Event(ev *Event) error {
 	var errs []error
 	for _, s := range ss {
 		if err := s.Event(ev); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &SinkError{Sink: SinkName(s), Op: string(ev.Type) + " event " + ev.ID, Err: err})
 		}
 	}
 	return errors.Join(errs...)
@@ -69,7 +72,7 @@ func (ss Sinks) State(st *State) error {
 	var errs []error
 	for _, s := range ss {
 		if err := s.State(st); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, &SinkError{Sink: SinkName(s), Op: "state of zone " + st.Zone, Err: err})
 		}
 	}
 	return errors.Join(errs...)
@@ -81,7 +84,7 @@ func (ss Sinks) Stats(st *Stats) error {
 	for _, s := range ss {
 		if x, ok := s.(StatsSink); ok {
 			if err := x.Stats(st); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, &SinkError{Sink: SinkName(s), Op: "stats", Err: err})
 			}
 		}
 	}
@@ -94,7 +97,7 @@ func (ss Sinks) Snapshot(sn *Snapshot) error {
 	for _, s := range ss {
 		if x, ok := s.(SnapshotSink); ok {
 			if err := x.Snapshot(sn); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, &SinkError{Sink: SinkName(s), Op: "snapshot", Err: err})
 			}
 		}
 	}
@@ -107,11 +110,32 @@ func (ss Sinks) Zones(vehicle, camera string, zones []string) error {
 	for _, s := range ss {
 		if x, ok := s.(ZoneSetSink); ok {
 			if err := x.Zones(vehicle, camera, zones); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, &SinkError{Sink: SinkName(s), Op: "zones", Err: err})
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SinkError is one sink's failure: the log names the sink that failed
+// (the MQTT outbox, the snapshot renderer, the recorder), not only that a
+// frame's events went wrong.
+type SinkError struct {
+	Sink string // SinkName of the sink
+	Op   string // what it was handed: "new event cam-z-1", "state of zone z", "stats", ...
+	Err  error
+}
+
+func (e *SinkError) Error() string { return "sink " + e.Sink + ": " + e.Op + ": " + e.Err.Error() }
+func (e *SinkError) Unwrap() error { return e.Err }
+
+// SinkName is a sink's name in errors and logs: its SinkName method's
+// answer, else its Go type.
+func SinkName(s any) string {
+	if n, ok := s.(interface{ SinkName() string }); ok {
+		return n.SinkName()
+	}
+	return fmt.Sprintf("%T", s)
 }
 
 // SinkFuncs adapts functions to a Sink; nil functions do nothing.

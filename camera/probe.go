@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -95,4 +96,13 @@ func Probe(ctx context.Context, cfg RTSPConfig, n int, onFrame func(*Frame)) (Pr
 	rep.Events = slices.Clone(rep.Events)
 	mu.Unlock()
 	return rep, nil
+}
+
+// Write prints the report: source (credentials redacted), codec, size,
+// rate, frames and the capture-to-decoded latency percentiles.
+func (r ProbeReport) Write(w io.Writer, url string) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	fmt.Fprintf(w, "source   %s\ncodec    %s\nsize     %dx%d\nfps      %.2f\nframes   %d (dropped %d)\nlatency  p50 %.2f ms  p90 %.2f ms  max %.2f ms\n",
+		RedactURL(url), r.Codec, r.Width, r.Height, r.FPS, r.Frames, r.Dropped,
+		ms(r.LatencyQuantile(0.5)), ms(r.LatencyQuantile(0.9)), ms(r.LatencyQuantile(1)))
 }

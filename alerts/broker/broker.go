@@ -82,7 +82,15 @@ type Options struct {
 	MessageBurst int
 	// MaxPacketBytes bounds an MQTT packet (default DefaultMaxPacketBytes).
 	MaxPacketBytes int
-	Logger         *slog.Logger
+	// Store persists sessions, subscriptions, queued and retained
+	// messages (Store.Dir empty: memory only). Store.MaxBytes and
+	// Store.MaxMessages of zero take the defaults.
+	Store StoreSettings
+	// Droppable tells the store which queued messages it may drop first
+	// when full (alert updates, zone states: a later one supersedes them).
+	// Nil: none.
+	Droppable func(topic string, payload []byte) bool
+	Logger    *slog.Logger
 }
 
 // Stats are the broker's counters since Start.
@@ -94,14 +102,27 @@ type Stats struct {
 	RateLimited    uint64 // publishes dropped over the message rate
 	NotMQTT        uint64 // connections that sent something else than CONNECT
 	ClientsCurrent int64
+	// QuotaDropped counts messages mochi itself did not queue for a client
+	// that had 65535 of them queued already (never reached while the
+	// store's bound is below that).
+	QuotaDropped int64
+	Store        StoreStats // zero without a store
 }
+
+// ErrNotPersisted is returned by Publish when a store write failed while
+// the message was being queued: it may be lost in a crash, so the caller
+// keeps it and publishes it again.
+var ErrNotPersisted = errors.New("message not persisted by the broker's store")
 
 // Broker is a running embedded broker.
 type Broker struct {
 	server    *mqtt.Server
 	listeners []*listener
 	hook      *aclHook
+	store     *storeHook // nil without persistence
 	st        *counters
+	closed    atomic.Bool
+	subID     atomic.Int64
 }
 
 type counters struct {
@@ -170,11 +191,44 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	caps.MaximumClients = int64(opts.MaxConnections)
 	caps.MaximumPacketSize = uint32(opts.MaxPacketBytes)
 	caps.MaximumSessionExpiryInterval = uint32(DefaultSessionExpiry / time.Second)
-	server := mqtt.New(&mqtt.Options{Capabilities: caps, Logger: slog.New(newMochiHandler(log))})
-	if err := server.AddHook(hook, nil); err != nil {
+	// A client's queue is bounded by the store (Store.MaxMessages), not
+	// by mochi's default of 8192, over which mochi drops messages.
+	caps.MaximumInflight = 65535
+	opts.Store.SetDefaults()
+	if err := opts.Store.Validate("store"); err != nil {
 		return nil, fmt.Errorf("start broker: %w", err)
 	}
-	b := &Broker{server: server, hook: hook, st: st}
+	var store *storeHook
+	if opts.Store.Dir != "" {
+		// mochi expires queued messages by their Created time against
+		// this maximum; the store renumbers Created to keep the resend
+		// order (storeHook.OnSessionEstablish), so the maximum is off:
+		// a queue ends with its session (DefaultSessionExpiry) or by the
+		// store's bound.
+		caps.MaximumMessageExpiryInterval = 0
+		var err error
+		if store, err = openStore(opts.Store, opts.Droppable, log); err != nil {
+			return nil, fmt.Errorf("start broker: %w", err)
+		}
+	}
+	// The inline client: the runtime's own publisher, in process
+	// (Publish), so that an event counts as delivered once the store has
+	// it, not when a TCP PUBACK (sent by mochi before the fan-out) says so.
+	server := mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: slog.New(newMochiHandler(log))})
+	if err := server.AddHook(hook, nil); err != nil {
+		if store != nil {
+			store.Stop()
+		}
+		return nil, fmt.Errorf("start broker: %w", err)
+	}
+	if store != nil {
+		store.clients = server.Clients.Get
+		if err := server.AddHook(store, nil); err != nil {
+			store.Stop()
+			return nil, fmt.Errorf("start broker: %w", err)
+		}
+	}
+	b := &Broker{server: server, hook: hook, store: store, st: st}
 	rl := lograte.New(log, 0)
 	sem := make(chan struct{}, opts.MaxConnections)
 	add := func(id, addr string, cfg *tls.Config) error {
@@ -193,6 +247,9 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	fail := func(err error) (*Broker, error) {
 		for _, l := range b.listeners {
 			l.ln.Close()
+		}
+		if store != nil {
+			store.Stop()
 		}
 		return nil, err
 	}
@@ -280,13 +337,68 @@ func (b *Broker) TLSAddr() string {
 
 // Stats returns the broker's counters.
 func (b *Broker) Stats() Stats {
-	return Stats{Refused: b.st.refused.Load(), IdleClosed: b.st.idle.Load(), AuthFailed: b.st.auth.Load(),
+	s := Stats{Refused: b.st.refused.Load(), IdleClosed: b.st.idle.Load(), AuthFailed: b.st.auth.Load(),
 		Denied: b.st.denied.Load(), RateLimited: b.st.rated.Load(), NotMQTT: b.st.notMQTT.Load(),
-		ClientsCurrent: b.st.open.Load()}
+		ClientsCurrent: b.st.open.Load(), QuotaDropped: atomic.LoadInt64(&b.server.Info.InflightDropped)}
+	if b.store != nil {
+		s.Store = b.store.stats()
+	}
+	return s
 }
 
-// Close stops the broker and disconnects its clients.
-func (b *Broker) Close() error { return b.server.Close() }
+// Persistent reports whether the broker has a store.
+func (b *Broker) Persistent() bool { return b.store != nil }
+
+// Publish publishes a message as the broker's own client, in process.
+// mochi delivers it to every matching subscription before Publish
+// returns: each subscriber's copy is queued and, with a store, committed
+// to disk by then, so that a caller may forget the message once Publish
+// returns nil (the runtime's outbox acknowledges its event then). When a
+// store write failed meanwhile, it returns ErrNotPersisted: the caller
+// keeps the message and publishes it again (a subscriber may then get it
+// twice and drops it by its seq).
+func (b *Broker) Publish(topic string, payload []byte, retain bool, qos byte) error {
+	if b.closed.Load() {
+		return fmt.Errorf("publish %s: broker closed", topic)
+	}
+	var errsBefore uint64
+	if b.store != nil {
+		defer b.store.publishGate()()
+		errsBefore = b.store.writeErrs.Load()
+	}
+	if err := b.server.Publish(topic, payload, retain, qos); err != nil {
+		return fmt.Errorf("publish %s: %w", topic, err)
+	}
+	if b.store != nil && b.store.writeErrs.Load() != errsBefore {
+		return fmt.Errorf("publish %s: %w", topic, ErrNotPersisted)
+	}
+	return nil
+}
+
+// Subscribe has fn called with every message published on topics that
+// filter matches, by any client (the runtime's own subscriptions, e.g.
+// Home Assistant's status topic). fn runs on the publisher's goroutine:
+// it must not block, and for messages that Publish itself sends it must
+// not call Publish (the store's gate is not reentrant); for messages from
+// TCP clients it may.
+func (b *Broker) Subscribe(filter string, fn func(topic string, payload []byte)) error {
+	if err := CheckFilter(filter); err != nil {
+		return fmt.Errorf("subscribe %q: %w", filter, err)
+	}
+	id := int(b.subID.Add(1))
+	return b.server.Subscribe(filter, id, func(_ *mqtt.Client, _ packets.Subscription, pk packets.Packet) {
+		fn(pk.TopicName, pk.Payload)
+	})
+}
+
+// Close stops the broker and disconnects its clients; the store, if any,
+// is closed with it.
+func (b *Broker) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	return b.server.Close()
+}
 
 // aclHook checks usernames and passwords in constant time, the ACL of
 // every publish, subscription and delivery, the will topic at CONNECT,

@@ -15,6 +15,11 @@ func Collectors(stats func() Stats) []prometheus.Collector {
 		{"didoedge_broker_auth_failures_total", "Embedded broker: CONNECTs refused (credentials, forbidden will).", func(s Stats) uint64 { return s.AuthFailed }},
 		{"didoedge_broker_acl_denied_total", "Embedded broker: publishes and subscriptions the ACL refused.", func(s Stats) uint64 { return s.Denied }},
 		{"didoedge_broker_rate_limited_total", "Embedded broker: publishes dropped over the message rate.", func(s Stats) uint64 { return s.RateLimited }},
+		// The store's bound: drops of droppable messages, and never-dropped
+		// events not queued for a client.
+		{"didoedge_broker_store_dropped_updates_total", "Embedded broker: queued updates and states dropped (oldest first) to make room in a full store.", func(s Stats) uint64 { return s.Store.DroppedUpdates }},
+		{"didoedge_broker_store_refused_total", "Embedded broker: new/end/fault events not queued for a client because the store was full of such events.", func(s Stats) uint64 { return s.Store.Refused }},
+		{"didoedge_broker_store_write_errors_total", "Embedded broker: store writes that failed (events stay in the outbox).", func(s Stats) uint64 { return s.Store.WriteErrors }},
 	} {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
 			func() float64 { return float64(c.fn(stats())) }))

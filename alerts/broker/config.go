@@ -28,6 +28,9 @@ type Config struct {
 	// second (defaults 100 and 200; the runtime's own client is exempt).
 	MessageRate  float64 `yaml:"message_rate"`
 	MessageBurst int     `yaml:"message_burst"`
+	// Store is the broker's persistence; its dir defaults to
+	// <outbox.dir>/broker in the runtime.
+	Store StoreSettings `yaml:"store"`
 }
 
 // TLSListenerConfig is the embedded broker's TLS listener; paths are
@@ -73,6 +76,7 @@ func (c *Config) ApplyDefaults(topicPrefix string) {
 	if c.MessageBurst == 0 {
 		c.MessageBurst = 200
 	}
+	c.Store.SetDefaults()
 	for i := range c.Users {
 		if c.Users[i].Read == nil {
 			c.Users[i].Read = []string{topicPrefix + "/#"}
@@ -113,6 +117,9 @@ func (c Config) Validate(topicPrefix string, runtimeClient bool) error {
 	}
 	if c.MessageBurst < 1 || c.MessageBurst > 1e6 {
 		return fmt.Errorf("message_burst: %d outside [1, 1e6]", c.MessageBurst)
+	}
+	if err := c.Store.Validate("store"); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, u := range c.Users {
@@ -173,6 +180,7 @@ func (c *Config) ResolvePaths(dir string) {
 	for i := range c.Users {
 		resolve(dir, &c.Users[i].PasswordFile)
 	}
+	resolve(dir, &c.Store.Dir)
 	if t := c.TLS; t != nil {
 		resolve(dir, &t.Cert)
 		resolve(dir, &t.Key)

@@ -6,10 +6,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/internal/secret"
 )
@@ -19,7 +23,8 @@ import (
 // read (when allowed).
 func BrokerOptions(e broker.Config, prefix string, log *slog.Logger) (broker.Options, error) {
 	bo := broker.Options{Listen: e.Listen, AllowAnonymous: e.AllowAnonymous, ConnectTimeout: e.ConnectTimeout,
-		MaxConnections: e.MaxConnections, MessageRate: e.MessageRate, MessageBurst: e.MessageBurst, Logger: log}
+		MaxConnections: e.MaxConnections, MessageRate: e.MessageRate, MessageBurst: e.MessageBurst,
+		Store: e.Store, Droppable: droppableMessage, Logger: log}
 	if e.AllowAnonymous {
 		bo.AnonymousRead = []string{prefix + "/#"}
 	}
@@ -40,12 +45,37 @@ func BrokerOptions(e broker.Config, prefix string, log *slog.Logger) (broker.Opt
 	return bo, nil
 }
 
-// startEmbedded starts the embedded broker of cfg with an account for the
-// runtime's own client, the only one allowed to publish under the topic
-// prefix (a password made now, never written anywhere), and points the
-// publisher options at it.
+// droppableMessage tells the embedded broker's store which queued
+// messages may go first when it is full: alert events that are zone
+// updates (Event.Droppable: a later update or the episode's end supersedes
+// them) and everything that is not an alert event (zone states,
+// snapshots, stats, availability, discovery: retained or periodic, a later
+// one supersedes them). new, end and camera-fault events never are.
+func droppableMessage(topic string, payload []byte) bool {
+	if !strings.HasSuffix(topic, "/events") {
+		return true
+	}
+	var ev alerts.Event
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return false
+	}
+	return ev.Droppable()
+}
+
+// startEmbedded starts the embedded broker of cfg, persistent in
+// embedded.store.dir (default <outbox.dir>/broker), with an account for
+// the runtime's own client, the only one allowed to publish under the
+// topic prefix (a password made now, never written anywhere), and points
+// the publisher options at it: the publisher publishes in process
+// (Options.InProcess).
 func startEmbedded(ctx context.Context, cfg ServiceConfig, topicPrefix string, po Options, log *slog.Logger) (*broker.Broker, Options, error) {
-	bo, err := BrokerOptions(cfg.Embedded, topicPrefix, log)
+	emb := cfg.Embedded
+	if emb.Store.Dir == "" {
+		// Inside the outbox's directory: the one place the runtime
+		// writes its durable state (the systemd unit's ReadWritePaths).
+		emb.Store.Dir = filepath.Join(cfg.Outbox.Dir, "broker")
+	}
+	bo, err := BrokerOptions(emb, topicPrefix, log)
 	if err != nil {
 		return nil, po, err
 	}
@@ -74,6 +104,7 @@ func startEmbedded(ctx context.Context, cfg ServiceConfig, topicPrefix string, p
 	}
 	po.Broker = "tcp://" + b.Addr()
 	po.Username, po.Password, po.TLS = broker.RuntimeUser, pass, nil
+	po.InProcess = b
 	return b, po, nil
 }
 

@@ -43,7 +43,19 @@ type Options struct {
 	InFlight int
 	// RetryInterval is the connect retry interval.
 	RetryInterval time.Duration
-	Logger        *slog.Logger
+	// InProcess, when set, is a broker in this process (the embedded
+	// broker): everything is published through it, not over TCP, and an
+	// event is acknowledged in the outbox once InProcess.Publish returned
+	// (the broker's store has every subscriber's copy then). Broker only
+	// names it in logs.
+	InProcess InProcess
+	Logger    *slog.Logger
+}
+
+// InProcess is a broker in the publisher's process (*broker.Broker).
+type InProcess interface {
+	Publish(topic string, payload []byte, retain bool, qos byte) error
+	Subscribe(filter string, fn func(topic string, payload []byte)) error
 }
 
 // Publisher sends outbox records and state over one MQTT connection.
@@ -67,6 +79,7 @@ type Publisher struct {
 	epoch     atomic.Uint64
 	published atomic.Uint64
 	notQueued atomic.Uint64
+	kept      atomic.Int64 // events left in the outbox by Close
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -101,6 +114,11 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 		subs: map[string]func([]byte){}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.store = newAckStore()
 	avail := opts.Topics.Availability()
+	if opts.InProcess != nil {
+		p.send(avail, 1, true, []byte(Online))
+		go p.runInProcess()
+		return p, nil
+	}
 	co := mqtt.NewClientOptions().
 		AddBroker(opts.Broker).
 		SetClientID(opts.ClientID).
@@ -229,6 +247,24 @@ type retainedMsg struct {
 	payload []byte
 }
 
+// connected reports whether the broker can be reached.
+func (p *Publisher) connected() bool {
+	return p.opts.InProcess != nil || p.client.IsConnectionOpen()
+}
+
+// send publishes a message that is not an outbox record (retained
+// payloads, stats, availability): paho's token is not waited for; an
+// in-process failure is logged.
+func (p *Publisher) send(topic string, qos byte, retain bool, payload []byte) {
+	if p.opts.InProcess == nil {
+		p.client.Publish(topic, qos, retain, payload)
+		return
+	}
+	if err := p.opts.InProcess.Publish(topic, payload, retain, qos); err != nil {
+		p.rl.Warn("publish "+topic, "in-process publish failed", "topic", topic, "err", err)
+	}
+}
+
 // publishRetained publishes the retained payloads set since the last
 // call, each one, in the order they were set. While disconnected it
 // drops them: the next connect republishes the latest of every topic.
@@ -239,9 +275,9 @@ func (p *Publisher) publishRetained() {
 	p.mu.Lock()
 	p.toSend, p.sending = p.sending[:0], p.toSend
 	p.mu.Unlock()
-	if p.client.IsConnectionOpen() {
+	if p.connected() {
 		for _, m := range p.sending {
-			p.client.Publish(m.topic, 1, true, m.payload)
+			p.send(m.topic, 1, true, m.payload)
 		}
 	}
 	clear(p.sending) // no payload kept alive
@@ -251,13 +287,13 @@ func (p *Publisher) publishRetained() {
 // subscriber that restarted without a persistent session, e.g. Home
 // Assistant's birth message).
 func (p *Publisher) RepublishRetained() {
-	if !p.client.IsConnectionOpen() {
+	if !p.connected() {
 		return // the next connect republishes them
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for topic, payload := range p.retained {
-		p.client.Publish(topic, 1, true, payload)
+		p.send(topic, 1, true, payload)
 	}
 }
 
@@ -265,6 +301,12 @@ func (p *Publisher) RepublishRetained() {
 // subscription is renewed on every connect. fn runs on paho's goroutine:
 // it must not block or wait on a token.
 func (p *Publisher) Subscribe(topic string, fn func(payload []byte)) {
+	if p.opts.InProcess != nil {
+		if err := p.opts.InProcess.Subscribe(topic, func(_ string, payload []byte) { fn(payload) }); err != nil {
+			p.log.Error("subscribe", "topic", topic, "err", err)
+		}
+		return
+	}
 	p.mu.Lock()
 	p.subs[topic] = fn
 	p.mu.Unlock()
@@ -281,7 +323,7 @@ func messageHandler(fn func([]byte)) mqtt.MessageHandler {
 // s with the stats QoS. Stats are not queued: QoS 0 stats are lost while
 // disconnected, by design.
 func (p *Publisher) PublishStats(s *alerts.Stats) error {
-	s.Connected = p.client.IsConnectionOpen()
+	s.Connected = p.connected()
 	st := p.box.Stats()
 	s.Outbox = alerts.OutboxStats{Pending: st.Pending, PendingBytes: st.PendingBytes,
 		Published: p.published.Load(), DroppedUpdates: st.DroppedUpdates, Refused: st.Refused}
@@ -290,13 +332,13 @@ func (p *Publisher) PublishStats(s *alerts.Stats) error {
 		return fmt.Errorf("stats: %w", err)
 	}
 	if s.Connected {
-		p.client.Publish(p.opts.Topics.Stats(s.Camera), p.opts.StatsQoS, false, payload)
+		p.send(p.opts.Topics.Stats(s.Camera), p.opts.StatsQoS, false, payload)
 	}
 	return nil
 }
 
 // Connected reports whether the connection is up.
-func (p *Publisher) Connected() bool { return p.client.IsConnectionOpen() }
+func (p *Publisher) Connected() bool { return p.connected() }
 
 // Published counts events acknowledged by the broker since Open.
 func (p *Publisher) Published() uint64 { return p.published.Load() }
@@ -395,12 +437,71 @@ func (p *Publisher) run() {
 	}
 }
 
+// runInProcess publishes pending records in order through the
+// in-process broker and acknowledges them in the outbox after Publish
+// returned (the broker's store has committed every subscriber's copy by
+// then). A record whose publish failed is tried again after a tick,
+// before any later one.
+func (p *Publisher) runInProcess() {
+	defer close(p.done)
+	var recs []outbox.Record
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var lastProbe time.Time
+	for {
+		failed := false
+		recs = p.box.Pending(0, p.opts.InFlight, recs[:0])
+		var last uint64
+		n := 0
+		for _, r := range recs {
+			if err := p.opts.InProcess.Publish(r.Topic, r.Payload, r.Retain, r.QoS); err != nil {
+				p.rl.Warn("publish failed", "publish failed; the event stays queued and is tried again", "seq", r.Seq, "err", err)
+				failed = true
+				break
+			}
+			last = r.Seq
+			n++
+		}
+		if n > 0 {
+			if err := p.box.Ack(last); err != nil {
+				p.log.Error("outbox ack", "seq", last, "err", err)
+			}
+			p.published.Add(uint64(n))
+		}
+		p.publishRetained()
+		if now := time.Now(); now.Sub(lastProbe) >= 2*time.Second && p.box.Writable() != nil {
+			lastProbe = now
+			p.box.Probe()
+		}
+		if n == len(recs) && n == p.opts.InFlight && !failed {
+			continue // more may be pending
+		}
+		var ready <-chan struct{}
+		if !failed {
+			ready = p.box.Ready()
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-ready:
+		case <-p.setReady:
+		case <-tick.C:
+		}
+	}
+}
+
+// Kept is the number of events Close left in the outbox for the next
+// start (not acknowledged by the broker within its deadline).
+func (p *Publisher) Kept() int { return int(p.kept.Load()) }
+
 // Pending is the number of events not yet acknowledged by the broker.
 func (p *Publisher) Pending() int { return p.box.Stats().Pending }
 
 // Close flushes: it waits until every queued event is acknowledged or ctx
 // ends, then publishes availability "offline" and disconnects. Events not
-// acknowledged stay in the outbox for the next start; Close reports them.
+// acknowledged by then are safe in the outbox and go out at the next
+// start: that is a clean stop, not an error (a SIGTERM while the broker is
+// unreachable exits 0); Close logs how many are kept and Kept returns it.
 func (p *Publisher) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -415,7 +516,10 @@ func (p *Publisher) Close(ctx context.Context) error {
 	for p.Pending() > 0 {
 		select {
 		case <-ctx.Done():
-			flushErr = fmt.Errorf("close publisher: %d events not acknowledged, kept in the outbox: %w", p.Pending(), ctx.Err())
+			n := p.Pending()
+			p.kept.Store(int64(n))
+			p.log.Warn("stopping with events the broker has not acknowledged: kept in the outbox for the next start",
+				"kept", n, "why", ctx.Err())
 		case <-tick.C:
 			continue
 		}
@@ -425,6 +529,10 @@ func (p *Publisher) Close(ctx context.Context) error {
 	<-p.done
 	p.rl.Flush()
 	p.publishRetained() // the states set after run's last pass
+	if p.opts.InProcess != nil {
+		p.send(p.opts.Topics.Availability(), 1, true, []byte(Offline))
+		return flushErr
+	}
 	if p.client.IsConnectionOpen() {
 		tok := p.client.Publish(p.opts.Topics.Availability(), 1, true, Offline)
 		wait := 2 * time.Second

@@ -202,3 +202,6 @@ func (s *Service) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// SinkName names the sink in errors and logs (alerts.SinkError): the MQTT outbox.
+func (s *Service) SinkName() string { return "mqtt outbox" }

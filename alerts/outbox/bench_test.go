@@ -40,3 +40,31 @@ func BenchmarkAppendAfterAck(b *testing.B) {
 		seq = add()
 	}
 }
+
+// BenchmarkAck is the acknowledgement itself (the publisher's goroutine,
+// not the frame's path: Append does not wait for it): the ack file
+// written to a temporary file, fsynced, renamed over the old one and the
+// directory fsynced.
+//
+//	go test ./alerts/outbox -run '^$' -bench 'Ack$' -benchmem
+func BenchmarkAck(b *testing.B) {
+	o, err := Open(testOptions(b.TempDir()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer o.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		seq, err := o.Append(func(uint64) (Record, error) {
+			return Record{Topic: "didoedge/v/front/events", QoS: 1, Payload: []byte(`{"event":"update"}`)}, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := o.Ack(seq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -353,12 +353,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// The ack file is overwritten in place (no new file per Ack): a file of
-// the first format (acked | crc, 12 bytes) is read, then replaced by the
-// 20-byte format; a longer unreadable file is cut to 20 bytes at the
-// first Ack, so it reads back. Each time the reopened outbox holds
-// exactly the records after the ack position.
-func TestAckFileInPlace(t *testing.T) {
+// Ack file formats: a file of the first format (acked | crc, 12 bytes) is
+// read, then replaced by the 20-byte format; a longer unreadable file is
+// replaced by a 20-byte one at the first Ack, so it reads back. Each time
+// the reopened outbox holds exactly the records after the ack position,
+// and no temporary file stays behind.
+func TestAckFileFormats(t *testing.T) {
 	first := make([]byte, 12)
 	binary.LittleEndian.PutUint64(first, 2)
 	binary.LittleEndian.PutUint32(first[8:], crc32.Checksum(first[:8], castagnoli))

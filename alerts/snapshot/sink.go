@@ -158,3 +158,6 @@ func (k *Sink) Close() {
 	k.mu.Unlock()
 	<-k.done
 }
+
+// SinkName names the sink in errors and logs (alerts.SinkError): the snapshot renderer.
+func (s *Sink) SinkName() string { return "snapshots" }

@@ -22,6 +22,7 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	anonymous := fs.Bool("allow-anonymous", false, "let clients without credentials connect (they may read the topic prefix, never publish)")
 	read := fs.String("read", "didoedge/#", "comma-separated topic filters the -user account may subscribe to")
 	write := fs.String("write", "didoedge/#", "comma-separated topic filters the -user account may publish on")
+	store := fs.String("store", "", "directory of the persistent store (sessions, queued and retained messages survive a restart); default: the config's embedded.store.dir, else memory only")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -62,6 +63,13 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		emb.Listen = *listen
 	}
+	if *store != "" {
+		emb.Store.Dir = *store
+	}
+	emb.Store.SetDefaults()
+	if err := emb.Store.Validate("embedded.store"); err != nil {
+		return err
+	}
 	opts, err := mqttpub.BrokerOptions(emb, prefix, env.log)
 	if err != nil {
 		return err
@@ -74,7 +82,11 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	if t := b.TLSAddr(); t != "" {
 		addrs = strings.TrimPrefix(addrs+", TLS "+t, ", ")
 	}
-	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v)\n", addrs, len(opts.Users), opts.AllowAnonymous)
+	persist := "memory only"
+	if opts.Store.Dir != "" {
+		persist = "store " + opts.Store.Dir
+	}
+	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v, %s)\n", addrs, len(opts.Users), opts.AllowAnonymous, persist)
 	<-ctx.Done()
 	return b.Close()
 }

@@ -25,19 +25,14 @@ func runCameraProbe(ctx context.Context, env *cliEnv, args []string) error {
 	timeout := fs.Duration("timeout", 20*time.Second, "give up after this long")
 	stall := fs.Duration("stall", 2*time.Second, "no-frame watchdog")
 	// The URL may come before or after the flags.
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	url := ""
-	if fs.NArg() > 0 {
-		url = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return err
-		}
-	}
-	if url == "" || fs.NArg() > 0 {
+	if len(pos) != 1 {
 		return fmt.Errorf("usage: didoedge camera probe URL [--frames N] [--udp] [--timeout D] [--stall D]")
 	}
+	url := pos[0]
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	cfg := camera.RTSPConfig{URL: url, UDP: *udp, StallTimeout: *stall, Logger: env.log}
@@ -48,9 +43,6 @@ func runCameraProbe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	fmt.Fprintf(env.stdout, "source   %s\ncodec    %s\nsize     %dx%d\nfps      %.2f\nframes   %d (dropped %d)\nlatency  p50 %.2f ms  p90 %.2f ms  max %.2f ms\n",
-		camera.RedactURL(url), rep.Codec, rep.Width, rep.Height, rep.FPS, rep.Frames, rep.Dropped,
-		ms(rep.LatencyQuantile(0.5)), ms(rep.LatencyQuantile(0.9)), ms(rep.LatencyQuantile(1)))
+	rep.Write(env.stdout, url)
 	return nil
 }

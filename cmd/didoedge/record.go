@@ -30,22 +30,14 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	split := fs.String("split", "val", "split of the frames (calibrate reads val)")
 	intr := fs.String("intrinsics", "", "fx,fy,cx,cy when the recording has no camera_calibration channel")
 	// FILE may come before or after the flags.
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	file := ""
-	if fs.NArg() > 0 {
-		file = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return err
-		}
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if file == "" || *kitti == "" {
+	if len(pos) != 1 || *kitti == "" {
 		return errors.New("usage: didoedge record export FILE --kitti DIR")
 	}
+	file := pos[0]
 	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split}
 	if *intr != "" {
 		parts := strings.Split(*intr, ",")
@@ -66,12 +58,6 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := env.stdout
-	fmt.Fprintf(w, "exported %d frames (%dx%d) of %s to %s, drive %s, split %s\n", res.Frames, res.Width, res.Height, file, *kitti, res.Drive, *split)
-	fmt.Fprintf(w, "intrinsics fx %.4g fy %.4g cx %.4g cy %.4g\n", res.Intrinsics.Fx, res.Intrinsics.Fy, res.Intrinsics.Cx, res.Intrinsics.Cy)
-	if res.Truncated {
-		fmt.Fprintln(w, "the recording ends inside a chunk (its writer was killed): every complete chunk was exported")
-	}
-	fmt.Fprintln(w, "no depth ground truth: `didoedge calibrate --data DIR` sets tau_e and tau_a from these frames; the Laplace coverage correction needs ground truth and keeps its configured value")
+	res.Write(env.stdout, file, *kitti)
 	return nil
 }

@@ -23,22 +23,14 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	publish := fs.Bool("publish", false, "publish the events with the config's MQTT section (default: a private embedded broker and a temporary outbox)")
 	quiet := fs.Bool("quiet", false, "do not print the replayed events")
 	// FILE may come before or after the flags.
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	file := ""
-	if fs.NArg() > 0 {
-		file = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return err
-		}
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if file == "" {
+	if len(pos) != 1 {
 		return errors.New("usage: didoedge replay FILE [--config FILE] [--speed 1|max] [--compare]")
 	}
+	file := pos[0]
 	pace, err := parseSpeed(*speed)
 	if err != nil {
 		return err

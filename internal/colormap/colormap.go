@@ -1,6 +1,3 @@
-// Package colormap is the colour scale of the epistemic heat maps that a
-// person sees live (the debug page) and in event snapshots: one scale, so
-// that a colour means the same K/S on both.
 package colormap
 
 // Heat maps v in [0, 1] to a colour, linearly between five stops: dark

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/lograte"
 )
 
 // AuxUE input sources of a features-input AuxUE (ModelsConfig.AuxInputs)
@@ -96,7 +98,8 @@ var ErrInvalidOutput = errors.New("model output holds NaN or Inf")
 type Models struct {
 	cfg        ModelsConfig
 	depth, aux *Session
-	shared     bool // a Share view: Close leaves the sessions open
+	rl         *lograte.Limiter // NaN/Inf frames, shared by the views
+	shared     bool             // a Share view: Close leaves the sessions open
 	relative   bool
 	inW, inH   int
 	outW, outH int // depth output map
@@ -281,7 +284,7 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 	for k, v := range views {
 		v.res, v.resErr = Maps{}, nil
 		if !fr.SlotValid[k] {
-			v.resErr = ErrInvalidOutput
+			v.resErr = m.nonFinite(m.depth, fr)
 		}
 		// The read-out depth goes straight into the AuxUE's depth input
 		// when that input is the depth on the same grid (no conversion),
@@ -338,8 +341,8 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 	t.AuxUE = fa.Run
 	scans += t4.Sub(t3) - fa.Run
 	for k, v := range views {
-		if !fa.SlotValid[k] {
-			v.resErr = ErrInvalidOutput
+		if !fa.SlotValid[k] && v.resErr == nil {
+			v.resErr = m.nonFinite(m.aux, fa)
 		}
 		if v.resErr != nil {
 			continue
@@ -382,7 +385,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	// m is not the named result: "return nil, err" must not clear it before
 	// the deferred Close runs.
-	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative()}
+	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative(), rl: lograte.New(log, 0)}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -423,7 +426,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 // (a frame's runs and read-outs are not atomic across views); Close of a
 // view releases nothing, Close of m releases the sessions of every view.
 func (m *Models) Share() (*Models, error) {
-	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true}
+	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true, rl: m.rl}
 	// m's wire already warned about anything worth a warning.
 	if err := v.wire(slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
@@ -650,7 +653,7 @@ func (m *Models) runDepth(ctx context.Context) error {
 		return err
 	}
 	if !fr.Valid {
-		return ErrInvalidOutput
+		return m.nonFinite(m.depth, fr)
 	}
 	if _, err := m.depth.DepthInto(m.depthOut); err != nil {
 		return err
@@ -707,8 +710,22 @@ func (m *Models) InferTimed(ctx context.Context, rgb []uint8, w, h int, t *Stage
 	return m.res, img, m.resErr
 }
 
+// nonFinite is the fault of a frame whose outputs of s held NaN or Inf:
+// counted per model by the session (Stats().FlaggedFrames) and logged
+// here at most once per lograte interval per model, with the counts.
+func (m *Models) nonFinite(s *Session, fr Frame) error {
+	st := s.Stats()
+	m.rl.Log(slog.LevelWarn, "non-finite "+s.path, "model output holds NaN or Inf: frame not assessed",
+		"model", s.role(), "path", s.path, "provider", s.Provider(), "non_finite_per_output", fmt.Sprint(fr.NonFinite),
+		"flagged_frames_total", st.FlaggedFrames, "frames_total", st.Frames)
+	return &ModelFault{Model: s.role(), Path: s.path, Provider: s.Provider(), Kind: FaultNonFinite, Err: ErrInvalidOutput}
+}
+
 // Close releases both sessions.
 func (m *Models) Close() error {
+	if m.rl != nil && !m.shared {
+		m.rl.Flush()
+	}
 	if m.shared {
 		m.depth, m.aux = nil, nil
 		return nil

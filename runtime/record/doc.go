@@ -4,7 +4,7 @@
 // camera intrinsics (foxglove.CameraCalibration), zone states and alert
 // events (JSON with their JSON Schemas), and the identity of the models as
 // metadata. The layout is internal/mcaprec's; camera/mcapsource reads it
-// back.
+// back, and ReadRecording summarizes a file (frames, events, models).
 //
 // Two modes: continuous (files rotated by size or recorded time, the
 // directory kept within a byte budget by deleting the oldest files first)

@@ -250,8 +250,7 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	inW, inH := c.models.InputSize()
 	c.image = alerts.Image{Width: inW, Height: inH, RGB: rgb}
 	if err := c.engine.Observe(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &c.image}, maps); err != nil {
-		// The publisher logged each event not queued; this is the summary.
-		c.rl.Warn("alerts frame "+c.spec.Name, "alerts: events of a frame not queued", "camera", c.spec.Name, "frame", f.Seq, "err", err)
+		c.engineError(f.Seq, err)
 	}
 	c.p.rec.frame(c.spec.Name, f, maps) // recording.go: never blocks
 	t5 := time.Now()
@@ -312,4 +311,17 @@ func (c *cameraPipe) zoneStatus() []alerts.ZoneStatus {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	return append([]alerts.ZoneStatus(nil), c.status...)
+}
+
+// engineError logs an engine's error on a frame (rate-limited per kind):
+// a sink's failure names that sink (the MQTT outbox, the snapshot
+// renderer, the recorder; the publisher also logged each event it could
+// not queue), anything else is the frame's assessment.
+func (c *cameraPipe) engineError(frame uint64, err error) {
+	var se *alerts.SinkError
+	if errors.As(err, &se) {
+		c.rl.Warn("alerts sink "+se.Sink+" "+c.spec.Name, "alerts: sink "+se.Sink+" failed", "camera", c.spec.Name, "frame", frame, "err", err)
+		return
+	}
+	c.rl.Warn("alerts frame "+c.spec.Name, "alerts: frame not assessed", "camera", c.spec.Name, "frame", frame, "err", err)
 }

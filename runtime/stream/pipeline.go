@@ -219,7 +219,7 @@ func (p *Pipeline) registerMetrics() {
 		func() float64 { return b2f(p.Health().OK) })
 	m.Gauge("didoedge_cameras", "Cameras configured.", func() float64 { return float64(len(p.cams)) })
 	// The transports register their own: MQTT publisher, outbox, embedded
-	// broker, snapshot renderer.
+	// broker (with its store), snapshot renderer.
 	m.Register(p.sink.svc.Collectors()...)
 	if r := p.sink.render; r != nil {
 		m.Register(r.Collectors()...)

@@ -22,7 +22,7 @@ const (
 	recordEventsStream = "events"
 	recordStatesStream = "zone_states"
 	// replayModelsMetadata names the models and calibration of a
-	// recording (runtime/apps/replay.ModelsMetadata).
+	// recording (internal/mcaprec.ModelsMetadata).
 	replayModelsMetadata = "didoedge.models"
 )
 

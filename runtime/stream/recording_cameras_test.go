@@ -13,7 +13,6 @@ import (
 	"github.com/didoedge/didoedge/internal/testmodels"
 
 	"github.com/didoedge/didoedge/internal/mcapcheck"
-	"github.com/didoedge/didoedge/runtime/apps/replay"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
@@ -118,7 +117,7 @@ func TestRecordCamerasCalibrations(t *testing.T) {
 		{"left", "quiet.yaml", false},
 		{"front", "quiet.yaml", false},
 	} {
-		rec, err := replay.Read(files[0], tc.camera)
+		rec, err := record.ReadRecording(files[0], tc.camera)
 		if err != nil {
 			t.Fatal(err)
 		}

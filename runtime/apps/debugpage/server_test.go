@@ -14,6 +14,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/snapshot"
+	"github.com/didoedge/didoedge/internal/colormap"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -255,7 +256,7 @@ func TestEpistemicColours(t *testing.T) {
 		r, g, b uint8
 	}{{1, 20, 20, 120}, {62, 220, 30, 30}} {
 		want := [3]uint8{}
-		want[0], want[1], want[2] = ramp(float64(tc.x) / 64)
+		want[0], want[1], want[2] = colormap.Heat(float64(tc.x) / 64)
 		r, g, b, _ := img.At(tc.x, 16).RGBA()
 		got := [3]int{int(r >> 8), int(g >> 8), int(b >> 8)}
 		for c := range 3 {
@@ -264,11 +265,11 @@ func TestEpistemicColours(t *testing.T) {
 			}
 		}
 	}
-	if r, g, b := ramp(0); r != 20 || g != 20 || b != 120 {
-		t.Fatalf("ramp(0) = %d,%d,%d", r, g, b)
+	if r, g, b := colormap.Heat(0); r != 20 || g != 20 || b != 120 {
+		t.Fatalf("colormap.Heat(0) = %d,%d,%d", r, g, b)
 	}
-	if r, g, b := ramp(1); r != 220 || g != 30 || b != 30 {
-		t.Fatalf("ramp(1) = %d,%d,%d", r, g, b)
+	if r, g, b := colormap.Heat(1); r != 220 || g != 30 || b != 30 {
+		t.Fatalf("colormap.Heat(1) = %d,%d,%d", r, g, b)
 	}
 	// With tau_e 0.25 the ramp spans 0 to 0.5: K/S = tau_e (x = 16) is
 	// the middle colour, green.
@@ -280,7 +281,7 @@ func TestEpistemicColours(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, g, b, _ := img.At(16, 16).RGBA()
-	if wr, wg, wb := ramp(0.5); absDiff(int(r>>8), int(wr)) > 24 || absDiff(int(g>>8), int(wg)) > 24 || absDiff(int(b>>8), int(wb)) > 24 {
+	if wr, wg, wb := colormap.Heat(0.5); absDiff(int(r>>8), int(wr)) > 24 || absDiff(int(g>>8), int(wg)) > 24 || absDiff(int(b>>8), int(wb)) > 24 {
 		t.Fatalf("K/S = tau_e drawn %d,%d,%d, want about %d,%d,%d", r>>8, g>>8, b>>8, wr, wg, wb)
 	}
 	if !strings.Contains(string(indexHTML), "polygon.critical") {

@@ -40,7 +40,7 @@ type Options struct {
 
 // Result describes an export.
 type Result struct {
-	Drive         string
+	Drive, Split  string
 	Frames        int
 	Width, Height int
 	Intrinsics    record.Intrinsics
@@ -80,6 +80,7 @@ func KITTI(ctx context.Context, path string, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	res.Split = o.Split
 	if res.Frames == 0 {
 		return res, fmt.Errorf("export %s: no frames of camera %q", path, o.Camera)
 	}
@@ -257,4 +258,16 @@ func (e *exportSource) writeIndex(path string) error {
 		fmt.Fprintln(w, l)
 	}
 	return errors.Join(w.Flush(), f.Close())
+}
+
+// Write prints what an export wrote (frames, size, drive, split,
+// intrinsics) and what calibrate can do with it: file is the recording,
+// dir the data set.
+func (r Result) Write(w io.Writer, file, dir string) {
+	fmt.Fprintf(w, "exported %d frames (%dx%d) of %s to %s, drive %s, split %s\n", r.Frames, r.Width, r.Height, file, dir, r.Drive, r.Split)
+	fmt.Fprintf(w, "intrinsics fx %.4g fy %.4g cx %.4g cy %.4g\n", r.Intrinsics.Fx, r.Intrinsics.Fy, r.Intrinsics.Cx, r.Intrinsics.Cy)
+	if r.Truncated {
+		fmt.Fprintln(w, "the recording ends inside a chunk (its writer was killed): every complete chunk was exported")
+	}
+	fmt.Fprintln(w, "no depth ground truth: `didoedge calibrate --data DIR` sets tau_e and tau_a from these frames; the Laplace coverage correction needs ground truth and keeps its configured value")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // CameraZone is the zone name under which camera faults are compared.
@@ -63,7 +64,7 @@ func zoneOf(ev *alerts.Event) string {
 // not of the episode. Both are noted, not counted as mismatches. Recorded
 // events of an episode opened before the file that no replayed episode
 // continues are Skipped.
-func Compare(rec *Recording, replayed []alerts.Event) Result {
+func Compare(rec *record.Recording, replayed []alerts.Event) Result {
 	opened, ended := map[string]bool{}, map[string]bool{}
 	carried := map[string]string{} // zone -> recorded episode open at the file's first frame
 	for i := range rec.Events {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 func ev(typ alerts.EventType, zone string, level, prev alerts.Level, frame uint64, startMS, timeMS int64) alerts.Event {
@@ -24,7 +25,7 @@ func TestCompare(t *testing.T) {
 	}
 	stale := ev(alerts.EventEnd, "c", O, W, 5, 900, 950) // opened before the file
 	stale.ID = "front-c-older"
-	rec := &Recording{Events: append(append([]alerts.Event(nil), recorded...), stale)}
+	rec := &record.Recording{Events: append(append([]alerts.Event(nil), recorded...), stale)}
 	shutdownEnd := recorded[4]
 	shutdownEnd.TimeMS = 99999 // ended at wall time: compared by frame
 
@@ -67,7 +68,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestModelChanges(t *testing.T) {
-	r := &Recording{Models: map[string]string{"depth_path": "/m/depth.onnx", "depth_sha256": "aa", "auxue_sha256": "bb", "auxue_path": "/m/auxue.onnx"}}
+	r := &record.Recording{Models: map[string]string{"depth_path": "/m/depth.onnx", "depth_sha256": "aa", "auxue_sha256": "bb", "auxue_path": "/m/auxue.onnx"}}
 	if got := r.ModelChanges(map[string]string{"depth_sha256": "aa", "auxue_sha256": "bb"}); len(got) != 0 {
 		t.Fatalf("same models: %v", got)
 	}
@@ -77,7 +78,7 @@ func TestModelChanges(t *testing.T) {
 		!strings.Contains(got[1], "calibration: /n/cal.yaml (the recording used none") {
 		t.Fatalf("changes %q", got)
 	}
-	if got := (&Recording{}).ModelChanges(nil); len(got) != 1 {
+	if got := (&record.Recording{}).ModelChanges(nil); len(got) != 1 {
 		t.Fatalf("no metadata: %v", got)
 	}
 }
@@ -90,7 +91,7 @@ func TestModelChanges(t *testing.T) {
 func TestCompareRotatedFile(t *testing.T) {
 	W, C, O := alerts.LevelWarn, alerts.LevelCritical, alerts.LevelOK
 	old := func(e alerts.Event) alerts.Event { e.ID = "front-a-old"; e.StartMS = 500; return e }
-	rec := &Recording{FirstSeq: 100, LastSeq: 200, Events: []alerts.Event{
+	rec := &record.Recording{FirstSeq: 100, LastSeq: 200, Events: []alerts.Event{
 		old(ev(alerts.EventUpdate, "a", C, W, 150, 0, 1500)),
 		old(ev(alerts.EventEnd, "a", O, C, 180, 0, 1800)),
 		ev(alerts.EventNew, "b", W, O, 190, 1900, 1900),
@@ -153,7 +154,7 @@ func TestModelChangesPerCamera(t *testing.T) {
 		{"file from before, other calibration", "front", oldFormat, replayWith("front", "x9"), "calibration: /n/front.yaml sha256 x9, recorded /c/front.yaml sha256 f1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := (&Recording{Camera: tc.camera, Models: tc.recorded}).ModelChanges(tc.now)
+			got := (&record.Recording{Camera: tc.camera, Models: tc.recorded}).ModelChanges(tc.now)
 			if tc.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("changes %q, want none", got)

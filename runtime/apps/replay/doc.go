@@ -1,8 +1,9 @@
-// Package replay reads what a recording says happened (its frames' range,
-// the alert events published live, the models it was made with) and
-// compares those events with the events of a replay of its frames through
-// the pipeline (`didoedge replay FILE --compare`): per zone, episode by
-// episode, which events match and which do not.
+// Package replay runs a recorded drive's frames through the pipeline
+// (`didoedge replay FILE`, Run) and compares what the recording says
+// happened (record.ReadRecording: its frames' range, the alert events
+// published live, the models it was made with) with the events of the
+// replay (`--compare`): per zone, episode by episode, which events match
+// and which do not.
 //
 // Events are paired by their frame: the same type on the same frame
 // sequence number; a pair matches when the levels, the episode's start and

@@ -5,6 +5,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/apps/replay"
+	"github.com/didoedge/didoedge/runtime/record"
 )
 
 // A replay with new thresholds raised the same episode one level higher.
@@ -13,7 +14,7 @@ func ExampleCompare() {
 		Level: alerts.LevelWarn, Previous: alerts.LevelOK, FrameSeq: 3, StartMS: 1000, TimeMS: 1000}
 	replayed := recorded
 	replayed.Level = alerts.LevelCritical
-	rec := &replay.Recording{Camera: "front", Events: []alerts.Event{recorded}}
+	rec := &record.Recording{Camera: "front", Events: []alerts.Event{recorded}}
 	res := replay.Compare(rec, []alerts.Event{replayed})
 	res.Write(os.Stdout)
 	// Output:

@@ -48,7 +48,7 @@ type RunOptions struct {
 // the reference models), and optionally compares the events with the
 // recorded ones.
 func Run(ctx context.Context, o RunOptions) error {
-	rec, err := Read(o.File, o.Camera)
+	rec, err := record.ReadRecording(o.File, o.Camera)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package replay
+package record
 
 import (
 	"encoding/json"
@@ -11,12 +11,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcaprec"
-	"github.com/didoedge/didoedge/runtime/record"
 )
-
-// ModelsMetadata is the metadata record naming the models and the
-// calibration a recording was made with (runtime/record.ModelIdentity).
-const ModelsMetadata = "didoedge.models"
 
 // Recording is what a recording holds for one camera, besides the frames'
 // pixels.
@@ -42,7 +37,7 @@ type Recording struct {
 
 // Read walks a recording and collects one camera's frames' range and
 // events; camera "" takes the only camera with frames.
-func Read(path, camera string) (*Recording, error) {
+func ReadRecording(path, camera string) (*Recording, error) {
 	r, err := mcapsource.OpenReader(path)
 	if err != nil {
 		return nil, err
@@ -81,7 +76,7 @@ func Read(path, camera string) (*Recording, error) {
 	}
 	rec.Truncated = r.Truncated()
 	for _, md := range r.Metadata() {
-		if md.Name == ModelsMetadata {
+		if md.Name == mcaprec.ModelsMetadata {
 			if rec.Models != nil && !maps.Equal(rec.Models, md.Metadata) {
 				rec.ModelsChanged = true
 			}
@@ -109,11 +104,11 @@ func Read(path, camera string) (*Recording, error) {
 }
 
 // ModelChanges lists how the models and calibration of a replay (from
-// runtime/record.RunIdentity or ModelIdentity) differ from the
+// runtime/RunIdentity or ModelIdentity) differ from the
 // recording's: one line per file whose sha256 differs or is missing on
 // one side; none when the replay uses the recorded files. The
 // calibration compared is the recorded camera's own
-// (record.CalibrationOf): in a recording of several cameras each names
+// (CalibrationOf): in a recording of several cameras each names
 // its file.
 func (r *Recording) ModelChanges(now map[string]string) []string {
 	if r.Models == nil {
@@ -134,8 +129,8 @@ func (r *Recording) ModelChanges(now map[string]string) []string {
 	for _, name := range []string{"depth", "auxue"} {
 		diff(name, r.Models[name+"_path"], r.Models[name+"_sha256"], now[name+"_path"], now[name+"_sha256"])
 	}
-	wasPath, was := record.CalibrationOf(r.Models, r.Camera)
-	isPath, is := record.CalibrationOf(now, r.Camera)
+	wasPath, was := CalibrationOf(r.Models, r.Camera)
+	isPath, is := CalibrationOf(now, r.Camera)
 	diff("calibration", wasPath, was, isPath, is)
 	return out
 }

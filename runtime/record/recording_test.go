@@ -1,4 +1,4 @@
-package replay
+package record
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts/schema"
-	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/internal/mcaprec"
 )
 
 // smallRecording writes a recording of 3 frames and 2 events.
@@ -19,16 +19,16 @@ func smallRecording(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rec, err := record.New(record.Config{Mode: record.ModeContinuous, Dir: dir, Queue: 8, Maps: []string{}},
-		record.Options{Streams: []record.JSONStream{{Name: "events", SchemaName: "didoedge.event/1", Schema: ev}},
-			Metadata: map[string]map[string]string{ModelsMetadata: {"depth_sha256": "aa"}}})
+	rec, err := New(Config{Mode: ModeContinuous, Dir: dir, Queue: 8, Maps: []string{}},
+		Options{Streams: []JSONStream{{Name: "events", SchemaName: "didoedge.event/1", Schema: ev}},
+			Metadata: map[string]map[string]string{mcaprec.ModelsMetadata: {"depth_sha256": "aa"}}})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	rgb := make([]uint8, 8*4*3)
 	for k := 1; k <= 3; k++ {
 		at := time.Unix(1_800_000_000, int64(k)*1e8)
-		rec.Frame(&record.Frame{Camera: "front", Seq: uint64(k), Capture: at, Width: 8, Height: 4, RGB: rgb})
+		rec.Frame(&Frame{Camera: "front", Seq: uint64(k), Capture: at, Width: 8, Height: 4, RGB: rgb})
 		if k > 1 {
 			typ := map[int]string{2: "new", 3: "end"}[k]
 			rec.JSON("front", "events", at, []byte(`{"schema":"didoedge.event/1","seq":1,"id":"front-z-1-1","type":"`+typ+
@@ -45,8 +45,8 @@ func smallRecording(tb testing.TB) string {
 	return files[0]
 }
 
-func TestRead(t *testing.T) {
-	r, err := Read(smallRecording(t), "")
+func TestReadRecording(t *testing.T) {
+	r, err := ReadRecording(smallRecording(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +54,14 @@ func TestRead(t *testing.T) {
 		r.Models["depth_sha256"] != "aa" || r.Truncated || r.Last.Sub(r.First) != 200*time.Millisecond {
 		t.Fatalf("recording %+v", r)
 	}
-	if _, err := Read(r.Path, "rear"); err == nil {
+	if _, err := ReadRecording(r.Path, "rear"); err == nil {
 		t.Fatal("a camera without frames was accepted")
 	}
 }
 
 // FuzzRead: damaged recordings give errors, never a panic; what reads has
 // frames.
-func FuzzRead(f *testing.F) {
+func FuzzReadRecording(f *testing.F) {
 	data, err := os.ReadFile(smallRecording(f))
 	if err != nil {
 		f.Fatal(err)
@@ -74,7 +74,7 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Read(path, "")
+		r, err := ReadRecording(path, "")
 		if err == nil && r.Frames == 0 {
 			t.Fatalf("read a recording without frames: %+v", r)
 		}
