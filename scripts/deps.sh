@@ -52,6 +52,10 @@ command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 # PyTorch (auxue/nn/nnbench checks and times the training kernels against it).
 if [ "$mode" = test ]; then
   APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx python3-torch chromium systemd curl)
+  # kubectl parses deploy/ offline (deploy/deploy_test.go): Debian's kubernetes-client
+  # (1.20.2 in bookworm), unless a kubectl is already on PATH (another package's
+  # /usr/bin/kubectl would conflict with it).
+  command -v kubectl >/dev/null 2>&1 || APT_PACKAGES+=(kubernetes-client)
 fi
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
