@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/manifest"
+	"github.com/didoedge/didoedge/internal/shard"
 )
 
 // QuickStatsFormat names QuickStats' format and version.
@@ -255,4 +258,45 @@ func QuickMerge(stats []*QuickStats, names []string) (*QuickMerged, error) {
 		}
 	}
 	return &r, nil
+}
+
+// QuickMergeFiles reads the eval-quick shard statistics that paths name
+// (files, or directories of *.json) and merges them (QuickMerge).
+func QuickMergeFiles(paths []string) (*QuickMerged, error) {
+	files, err := shard.List(paths)
+	if err != nil {
+		return nil, fmt.Errorf("eval-quick merge: %w", err)
+	}
+	var stats []*QuickStats
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		s, err := ReadQuickStats(r, f)
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		stats = append(stats, s)
+	}
+	return QuickMerge(stats, files)
+}
+
+// WriteJSON writes the merged figures as eval-quick --json does, with
+// the AUCs' tie bounds and the number of shards.
+func (m *QuickMerged) WriteJSON(w io.Writer) error {
+	var buf bytes.Buffer
+	if err := m.QuickResult.Write(&buf, true); err != nil {
+		return err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &fields); err != nil {
+		return err
+	}
+	fields["auc_tie_bound"] = m.AUCBound
+	fields["shards"] = m.Shards
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(fields)
 }

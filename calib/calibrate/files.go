@@ -3,39 +3,23 @@ package calibrate
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/didoedge/didoedge/internal/shard"
 )
 
-// IndexPlaceholder in a summary path is replaced by the shard index, so
-// that every pod of an Indexed Job can be given the same --out.
-const IndexPlaceholder = "{index}"
+// IndexPlaceholder in a summary path is replaced by the shard index
+// (internal/shard).
+const IndexPlaceholder = shard.IndexPlaceholder
 
 // SummaryPath expands IndexPlaceholder in path.
-func SummaryPath(path string, index int) string {
-	return strings.ReplaceAll(path, IndexPlaceholder, strconv.Itoa(index))
-}
+func SummaryPath(path string, index int) string { return shard.Path(path, index) }
 
 // WriteSummaryFile writes s to path atomically (a temporary file in the
 // same directory, then a rename), so that a merge never reads half a
 // summary.
 func WriteSummaryFile(path string, s *Summary) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".summary-*")
-	if err != nil {
-		return fmt.Errorf("calibration summary %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := s.Write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("calibration summary %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("calibration summary %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("calibration summary %s: %w", path, err)
+	if err := shard.WriteFile(path, s.Write); err != nil {
+		return fmt.Errorf("calibration summary: %w", err)
 	}
 	return nil
 }
@@ -43,25 +27,9 @@ func WriteSummaryFile(path string, s *Summary) error {
 // ReadSummaryFiles reads summaries; a directory stands for its *.json
 // files, sorted.
 func ReadSummaryFiles(paths []string) ([]Named, error) {
-	var files []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("calibration summary: %w", err)
-		}
-		if !st.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		m, err := filepath.Glob(filepath.Join(p, "*.json"))
-		if err != nil {
-			return nil, err
-		}
-		if len(m) == 0 {
-			return nil, fmt.Errorf("calibration summary: directory %s has no *.json", p)
-		}
-		slices.Sort(m)
-		files = append(files, m...)
+	files, err := shard.List(paths)
+	if err != nil {
+		return nil, fmt.Errorf("calibration summary: %w", err)
 	}
 	var out []Named
 	for _, f := range files {

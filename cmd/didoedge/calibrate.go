@@ -5,24 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/calibrate"
+	"github.com/didoedge/didoedge/internal/shard"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/runconfig"
-)
-
-// Environment of a Kubernetes Indexed Job's pod: the index is set by
-// Kubernetes, the count by the manifest (deploy/calibrate-shards.yaml).
-const (
-	envShardIndex = "JOB_COMPLETION_INDEX"
-	envShardCount = "DIDOEDGE_SHARD_COUNT"
 )
 
 // modelFlags are the flags that choose the config (models and zones).
@@ -144,52 +133,13 @@ func writeCalibration(env *cliEnv, out string, res *calibrate.Result) error {
 	return nil
 }
 
-// envInt reads an integer environment variable; ok is false when unset.
-func envInt(name string) (v int, ok bool, err error) {
-	s := os.Getenv(name)
-	if s == "" {
-		return 0, false, nil
-	}
-	v, err = strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return 0, false, fmt.Errorf("environment %s=%q: not an integer", name, s)
-	}
-	return v, true, nil
-}
-
-// shardFromEnv fills an unset index (< 0) and count (0) from the
-// environment of an Indexed Job's pod, else 0 of 1.
-func shardFromEnv(index, count *int) error {
-	if *index < 0 {
-		v, ok, err := envInt(envShardIndex)
-		if err != nil {
-			return err
-		}
-		*index = 0
-		if ok {
-			*index = v
-		}
-	}
-	if *count == 0 {
-		v, ok, err := envInt(envShardCount)
-		if err != nil {
-			return err
-		}
-		*count = 1
-		if ok {
-			*count = v
-		}
-	}
-	return nil
-}
-
 // runCalibrateShard writes one shard's summary.
 func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "calibrate shard")
 	data := addDataFlags(fs)
 	mf := addModelFlags(fs)
-	index := fs.Int("index", -1, "shard index (default: $"+envShardIndex+", else 0)")
-	count := fs.Int("count", 0, "number of shards (default: $"+envShardCount+", else 1)")
+	index := fs.Int("index", -1, "shard index (default: $"+shard.EnvIndex+", else 0)")
+	count := fs.Int("count", 0, "number of shards (default: $"+shard.EnvCount+", else 1)")
 	out := fs.String("out", "", "summary file to write (JSON); "+calibrate.IndexPlaceholder+" is replaced by the index")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -197,7 +147,7 @@ func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
 	if len(data.dirs) == 0 || *out == "" {
 		return errors.New("--data DIR and --out FILE are required")
 	}
-	if err := shardFromEnv(index, count); err != nil {
+	if err := shard.FromEnv(index, count); err != nil {
 		return err
 	}
 	cfg, cleanup, err := mf.config()
@@ -240,46 +190,4 @@ func runCalibrateMerge(_ context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	return writeCalibration(env, *out, res)
-}
-
-// writeFileAtomic writes path through a temporary file and a rename.
-func writeFileAtomic(path string, write func(w io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// expandJSON replaces directories by their *.json files, sorted.
-func expandJSON(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		m, err := filepath.Glob(filepath.Join(p, "*.json"))
-		if err != nil {
-			return nil, err
-		}
-		if len(m) == 0 {
-			return nil, fmt.Errorf("%s: no *.json", p)
-		}
-		sort.Strings(m)
-		out = append(out, m...)
-	}
-	return out, nil
 }
