@@ -487,21 +487,6 @@ func (c *Config) parseAlerts(name, dir string) error {
 	return errors.Join(errs...)
 }
 
-// ReloadCameras re-reads the config file and returns its cameras with
-// their alerts configs (zones and calibration are what a SIGHUP changes),
-// and its alerts section (whose transport settings need a restart).
-func (c *Config) ReloadCameras() ([]CameraSpec, AlertsConfig, error) {
-	if c.Path == "" {
-		return nil, AlertsConfig{}, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
-	}
-	fresh, err := Load(c.Path)
-	if err != nil {
-		return nil, AlertsConfig{}, err
-	}
-	specs, err := fresh.CameraSpecs()
-	return specs, fresh.AlertsConfig, err
-}
-
 // CameraSpecs returns the cameras of the configuration, in order: the
 // camera section as one camera named alerts.camera, or the cameras list,
 // each with the alerts section's zones and calibration unless it gives

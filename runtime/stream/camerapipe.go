@@ -62,6 +62,10 @@ type cameraPipe struct {
 	statusMu sync.Mutex
 	status   []alerts.ZoneStatus // each zone after the last frame
 
+	// stallNS is alerts.events.camera_stall of the camera's spec now in
+	// effect (0: the default), read by Health on other goroutines.
+	stallNS atomic.Int64
+
 	watchNS  atomic.Int64 // when a debug client last asked for data
 	lastSnap time.Time
 	snap     Snapshot

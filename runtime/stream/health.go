@@ -61,7 +61,7 @@ func (p *Pipeline) Health() Health {
 // alerts.events.camera_stall while the pipeline runs.
 func (c *cameraPipe) framesHealth(now time.Time) (bool, string) {
 	p := c.p
-	stall := p.cfg.AlertsConfig.Events.CameraStall
+	stall := time.Duration(c.stallNS.Load())
 	if stall <= 0 {
 		stall = 2 * time.Second
 	}

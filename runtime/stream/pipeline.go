@@ -71,7 +71,8 @@ type Pipeline struct {
 	sink      *alertSink
 	metrics   *Metrics
 
-	reloadReq chan chan error
+	reloadReq chan reloadRequest
+	applied   atomic.Pointer[runconfig.Config] // Config()
 	eventsMu  sync.Mutex
 	eventLog  []EventRecord
 	ready     atomic.Bool
@@ -146,7 +147,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	}
 	// p is not the named result: "return nil, err" must not clear it before
 	// the deferred cleanup runs.
-	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: NewMetrics(), reloadReq: make(chan chan error),
+	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: NewMetrics(), reloadReq: make(chan reloadRequest),
 		rl: lograte.New(log, 0), byName: map[string]*cameraPipe{}}
 	defer func() {
 		if err != nil {
@@ -165,6 +166,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		if c.engine, err = p.sink.newEngine(engineSpecs[i], c.handleEvent); err != nil {
 			return nil, fmt.Errorf("%s: %w", cs.Key, err)
 		}
+		c.stallNS.Store(int64(cs.Alerts.Events.CameraStall))
 		p.cams = append(p.cams, c)
 		p.byName[cs.Name] = c
 	}
@@ -208,6 +210,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		c.registerMetrics()
 	}
 	p.registerMetrics()
+	p.applied.Store(cfg)
 	return p, nil
 }
 
@@ -404,8 +407,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 				return nil
 			case now := <-tick.C:
 				p.tick(now)
-			case reply := <-p.reloadReq:
-				reply <- p.reload()
+			case req := <-p.reloadReq:
+				req.reply <- p.apply(req.cfg)
 			case r := <-got:
 				if err := handle(r); err != nil {
 					return err
@@ -420,8 +423,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		case now := <-tick.C:
 			p.tick(now)
 			continue
-		case reply := <-p.reloadReq:
-			reply <- p.reload()
+		case req := <-p.reloadReq:
+			req.reply <- p.apply(req.cfg)
 			continue
 		case r := <-got:
 			if err := handle(r); err != nil {
@@ -524,69 +527,131 @@ func (p *Pipeline) tick(now time.Time) {
 	}
 }
 
-// Reload re-reads the config file and swaps in every camera's zones and
-// calibration between two frames (SIGHUP). It blocks until the pipeline
-// applied it or ctx ends.
+// reloadRequest asks the scheduler goroutine to apply a configuration.
+type reloadRequest struct {
+	cfg   *runconfig.Config
+	reply chan error
+}
+
+// Reload re-reads the config file and applies it (Apply): SIGHUP. A file
+// that does not load is refused and logged, and nothing changes.
 func (p *Pipeline) Reload(ctx context.Context) error {
-	reply := make(chan error, 1)
+	if p.cfg.Path == "" {
+		return p.reloadFailed(errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload"))
+	}
+	cfg, err := runconfig.Load(p.cfg.Path)
+	if err != nil {
+		return p.reloadFailed(err)
+	}
+	return p.Apply(ctx, cfg)
+}
+
+// Apply swaps in the zones, ignore masks, calibrations and event settings
+// of cfg on every camera at once, between two batches: the one entry
+// point of run-time changes (SIGHUP re-reads the file and calls it; a
+// control API can hand it an edited copy of Config()). It is all or
+// nothing: every camera's new engine state is built and validated first,
+// then the end events of every open episode (a reload starts the zones at
+// ok) are queued in one batch, and only when all of that worked does any
+// camera change: its engine, its stored spec (Config()), its debug page
+// zones, the recording metadata and the reload counter together. If
+// anything fails (a zone or calibration error, which names its file and
+// key; a camera no longer in cfg; an outbox that cannot queue the end
+// events: full, disk full), nothing changes anywhere, the log says why,
+// and the error is returned. Settings that need a restart (sources,
+// cameras added, models, transports) are not applied; a warning names
+// them. It blocks until the pipeline applied or refused cfg, or ctx ends.
+func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
+	req := reloadRequest{cfg: cfg, reply: make(chan error, 1)}
 	select {
-	case p.reloadReq <- reply:
+	case p.reloadReq <- req:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-reply:
+	case err := <-req.reply:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// reload applies a re-read config to every camera, or to none: every
-// camera's new engine spec is built before any engine changes.
-func (p *Pipeline) reload() error {
-	fail := func(err error) error {
-		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
-		return err
-	}
-	specs, section, err := p.cfg.ReloadCameras()
+// Config returns the configuration last applied (New's, then each
+// successful Apply's): its zones, calibrations and event settings are in
+// effect. Settings that need a restart are those New started with. It is
+// shared: callers must not modify it (edit a copy and Apply that).
+func (p *Pipeline) Config() *runconfig.Config { return p.applied.Load() }
+
+func (p *Pipeline) reloadFailed(err error) error {
+	p.log.Error("reload failed; nothing changed: every camera keeps its zones and thresholds", "err", err)
+	return err
+}
+
+// apply runs Apply on the scheduler goroutine: prepare every camera, then
+// commit all (alerts.ApplyReloads), then the runtime's own copies.
+func (p *Pipeline) apply(cfg *runconfig.Config) error {
+	specs, err := cfg.CameraSpecs()
 	if err != nil {
-		return fail(err)
+		return p.reloadFailed(err)
 	}
 	byName := map[string]runconfig.CameraSpec{}
 	for _, cs := range specs {
 		byName[cs.Name] = cs
 	}
-	engineSpecs := make([]alerts.EngineSpec, len(p.cams))
-	restart := p.sink.restartOnly(section)
+	now := time.Now()
+	next := make([]runconfig.CameraSpec, len(p.cams))
+	prepared := make([]*alerts.PreparedReload, len(p.cams))
+	var sources []string
 	for i, c := range p.cams {
 		cs, ok := byName[c.spec.Name]
 		if !ok {
-			return fail(fmt.Errorf("reload: camera %q is no longer in the config; adding or removing cameras needs a restart", c.spec.Name))
+			return p.reloadFailed(fmt.Errorf("reload: camera %q is no longer in the config; adding or removing cameras needs a restart", c.spec.Name))
 		}
-		if engineSpecs[i], err = cs.EngineSpec(); err != nil {
-			return fail(err)
+		es, err := cs.EngineSpec()
+		if err != nil {
+			return p.reloadFailed(err)
 		}
+		if prepared[i], err = c.engine.PrepareReload(es, now); err != nil {
+			return p.reloadFailed(fmt.Errorf("%s: %w", c.spec.Key, err))
+		}
+		if cs.Source != c.spec.Source {
+			sources = append(sources, cs.Key)
+		}
+		// The source stays the running one; Key follows the new file.
+		next[i] = c.spec
+		next[i].Alerts, next[i].Key, next[i].ZoneKey = cs.Alerts, cs.Key, cs.ZoneKey
 	}
-	if restart {
+	ident, err := p.rec.identity(cfg, calibrations(next)) // recording.go
+	if err != nil {
+		return p.reloadFailed(fmt.Errorf("record: the new calibration cannot be identified in the recording: %w", err))
+	}
+	if err := alerts.ApplyReloads(prepared); err != nil {
+		if errors.Is(err, alerts.ErrNotApplied) {
+			return p.reloadFailed(err)
+		}
+		// Every engine was reloaded; a sink could not take a state or
+		// the zone announcement.
+		p.rl.Warn("reload sinks", "reload applied; a sink failed on the new zones' states", "err", err)
+	}
+	for i, c := range p.cams {
+		c.spec = next[i]
+		c.stallNS.Store(int64(c.spec.Alerts.Events.CameraStall))
+		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
+		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
+			"calibration", c.spec.Alerts.Calibration, "episodes_ended", len(prepared[i].EndEvents()))
+	}
+	p.rec.setIdentity(ident) // recording.go: files name every camera's new calibration
+	p.applied.Store(cfg)
+	p.metrics.Reloads.Add(1)
+	if p.sink.restartOnly(cfg.AlertsConfig) {
 		p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
+	}
+	if len(sources) > 0 {
+		p.log.Warn("reload: camera source changes need a restart", "cameras", sources)
 	}
 	if len(specs) != len(p.cams) {
 		p.log.Warn("reload: added cameras need a restart")
 	}
-	now := time.Now()
-	for i, c := range p.cams {
-		if err := c.engine.Reload(engineSpecs[i], now); err != nil {
-			return fail(fmt.Errorf("%s: %w", c.spec.Key, err))
-		}
-		c.spec.Alerts = byName[c.spec.Name].Alerts
-		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
-		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
-			"calibration", c.spec.Alerts.Calibration)
-	}
-	// recording.go: files name every camera's new calibration.
-	p.rec.reloaded(p.cfg, p.cameraCalibrations())
-	p.metrics.Reloads.Add(1)
 	return nil
 }
 
