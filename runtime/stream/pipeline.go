@@ -29,6 +29,12 @@ type Options struct {
 	// OnEvent is called from the pipeline goroutine for every alert event
 	// after it was queued durably; it must return quickly.
 	OnEvent func(*alerts.Event)
+	// OpenSource, when set, opens camera index's source (named name)
+	// again for an in-process restart of a source given in Sources (a
+	// camera without processed frames for pipeline.camera_restart); nil
+	// restarts such a source as it is (its fetcher only). Sources the
+	// pipeline built from the config are always opened again.
+	OpenSource func(index int, name string) (camera.Source, error)
 	// OnFrame is called from the pipeline goroutine after each assessed
 	// frame of any camera with its timing; benchmarks use it. It must not
 	// block.
@@ -78,6 +84,7 @@ type Pipeline struct {
 	ready     atomic.Bool
 	running   atomic.Bool  // Run is in its frame loop
 	runStart  atomic.Int64 // unix ns when Run started
+	loopNS    atomic.Int64 // unix ns when the scheduler loop last went round (Health)
 	closeOnce sync.Once
 	modelsMu  sync.Mutex // guards models against Close while Health reads it
 	rl        *lograte.Limiter
@@ -218,8 +225,10 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 // scrape time.
 func (p *Pipeline) registerMetrics() {
 	m := p.metrics
-	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, every camera's frames within alerts.events.camera_stall, outbox writable).",
+	m.Gauge("didoedge_healthy", "1 while /healthz passes: the pipeline as a whole works (running, models loaded, scheduler going round, some camera's frames within alerts.events.camera_stall).",
 		func() float64 { return b2f(p.Health().OK) })
+	m.Gauge("didoedge_degraded", "1 while something a restart of the unit would not mend is down: a camera (didoedge_camera_degraded) or the outbox (didoedge_outbox_write_fault).",
+		func() float64 { return b2f(len(p.Health().Degraded) > 0) })
 	m.Gauge("didoedge_cameras", "Cameras configured.", func() float64 { return float64(len(p.cams)) })
 	// The transports register their own: MQTT publisher, outbox, embedded
 	// broker (with its store), snapshot renderer.
@@ -292,18 +301,13 @@ func (p *Pipeline) CameraReady() map[string]bool {
 	return out
 }
 
-// fetch is one frame a camera's fetcher got.
-type fetch struct {
-	cam   int
-	frame *camera.Frame
-	err   error
-}
-
 // Run processes frames until ctx is cancelled or every source ends, then
 // drains: the frame in flight is finished and its events queued, the
 // outbox is flushed (within alerts.mqtt.close_timeout), and every resource
-// is released. It returns nil after a cancellation and a source's error
-// otherwise (io.EOF of a non-looping image sequence ends that camera).
+// is released. It returns nil after a cancellation or when every source
+// ended (io.EOF of a non-looping image sequence ends that camera). A
+// source's other errors are that camera's: it is reported degraded and
+// its source restarted in the process (cameras.go), never the pipeline.
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	defer func() {
 		cerr := p.Close()
@@ -312,60 +316,27 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 	}()
 	// The cameras get their own context: they stop after the pipeline has
-	// finished its last frame, not before.
+	// finished its last frame, not before. Each camera runs under a child
+	// of it (cameras.go), so that one camera's source can be restarted
+	// while the others go on.
 	camCtx, stopCam := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCam()
-	var camWG sync.WaitGroup
-	for _, c := range p.cams {
-		if c.rtsp != nil {
-			camWG.Go(func() { c.rtsp.Run(camCtx) })
-		}
-	}
-	defer func() { stopCam(); camWG.Wait() }()
-
 	// Each camera's fetcher takes the newest frame of its source and
 	// stages it (resize, normalize) into a free slot while the scheduler
 	// runs the models on other slots; a staged frame the scheduler has not
 	// taken when a newer one is staged is dropped (counted from the
 	// sequence gap). got carries notifications (a slot is ready) and the
 	// sources' errors.
-	got := make(chan fetch, numSlots*len(p.cams))
-	var fetchWG sync.WaitGroup
+	rs := &runState{camCtx: camCtx, got: make(chan fetch, numSlots*len(p.cams)), restarted: make(chan restartResult, len(p.cams))}
 	for _, c := range p.cams {
 		c.initSlots()
-		fetchWG.Go(func() {
-			for {
-				var s *frameSlot
-				select {
-				case s = <-c.free:
-				case <-camCtx.Done():
-					return
-				}
-				if !c.waitTaken(camCtx) {
-					c.free <- s
-					return
-				}
-				if err := c.src.Next(camCtx, &s.frame); err != nil {
-					c.free <- s
-					select {
-					case got <- fetch{cam: c.idx, err: err}:
-					case <-camCtx.Done():
-					}
-					return
-				}
-				c.stage(s)
-				select {
-				case got <- fetch{cam: c.idx}:
-				case <-camCtx.Done():
-					return
-				}
-			}
-		})
+		p.startCamera(rs, c)
 	}
 	defer func() {
 		stopCam()
-		fetchWG.Wait()
+		rs.wg.Wait()
 	}()
+	got := rs.got
 
 	tick := time.NewTicker(p.cfg.Pipeline.Tick)
 	defer tick.Stop()
@@ -376,25 +347,33 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	p.ready.Store(true)
 	s := scheduler{ready: make([]bool, len(p.cams))}
 	live := len(p.cams)
-	handle := func(r fetch) error {
+	handle := func(r fetch) {
 		c := p.cams[r.cam]
-		if r.err != nil {
-			if errors.Is(r.err, io.EOF) {
-				p.log.Info("camera source ended", "camera", c.spec.Name)
-				c.ended = true
-				live--
-				return nil
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("camera %s: %w", c.spec.Name, r.err)
+		if r.gen != c.gen.Load() {
+			return // from a fetcher stopped by a restart
 		}
-		s.ready[r.cam] = true
-		return nil
+		if r.err == nil {
+			s.ready[r.cam] = true
+			return
+		}
+		if errors.Is(r.err, io.EOF) {
+			p.log.Info("camera source ended", "camera", c.spec.Name)
+			c.ended = true
+			live--
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// One camera's failure is that camera's: it is reported degraded
+		// and its source restarted (camera_restart), the others go on.
+		c.srcErr.Store(true)
+		p.rl.Error("camera source failed "+c.spec.Name, "camera source failed; restarting it in the process",
+			"camera", c.spec.Name, "err", r.err, "restart_in", p.restartAfter())
 	}
 	batch := make([]int, 0, p.batch)
 	for {
+		p.loopNS.Store(time.Now().UnixNano())
 		if live == 0 && s.next() < 0 {
 			return nil
 		}
@@ -406,13 +385,13 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 				p.log.Info("stopping: draining the pipeline and flushing the outbox")
 				return nil
 			case now := <-tick.C:
-				p.tick(now)
+				p.tick(now, rs)
 			case req := <-p.reloadReq:
 				req.reply <- p.apply(req.cfg)
 			case r := <-got:
-				if err := handle(r); err != nil {
-					return err
-				}
+				handle(r)
+			case r := <-rs.restarted:
+				p.restarted(rs, r)
 			}
 			continue
 		}
@@ -421,15 +400,16 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			p.log.Info("stopping: draining the pipeline and flushing the outbox")
 			return nil
 		case now := <-tick.C:
-			p.tick(now)
+			p.tick(now, rs)
 			continue
 		case req := <-p.reloadReq:
 			req.reply <- p.apply(req.cfg)
 			continue
 		case r := <-got:
-			if err := handle(r); err != nil {
-				return err
-			}
+			handle(r)
+			continue
+		case r := <-rs.restarted:
+			p.restarted(rs, r)
 			continue
 		default:
 		}
@@ -518,8 +498,10 @@ func (s *scheduler) takeBatch(dst []int, max int) []int {
 	return dst
 }
 
-// tick runs every camera's stall detection, and stats and states when due.
-func (p *Pipeline) tick(now time.Time) {
+// tick runs every camera's stall detection, and stats and states when
+// due, and restarts the sources of cameras that stayed dead.
+func (p *Pipeline) tick(now time.Time, rs *runState) {
+	p.superviseCameras(now, rs) // cameras.go
 	for _, c := range p.cams {
 		if err := c.engine.Tick(now); err != nil {
 			p.rl.Warn("alerts tick "+c.spec.Name, "alerts tick", "camera", c.spec.Name, "err", err)

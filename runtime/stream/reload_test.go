@@ -276,6 +276,11 @@ func TestReloadRefusedWhenEndEventsCannotBeQueued(t *testing.T) {
 	if p.Metrics().Reloads.Load() != 1 {
 		t.Errorf("reloads %d, want 1", p.Metrics().Reloads.Load())
 	}
+	// The new zones' episodes open; their end events at shutdown need
+	// room in the outbox (16 records): wait until the broker took them.
+	waitFor(t, 30*time.Second, "the new episodes delivered", func() bool {
+		return len(log.count(alerts.EventNew)) == 3 && log.count(alerts.EventNew)["front"] == 7 && p.sink.svc.Publisher().Pending() == 0
+	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
