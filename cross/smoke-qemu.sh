@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 TRIPLET=aarch64-linux-gnu
 ARM_BIN=bin/linux-arm64/didoedge
 HOST_BIN=bin/linux-amd64/didoedge
-ORT_DIR=third_party/onnxruntime/1.24.1
+ORT_DIR=third_party/onnxruntime/1.29.0
 FRAMES=${SMOKE_FRAMES:-3}
 SEED=${SMOKE_SEED:-1}
 TOL=${SMOKE_TOL:-1e-3}

@@ -38,6 +38,10 @@ type QuickConfig struct {
 	// SparsStep is the sparsification step (0 = 5%).
 	SparsStep float64
 	Log       *slog.Logger
+
+	// shard, when set, restricts the run to a slice of the listing and
+	// fills stats (QuickShard).
+	shard *quickShard
 }
 
 // QuickResult holds the headline figures; JSON names are the CLI's.
@@ -117,6 +121,21 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if cfg.MaxFrames > 0 && len(frames.items) > cfg.MaxFrames {
 		frames.items = frames.items[:cfg.MaxFrames]
 	}
+	var ind *dataFrames
+	if cfg.Indoor != "" {
+		if ind, err = openDataFrames(dataset.Source{Dir: cfg.Indoor}, dataset.SplitAll, 0); err != nil {
+			return res, fmt.Errorf("eval: indoor: %w", err)
+		}
+		if cfg.MaxIndoor > 0 && len(ind.items) > cfg.MaxIndoor {
+			ind.items = ind.items[:cfg.MaxIndoor]
+		}
+	}
+	st := cfg.shard
+	if st != nil {
+		if err := st.slice(frames, ind); err != nil {
+			return res, err
+		}
+	}
 	d, ds, a, as := cfg.files()
 	models, err := OpenModelPair(ctx, d, ds, a, as, cfg.Inference, log)
 	if err != nil {
@@ -124,6 +143,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	}
 	defer models.Close()
 	res.Relative = models.Relative()
+	if st != nil {
+		st.stats.Relative = res.Relative
+	}
 	var (
 		dq            metrics.DepthMean
 		sp            = metrics.Sparsifier{Step: cfg.SparsStep}
@@ -170,6 +192,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if err != nil {
 			return res, err
 		}
+		models.FrameFocal(s.Intrinsics.Fx, s.Width)
 		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
@@ -189,10 +212,14 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			return res, err
 		}
 		rmseM.Add(r)
-		if r, err = sp.Evaluate(d, s.Sparse, b, metrics.SparsAbsRel); err != nil {
+		r2, err := sp.Evaluate(d, s.Sparse, b, metrics.SparsAbsRel)
+		if err != nil {
 			return res, err
 		}
-		absM.Add(r)
+		absM.Add(r2)
+		if st != nil {
+			st.stats.frame(q, r, r2)
+		}
 		n := len(s.Sparse)
 		if len(gtMask) != n {
 			skyMask, gtMask, noGTMask = make([]bool, n), make([]bool, n), make([]bool, n)
@@ -204,7 +231,15 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			if gtMask[i] {
 				allErr = append(allErr, float32(math.Abs(float64(d[i]-s.Sparse[i]))))
 				allB = append(allB, b[i])
+				if st != nil {
+					st.stats.uce(allErr[len(allErr)-1], b[i])
+				}
 			}
+		}
+		if st != nil {
+			st.stats.NoGT.AddMasked(epis, noGTMask, true)
+			st.stats.NoGT.AddMasked(epis, gtMask, false)
+			st.stats.IndoorScores.AddMasked(epis, gtMask, false)
 		}
 		if _, err := nogt.AddMasked(epis, noGTMask, true); err != nil {
 			return res, err
@@ -217,6 +252,11 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		}
 		if s.Semantic != nil {
 			semantics = true
+			if st != nil {
+				st.stats.Semantics = true
+				st.stats.Sky.AddMasked(epis, skyMask, true)
+				st.stats.Sky.AddMasked(epis, gtMask, false)
+			}
 			if _, err := sky.AddMasked(epis, skyMask, true); err != nil {
 				return res, err
 			}
@@ -240,6 +280,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 					return res, err
 				}
 				aucImg, apImg, nImg = aucImg+a, apImg+ap, nImg+1
+				if st != nil {
+					st.stats.SkyAUCImg, st.stats.SkyAPImg, st.stats.SkyImages = st.stats.SkyAUCImg+a, st.stats.SkyAPImg+ap, st.stats.SkyImages+1
+				}
 			}
 			v, ok, err := metrics.SkyAll(epis, s.Semantic, metrics.SkyClass)
 			if err != nil {
@@ -248,9 +291,15 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			if ok {
 				skyAll += v
 				skyImgs++
+				if st != nil {
+					st.stats.SkyAll, st.stats.SkyAllImages = st.stats.SkyAll+v, st.stats.SkyAllImages+1
+				}
 			}
 		}
 		res.Frames++
+	}
+	if st != nil {
+		st.stats.Frames = res.Frames
 	}
 	res.SkyAUCPerImage, res.SkyAUPRPerImage = math.NaN(), math.NaN()
 	if nImg > 0 {
@@ -281,15 +330,8 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			return res, fmt.Errorf("sky AUPR: %w", err)
 		}
 	}
-	if cfg.Indoor == "" {
+	if ind == nil {
 		return res, nil
-	}
-	ind, err := openDataFrames(dataset.Source{Dir: cfg.Indoor}, dataset.SplitAll, 0)
-	if err != nil {
-		return res, fmt.Errorf("eval: indoor: %w", err)
-	}
-	if cfg.MaxIndoor > 0 && len(ind.items) > cfg.MaxIndoor {
-		ind.items = ind.items[:cfg.MaxIndoor]
 	}
 	for i := range ind.items {
 		if err := ctx.Err(); err != nil {
@@ -299,6 +341,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if err != nil {
 			return res, err
 		}
+		models.FrameFocal(s.Intrinsics.Fx, s.Width)
 		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
@@ -312,7 +355,14 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if _, err := indoor.AddMasked(m.Epistemic, gtMask, true); err != nil {
 			return res, err
 		}
+		if st != nil {
+			st.stats.IndoorScores.AddMasked(m.Epistemic, gtMask, true)
+			st.stats.Indoor++
+		}
 		res.Indoor++
+	}
+	if p, n := indoor.Counts(); p == 0 || n == 0 {
+		return res, nil // a shard without indoor frames, or without outdoor ones
 	}
 	if res.IndoorAUC, err = indoor.AUC(); err != nil {
 		return res, fmt.Errorf("indoor AUC: %w", err)

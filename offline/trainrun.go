@@ -52,6 +52,13 @@ type DepthRun struct {
 	Checkpoint string
 	// FromCheckpoint skips training: the weights are loaded from it.
 	FromCheckpoint string
+	// Untrained skips training: the network is exported with its seeded
+	// initial weights (deterministic; a size and speed stand-in, its depth
+	// means nothing, e.g. the large GPU benchmark model).
+	Untrained bool
+	// ExportWidth is the exported model's input width (default 640); the
+	// network's height is Train.Net.Height.
+	ExportWidth int
 	// Args are the command's arguments, kept in the summary.
 	Args []string
 }
@@ -69,16 +76,28 @@ type DepthSummary struct {
 	ValAbsRel      Float    `json:"val_absrel"`
 	WallS          float64  `json:"wall_s"`
 	Args           []string `json:"args"`
+	Untrained      bool     `json:"untrained"`
+	Input          string   `json:"input"`
 }
 
 // Run trains (or loads) and exports the network.
 func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
 	cfg := r.Train
+	if r.ExportWidth == 0 {
+		r.ExportWidth = 640
+	}
+	if h := cfg.Net.Height; h != 0 && h != 192 && !r.Untrained && r.FromCheckpoint == "" {
+		return DepthSummary{}, fmt.Errorf("network height %d: training renders 192-row frames; export it untrained or from a checkpoint of that height", h)
+	}
 	start := time.Now()
 	var net *depthnet.Net
 	var st TrainStats
 	var err error
-	if r.FromCheckpoint != "" {
+	if r.Untrained {
+		if net, err = depthnet.New(cfg.Net); err != nil {
+			return DepthSummary{}, err
+		}
+	} else if r.FromCheckpoint != "" {
 		if net, err = depthnet.New(cfg.Net); err != nil {
 			return DepthSummary{}, err
 		}
@@ -101,13 +120,14 @@ func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
 			return DepthSummary{}, err
 		}
 	}
-	model, spec, err := WriteDepthArtifacts(net, r.Out, "depth", 640)
+	model, spec, err := WriteDepthArtifacts(net, r.Out, "depth", r.ExportWidth)
 	if err != nil {
 		return DepthSummary{}, err
 	}
 	return DepthSummary{Model: model, Spec: spec, Checkpoint: r.Checkpoint, Seed: cfg.Seed, Steps: st.Steps,
 		DistinctFrames: st.DistinctFrames, FirstLoss: Float(st.FirstLoss), LastLoss: Float(st.LastLoss),
-		ValAbsRel: Float(st.ValAbsRel), WallS: time.Since(start).Seconds(), Args: r.Args}, nil
+		ValAbsRel: Float(st.ValAbsRel), WallS: time.Since(start).Seconds(), Args: r.Args,
+		Untrained: r.Untrained, Input: fmt.Sprintf("%dx%d", r.ExportWidth, cfg.Net.Height)}, nil
 }
 
 // AuxRun is `didoedge train auxue`: train the generalized AuxUE on a

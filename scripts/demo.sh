@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --runtime
-export ONNXRUNTIME_LIB="${ONNXRUNTIME_LIB:-$PWD/third_party/onnxruntime/1.24.1/linux-$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')/libonnxruntime.so.1}"
+export ONNXRUNTIME_LIB="${ONNXRUNTIME_LIB:-$PWD/third_party/onnxruntime/1.29.0/linux-$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')/libonnxruntime.so.1}"
 exec go run ./cmd/didoedge demo "$@"

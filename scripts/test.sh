@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 
-export ONNXRUNTIME_LIB="$PWD/third_party/onnxruntime/1.24.1/linux-x64/libonnxruntime.so.1"
+export ONNXRUNTIME_LIB="$PWD/third_party/onnxruntime/1.29.0/linux-x64/libonnxruntime.so.1"
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './third_party/*'))
 if [ -n "$unformatted" ]; then

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,8 +198,15 @@ func TestRunOnRenderedData(t *testing.T) {
 	if res.Frames != 4 || res.Pixels == 0 || res.GTPixels == 0 {
 		t.Fatalf("frames %d pixels %d gt %d", res.Frames, res.Pixels, res.GTPixels)
 	}
-	if d := res.CoverageAfter - 0.9; d < 0 || d > 1/float64(res.GTPixels)+1e-9 {
-		t.Fatalf("coverage after %g, want 0.9 (+ at most one pixel of %d)", res.CoverageAfter, res.GTPixels)
+	// The correction is the upper edge of the bin holding the 0.9-quantile
+	// of |e|/b: the interval covers 0.9 plus at most that bin's pixels.
+	sum, err := Shard(context.Background(), ShardOptions{Config: cfg, Inputs: []Input{{Dir: data}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, inBin, _ := sum.ErrOverB.QuantileBin(0.9)
+	if d := res.CoverageAfter - 0.9; d < 0 || d > float64(inBin)/float64(res.GTPixels)+1e-9 {
+		t.Fatalf("coverage after %g, want 0.9 (+ at most the %d pixels of the quantile's bin, of %d)", res.CoverageAfter, inBin, res.GTPixels)
 	}
 	cal := res.Calibration
 	if len(cal.TauEZones) != 4 || len(cal.TauAZones) != 4 || cal.TauE <= 0 || cal.TauE > 1 || cal.TauA <= 0 || cal.ScaleCorrection <= 0 {
@@ -247,16 +255,12 @@ func TestRunOnRenderedData(t *testing.T) {
 	}
 }
 
-// zoneEventTau, hand-computed: enter 0.25 on 4 values per frame means a
-// frame opens an event when its largest value exceeds tau_e (m = 1), so the
-// quiet threshold of each frame is its maximum; with q = 1 the result is
-// the largest of them, with q = 0.5 the 2nd smallest of 4.
-func TestZoneEventTauClosedForm(t *testing.T) {
-	zv := zoneValues{
-		values: []float32{0.1, 0.9, 0.2, 0.3 /* frame 0: max 0.9 */, 0.5, 0.4, 0.1, 0.1, /* frame 1: 0.5 */
-			0.2, 0.2, 0.2, 0.3 /* frame 2: 0.3 */, 0.7, 0.1, 0.1, 0.1 /* frame 3: 0.7 */},
-		starts: []int{0, 4, 8, 12},
-	}
+// The zone-event bound, hand-computed: enter 0.25 on 4 values per frame
+// means a frame opens an event when its largest value exceeds tau_e (m =
+// 1), so the quiet value of each frame is its maximum; with q = 1 the
+// bound is the largest of them, with q = 0.5 the 2nd smallest of 4.
+func TestZoneEventBoundClosedForm(t *testing.T) {
+	frames := [][]float32{{0.1, 0.9, 0.2, 0.3} /* max 0.9 */, {0.5, 0.4, 0.1, 0.1} /* 0.5 */, {0.2, 0.2, 0.2, 0.3} /* 0.3 */, {0.7, 0.1, 0.1, 0.1} /* 0.7 */}
 	for _, tc := range []struct {
 		enter, q, want float64
 	}{
@@ -265,34 +269,51 @@ func TestZoneEventTauClosedForm(t *testing.T) {
 		{0.5, 1, 0.4}, // m = 2: second largest per frame: 0.3, 0.4, 0.2, 0.1
 		{0, 1, 0},     // no level: no bound
 	} {
-		if got := zoneEventTau(zv, tc.enter, tc.q); math.Abs(got-tc.want) > 1e-6 {
+		var rows [][]float32
+		for _, f := range frames {
+			rows = append(rows, []float32{quietValue(slices.Clone(f), tc.enter)})
+		}
+		if got := quietQuantile(rows, 0, tc.q); math.Abs(got-tc.want) > 1e-6 {
 			t.Errorf("enter %g q %g: tau %g, want %g", tc.enter, tc.q, got, tc.want)
 		}
 	}
 }
 
 // TestZoneThresholdBoundsPixels: the zone threshold is the pixel quantile
-// when no criterion is used, and the zone-event bound when that is larger.
-// Hand-computed on frames {1,2,3,4} and {5,6,7,8}: at q 0.5 the pixel
-// quantile is 4 (the 4th smallest); enter 0.5 keeps a frame quiet above
-// its 2nd largest value (3 and 7, quantile 3), enter 0.25 above its
-// largest (4 and 8, quantile 4): the pixel quantile stands. At q 1 both
-// give 8. At q 0.25 the pixel quantile is 2 but enter 0.5 needs 3.
+// (the upper edge of its bin, 1 + 2^-10 times an integer value's, as an
+// integer is a bin's lower edge) when no criterion is used, and the exact
+// zone-event bound when that is larger. Hand-computed on frames {1,2,3,4}
+// and {5,6,7,8}: at q 0.5 the pixel quantile is 4 (the 4th smallest);
+// enter 0.5 keeps a frame quiet above its 2nd largest value (3 and 7,
+// quantile 3), enter 0.25 above its largest (4 and 8, quantile 4): the
+// pixel quantile's bin edge stands. At q 1 the bound gives 8, below 8's
+// bin edge. At q 0.25 the pixel quantile is 2 but enter 0.5 needs 3.
 func TestZoneThresholdBoundsPixels(t *testing.T) {
-	zv := zoneValues{values: []float32{1, 2, 3, 4, 5, 6, 7, 8}, starts: []int{0, 4}}
+	frames := [][]float32{{1, 2, 3, 4}, {5, 6, 7, 8}}
+	var h Hist
+	for _, f := range frames {
+		for _, v := range f {
+			h.Add(float64(v))
+		}
+	}
+	edge := func(v float64) float64 { return v * (1 + 1.0/(1<<MantissaBits)) }
 	for _, tc := range []struct {
-		c    *alerts.Criterion
-		q    float64
-		want float64
+		enter float64 // 0: no criterion
+		q     float64
+		want  float64
 	}{
-		{nil, 0.5, 4},
-		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.5}}, 0.5, 4},
-		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.25}}, 0.5, 4},
-		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.25}}, 1, 8},
-		{&alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.5}}, 0.25, 3},
+		{0, 0.5, edge(4)},
+		{0.5, 0.5, edge(4)},
+		{0.25, 0.5, edge(4)},
+		{0.25, 1, edge(8)},
+		{0.5, 0.25, 3},
 	} {
-		if got := zoneThreshold(zv, tc.c, tc.q); got != tc.want {
-			t.Errorf("criterion %+v q %g: %g, want %g", tc.c, tc.q, got, tc.want)
+		var rows [][]float32
+		for _, f := range frames {
+			rows = append(rows, []float32{quietValue(slices.Clone(f), tc.enter)})
+		}
+		if got := zoneTau(&h, rows, 0, tc.q); got != tc.want {
+			t.Errorf("enter %g q %g: %g, want %g", tc.enter, tc.q, got, tc.want)
 		}
 	}
 }

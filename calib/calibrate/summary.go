@@ -4,20 +4,21 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 )
 
 // WriteSummary prints what a run found: frames and pixels, tau_e and tau_a
 // (overall and per zone), the scale correction with the interval coverage
-// and UCE before and after it, and the validation frames' alarm rates. o
-// are the run's options.
-func (r *Result) WriteSummary(w io.Writer, o Options) {
+// and UCE before and after it, and the validation frames' alarm rates.
+func (r *Result) WriteSummary(w io.Writer) {
 	c := r.Calibration
-	fmt.Fprintf(w, "calibrated on %d %s frames of %s (%d valid pixels, %d with ground truth)\n",
-		r.Frames, o.Split, o.Data, r.Pixels, r.GTPixels)
+	data := strings.Join(r.Sources, ", ")
+	fmt.Fprintf(w, "calibrated on %d %s frames of %s (%d valid pixels, %d with ground truth; %d shard(s) merged, thresholds at bin upper edges, bins 2^-%d of the value wide)\n",
+		r.Frames, r.Split, data, r.Pixels, r.GTPixels, r.Shards, MantissaBits)
 	if r.Relative {
 		fmt.Fprintf(w, "relative depth model: frames aligned to their ground truth; tau_a and the interval use the relative b (b/depth); no pessimistic_depth_m criterion\n")
 	}
-	fmt.Fprintf(w, "tau_e %.4g at target false-alarm rate %g; per zone:", c.TauE, o.TargetFAR)
+	fmt.Fprintf(w, "tau_e %.4g at target false-alarm rate %g; per zone:", c.TauE, r.TargetFAR)
 	names := make([]string, 0, len(c.TauEZones))
 	for n := range c.TauEZones {
 		names = append(names, n)
@@ -32,9 +33,9 @@ func (r *Result) WriteSummary(w io.Writer, o Options) {
 	}
 	fmt.Fprintf(w, "\nscale_correction %.4g\n", c.ScaleCorrection)
 	if r.NoGroundTruth {
-		fmt.Fprintf(w, "no depth ground truth in %s: tau_e and tau_a are set; the Laplace coverage correction needs ground truth, scale_correction %.4g was kept from the configured calibration\n", o.Data, c.ScaleCorrection)
+		fmt.Fprintf(w, "no depth ground truth in %s: tau_e and tau_a are set; the Laplace coverage correction needs ground truth, scale_correction %.4g was kept from the configured calibration\n", data, c.ScaleCorrection)
 	} else {
-		fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", o.Coverage, r.CoverageBefore, r.CoverageAfter)
+		fmt.Fprintf(w, "Laplace interval coverage at nominal %.2f: before %.4f, after %.4f\n", c.Coverage, r.CoverageBefore, r.CoverageAfter)
 		unit := "m"
 		if r.Relative {
 			unit = "relative error"

@@ -54,7 +54,13 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	rec := fs.String("record", "", "latency: record every frame continuously in this frame format (jpeg or png; the record: defaults otherwise) and report the recording's cost")
 	recQuality := fs.Int("record-quality", 0, "latency --record jpeg: JPEG quality (default 90)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	providers := fs.String("providers", "", "execution providers in order, e.g. cuda:required or cuda,cpu (\":required\": no fallback); empty: the demo's cpu")
+	library := fs.String("library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/: the GPU build first when a GPU provider is named)")
 	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	inf, err := benchInference(*providers, *library)
+	if err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -73,7 +79,7 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	spec := ref.Depth
 	o := bench.Options{ModelsDir: *models, Width: spec.Input.Width, Height: spec.Input.Height, FPS: *fps,
-		Duration: *duration, Warmup: *warmup, Log: env.log, Precompute: *precompute}
+		Duration: *duration, Warmup: *warmup, Log: env.log, Precompute: *precompute, Inference: inf}
 	if *rec != "" {
 		if mode != "latency" {
 			return errors.New("--record: bench latency only")
@@ -247,7 +253,13 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 	pool := fs.String("thread-pool", "", "inference thread_pool of the runs: global or session (empty: the runtime's default, global)")
 	spinning := fs.Bool("thread-spinning", false, "inference thread_spinning of the runs (ONNX Runtime's own default is a spinning pool per session)")
 	child := fs.Int("child", -1, "internal: run one measurement in this process (0: the bound) and print it as JSON")
+	providers := fs.String("providers", "", "execution providers in order, e.g. cuda:required or cuda,cpu (\":required\": no fallback); empty: the demo's cpu")
+	library := fs.String("library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/: the GPU build first when a GPU provider is named)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	inf, err := benchInference(*providers, *library)
+	if err != nil {
 		return err
 	}
 	if err := (infer.Config{ThreadPool: *pool}).Validate(); err != nil {
@@ -271,7 +283,7 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("--slices %d: want 1..100", *nSlices)
 	}
 	o := bench.MulticamOptions{ModelsDir: *models, Duration: *duration, Warmup: *warmup, FPS: *fps, Frames: *frames, Slices: *nSlices, BatchSize: *batch, DynamicBatch: *dynamic,
-		ThreadPool: *pool, ThreadSpinning: *spinning, Log: env.log}
+		ThreadPool: *pool, ThreadSpinning: *spinning, Inference: inf, Log: env.log}
 	run := bench.MulticamRun{Options: o, Counts: counts, Header: bench.MulticamHeader(*models, *fps, *duration, *warmup, *pool, *spinning)}
 	if *child >= 0 {
 		return run.Child(ctx, *child, env.stdout)
@@ -284,7 +296,21 @@ func runBenchMulticam(ctx context.Context, env *cliEnv, args []string) error {
 		return exec.CommandContext(ctx, self, "bench", "multicam", "--models", *models, "--cameras", *camList,
 			"--duration", duration.String(), "--warmup", warmup.String(), "--fps", strconv.FormatFloat(*fps, 'g', -1, 64),
 			"--frames", strconv.Itoa(*frames), "--slices", strconv.Itoa(*nSlices), "--batch-size", strconv.Itoa(*batch), "--dynamic-batch="+strconv.FormatBool(*dynamic),
-			"--thread-pool", *pool, "--thread-spinning="+strconv.FormatBool(*spinning), "--child", strconv.Itoa(n))
+			"--thread-pool", *pool, "--thread-spinning="+strconv.FormatBool(*spinning), "--providers", *providers, "--library", *library,
+			"--child", strconv.Itoa(n))
 	}
 	return run.Run(ctx, env.stdout)
+}
+
+// benchInference is the inference override of --providers and --library
+// (nil: the demo's CPU provider and library resolution).
+func benchInference(providers, library string) (*infer.Config, error) {
+	if providers == "" && library == "" {
+		return nil, nil
+	}
+	c, err := providerConfig(providers, library)
+	if err != nil {
+		return nil, fmt.Errorf("--providers %q: %w", providers, err)
+	}
+	return &c, nil
 }

@@ -3,8 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/calibrate"
@@ -12,75 +18,268 @@ import (
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
+// Environment of a Kubernetes Indexed Job's pod: the index is set by
+// Kubernetes, the count by the manifest (deploy/calibrate-shards.yaml).
+const (
+	envShardIndex = "JOB_COMPLETION_INDEX"
+	envShardCount = "DIDOEDGE_SHARD_COUNT"
+)
+
+// modelFlags are the flags that choose the config (models and zones).
+type modelFlags struct {
+	depth, depthSpec, aux, auxSpec, cfgPath, models *string
+}
+
+func addModelFlags(fs *flag.FlagSet) modelFlags {
+	return modelFlags{
+		depth:     fs.String("depth", "", "depth model (without --config: overrides --models; any ONNX depth model with an IO spec)"),
+		depthSpec: fs.String("depth-spec", "", "IO spec of --depth (default: its path with .yaml)"),
+		aux:       fs.String("auxue", "", "AuxUE model made by train auxue for --depth"),
+		auxSpec:   fs.String("auxue-spec", "", "IO spec of --auxue (default: its path with .yaml)"),
+		cfgPath:   fs.String("config", "", "runtime config giving models and zones (default: the demo's, with --models)"),
+		models:    fs.String("models", "models", "reference models directory (without --config)"),
+	}
+}
+
+// config loads the runtime config the flags name; cleanup removes what it
+// made.
+func (f modelFlags) config() (cfg *runconfig.Config, cleanup func(), err error) {
+	cleanup = func() {}
+	switch {
+	case *f.cfgPath != "" && (*f.depth != "" || *f.aux != ""):
+		return nil, cleanup, errors.New("--config gives the models; leave --depth and --auxue out")
+	case (*f.depth == "") != (*f.aux == ""):
+		return nil, cleanup, errors.New("--depth and --auxue go together (a depth model and the AuxUE trained for it)")
+	case *f.cfgPath != "":
+		cfg, err = runconfig.Load(*f.cfgPath)
+		return cfg, cleanup, err
+	}
+	tmp, err := os.MkdirTemp("", "didoedge-calibrate-")
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	if *f.depth != "" {
+		ref, err := demo.ReferenceFiles(*f.depth, *f.depthSpec, *f.aux, *f.auxSpec)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cfg, err = demo.ConfigFor(demo.Options{WorkDir: tmp, HTTP: runconfig.HTTPOff}, ref, "rtsp://127.0.0.1:1/unused")
+		return cfg, cleanup, err
+	}
+	cfg, err = demo.Config(demo.Options{ModelsDir: *f.models, WorkDir: tmp, HTTP: runconfig.HTTPOff}, "rtsp://127.0.0.1:1/unused")
+	return cfg, cleanup, err
+}
+
+// dataFlags are the data set flags; --data repeats.
+type dataFlags struct {
+	dirs                      []string
+	layout, kittiDepth, split *string
+	maxFrames                 *int
+}
+
+func addDataFlags(fs *flag.FlagSet) *dataFlags {
+	d := &dataFlags{}
+	fs.Func("data", "data set directory: sim render layout, real KITTI (with --split FILE), NYU, or a recording's export (repeat for several)", func(s string) error {
+		d.dirs = append(d.dirs, s)
+		return nil
+	})
+	d.layout = fs.String("layout", "auto", "layout of --data: auto, sim, kitti, nyu")
+	d.kittiDepth = fs.String("kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
+	d.split = fs.String("split", "val", "split of the data set: a name (train, val, test, all) or a split file")
+	d.maxFrames = fs.Int("max-frames", 0, "use at most this many frames of each data set (0: all)")
+	return d
+}
+
+func (d *dataFlags) inputs() []calibrate.Input {
+	var in []calibrate.Input
+	for _, dir := range d.dirs {
+		in = append(in, calibrate.Input{Dir: dir, Layout: *d.layout, KITTIDepth: *d.kittiDepth})
+	}
+	return in
+}
+
 // runCalibrate writes the alerts calibration file from in-distribution
-// validation frames.
+// validation frames; `calibrate shard` and `calibrate merge` split it.
 func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "shard":
+			return runCalibrateShard(ctx, env, args[1:])
+		case "merge":
+			return runCalibrateMerge(ctx, env, args[1:])
+		}
+	}
 	fs := newFlagSet(env, "calibrate")
-	data := fs.String("data", "", "data set directory: sim render layout, real KITTI (with --split FILE) or NYU")
-	layout := fs.String("layout", "auto", "layout of --data: auto, sim, kitti, nyu")
-	kittiDepth := fs.String("kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
-	depth := fs.String("depth", "", "depth model (without --config: overrides --models; any ONNX depth model with an IO spec)")
-	depthSpec := fs.String("depth-spec", "", "IO spec of --depth (default: its path with .yaml)")
-	aux := fs.String("auxue", "", "AuxUE model made by train auxue for --depth")
-	auxSpec := fs.String("auxue-spec", "", "IO spec of --auxue (default: its path with .yaml)")
+	data := addDataFlags(fs)
+	mf := addModelFlags(fs)
 	far := fs.Float64("target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
 	out := fs.String("out", "", "calibration file to write (YAML)")
-	cfgPath := fs.String("config", "", "runtime config giving models and zones (default: the demo's, with --models)")
-	models := fs.String("models", "models", "reference models directory (without --config)")
-	split := fs.String("split", "val", "split of the data set: a name (train, val, test, all) or a split file")
 	coverage := fs.Float64("coverage", 0.9, "nominal coverage of the Laplace interval")
-	maxFrames := fs.Int("max-frames", 0, "use at most this many frames (0: all)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *data == "" || *out == "" {
+	if len(data.dirs) == 0 || *out == "" {
 		return errors.New("--data DIR and --out FILE are required")
 	}
-	var cfg *runconfig.Config
-	var err error
-	switch {
-	case *cfgPath != "" && (*depth != "" || *aux != ""):
-		return errors.New("--config gives the models; leave --depth and --auxue out")
-	case (*depth == "") != (*aux == ""):
-		return errors.New("--depth and --auxue go together (a depth model and the AuxUE trained for it)")
-	case *cfgPath != "":
-		if cfg, err = runconfig.Load(*cfgPath); err != nil {
-			return err
-		}
-	case *depth != "":
-		ref, err := demo.ReferenceFiles(*depth, *depthSpec, *aux, *auxSpec)
-		if err != nil {
-			return err
-		}
-		tmp, err := os.MkdirTemp("", "didoedge-calibrate-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		if cfg, err = demo.ConfigFor(demo.Options{WorkDir: tmp, HTTP: runconfig.HTTPOff}, ref, "rtsp://127.0.0.1:1/unused"); err != nil {
-			return err
-		}
-	default:
-		tmp, err := os.MkdirTemp("", "didoedge-calibrate-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(tmp)
-		if cfg, err = demo.Config(demo.Options{ModelsDir: *models, WorkDir: tmp, HTTP: runconfig.HTTPOff},
-			"rtsp://127.0.0.1:1/unused"); err != nil {
-			return err
-		}
-	}
-	o := calibrate.Options{Config: cfg, Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Split: *split, TargetFAR: *far,
-		Coverage: *coverage, MaxFrames: *maxFrames, Log: env.log}
-	res, err := calibrate.Run(ctx, o)
+	cfg, cleanup, err := mf.config()
+	defer cleanup()
 	if err != nil {
 		return err
 	}
-	if err := alerts.SaveCalibration(*out, res.Calibration); err != nil {
+	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Inputs: data.inputs(), Split: *data.split, TargetFAR: *far,
+		Coverage: *coverage, MaxFrames: *data.maxFrames, Log: env.log})
+	if err != nil {
 		return err
 	}
-	res.WriteSummary(env.stdout, o)
-	fmt.Fprintf(env.stdout, "wrote %s\n", *out)
+	return writeCalibration(env, *out, res)
+}
+
+func writeCalibration(env *cliEnv, out string, res *calibrate.Result) error {
+	if err := alerts.SaveCalibration(out, res.Calibration); err != nil {
+		return err
+	}
+	res.WriteSummary(env.stdout)
+	fmt.Fprintf(env.stdout, "wrote %s\n", out)
 	return nil
+}
+
+// envInt reads an integer environment variable; ok is false when unset.
+func envInt(name string) (v int, ok bool, err error) {
+	s := os.Getenv(name)
+	if s == "" {
+		return 0, false, nil
+	}
+	v, err = strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, false, fmt.Errorf("environment %s=%q: not an integer", name, s)
+	}
+	return v, true, nil
+}
+
+// shardFromEnv fills an unset index (< 0) and count (0) from the
+// environment of an Indexed Job's pod, else 0 of 1.
+func shardFromEnv(index, count *int) error {
+	if *index < 0 {
+		v, ok, err := envInt(envShardIndex)
+		if err != nil {
+			return err
+		}
+		*index = 0
+		if ok {
+			*index = v
+		}
+	}
+	if *count == 0 {
+		v, ok, err := envInt(envShardCount)
+		if err != nil {
+			return err
+		}
+		*count = 1
+		if ok {
+			*count = v
+		}
+	}
+	return nil
+}
+
+// runCalibrateShard writes one shard's summary.
+func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "calibrate shard")
+	data := addDataFlags(fs)
+	mf := addModelFlags(fs)
+	index := fs.Int("index", -1, "shard index (default: $"+envShardIndex+", else 0)")
+	count := fs.Int("count", 0, "number of shards (default: $"+envShardCount+", else 1)")
+	out := fs.String("out", "", "summary file to write (JSON); "+calibrate.IndexPlaceholder+" is replaced by the index")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if len(data.dirs) == 0 || *out == "" {
+		return errors.New("--data DIR and --out FILE are required")
+	}
+	if err := shardFromEnv(index, count); err != nil {
+		return err
+	}
+	cfg, cleanup, err := mf.config()
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	sum, err := calibrate.Shard(ctx, calibrate.ShardOptions{Config: cfg, Inputs: data.inputs(), Split: *data.split,
+		MaxFrames: *data.maxFrames, Index: *index, Count: *count, Log: env.log})
+	if err != nil {
+		return err
+	}
+	path := calibrate.SummaryPath(*out, *index)
+	if err := calibrate.WriteSummaryFile(path, sum); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "shard %d of %d: %d of %d frames, %d pixels (%d with ground truth); wrote %s\n",
+		*index, *count, sum.Frames, sum.Listing.Frames, sum.Pixels, sum.GTPixels, path)
+	return nil
+}
+
+// runCalibrateMerge merges shard summaries into the calibration file.
+func runCalibrateMerge(_ context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "calibrate merge")
+	far := fs.Float64("target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
+	coverage := fs.Float64("coverage", 0.9, "nominal coverage of the Laplace interval")
+	out := fs.String("out", "", "calibration file to write (YAML)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() == 0 {
+		return errors.New("usage: didoedge calibrate merge --out FILE [--target-far F] [--coverage C] SUMMARY|DIR...")
+	}
+	sums, err := calibrate.ReadSummaryFiles(fs.Args())
+	if err != nil {
+		return err
+	}
+	res, err := calibrate.Merge(sums, calibrate.MergeOptions{TargetFAR: *far, Coverage: *coverage, Log: env.log})
+	if err != nil {
+		return err
+	}
+	return writeCalibration(env, *out, res)
+}
+
+// writeFileAtomic writes path through a temporary file and a rename.
+func writeFileAtomic(path string, write func(w io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// expandJSON replaces directories by their *.json files, sorted.
+func expandJSON(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		m, err := filepath.Glob(filepath.Join(p, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%s: no *.json", p)
+		}
+		sort.Strings(m)
+		out = append(out, m...)
+	}
+	return out, nil
 }

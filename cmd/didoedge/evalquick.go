@@ -1,18 +1,31 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/didoedge/didoedge/calib/calibrate"
 	"github.com/didoedge/didoedge/offline"
 )
 
 // runEvalQuick evaluates the reference models through ONNX Runtime:
-// didoedge eval-quick --data DIR [--indoor DIR] [--models models/] [--json].
+// didoedge eval-quick --data DIR [--indoor DIR] [--models models/] [--json];
+// `eval-quick shard` and `eval-quick merge` split it.
 func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "eval-quick")
+	if len(args) > 0 && args[0] == "merge" {
+		return runEvalQuickMerge(env, args[1:])
+	}
+	shard := len(args) > 0 && args[0] == "shard"
+	name := "eval-quick"
+	if shard {
+		args, name = args[1:], "eval-quick shard"
+	}
+	fs := newFlagSet(env, name)
 	data := fs.String("data", "", "data set: sim render layout, real KITTI (with --split FILE) or NYU (required)")
 	layout := fs.String("layout", "auto", "layout of --data: auto, sim, kitti, nyu")
 	kittiDepth := fs.String("kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
@@ -28,6 +41,9 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	maxIndoor := fs.Int("max-indoor", 0, "use at most this many indoor frames (0 = all)")
 	library := fs.String("library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	index := fs.Int("index", -1, "shard: index (default: $"+envShardIndex+", else 0)")
+	count := fs.Int("count", 0, "shard: number of shards (default: $"+envShardCount+", else 1)")
+	out := fs.String("out", "", "shard: statistics file to write (JSON); "+calibrate.IndexPlaceholder+" is replaced by the index")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -38,13 +54,78 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("flag -providers: %w", err)
 	}
-	res, err := offline.QuickEval(ctx, offline.QuickConfig{Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Indoor: *indoor,
+	cfg := offline.QuickConfig{Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Indoor: *indoor,
 		Models: *models, DepthModel: *depth, DepthSpec: specBeside(*depth, *depthSpec), AuxUEModel: *aux, AuxUESpec: specBeside(*aux, *auxSpec),
-		Inference: inf, Split: *split, MaxFrames: *maxFrames, MaxIndoor: *maxIndoor, Log: env.log})
+		Inference: inf, Split: *split, MaxFrames: *maxFrames, MaxIndoor: *maxIndoor, Log: env.log}
+	if !shard {
+		res, err := offline.QuickEval(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return res.Write(env.stdout, *asJSON)
+	}
+	if *out == "" {
+		return fmt.Errorf("eval-quick shard: --out FILE is required")
+	}
+	if err := shardFromEnv(index, count); err != nil {
+		return err
+	}
+	st, err := offline.QuickShard(ctx, cfg, *index, *count)
 	if err != nil {
 		return err
 	}
-	return res.Write(env.stdout, *asJSON)
+	path := calibrate.SummaryPath(*out, *index)
+	if err := writeFileAtomic(path, st.Write); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "eval-quick shard %d of %d: %d outdoor and %d indoor frames of %d; wrote %s\n",
+		*index, *count, st.Frames, st.Indoor, st.Listing.Frames, path)
+	return nil
+}
+
+// runEvalQuickMerge prints the merged figures of eval-quick shards.
+func runEvalQuickMerge(env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "eval-quick merge")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("usage: didoedge eval-quick merge SUMMARY|DIR...")
+	}
+	files, err := expandJSON(fs.Args())
+	if err != nil {
+		return err
+	}
+	var stats []*offline.QuickStats
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			return err
+		}
+		s, err := offline.ReadQuickStats(r, f)
+		r.Close()
+		if err != nil {
+			return err
+		}
+		stats = append(stats, s)
+	}
+	m, err := offline.QuickMerge(stats, files)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	var buf bytes.Buffer
+	if err := m.QuickResult.Write(&buf, true); err != nil {
+		return err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &fields); err != nil {
+		return err
+	}
+	fields["auc_tie_bound"] = m.AUCBound
+	fields["shards"] = m.Shards
+	return enc.Encode(fields)
 }
 
 // specBeside is spec, or the model's path with .yaml when spec is empty

@@ -43,14 +43,21 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	lr := fs.Float64("lr", 1e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
 	width := fs.Int("width-mult", 1, "channel multiplier of the network")
 	fromCkpt := fs.String("from-checkpoint", "", "skip training: load this checkpoint and only export")
+	untrained := fs.Bool("untrained", false, "skip training: export the network with its seeded initial weights (deterministic; a size and speed stand-in, its depth means nothing), e.g. the large GPU benchmark model: --untrained --height 384 --export-width 1280 --width-mult 3")
+	height := fs.Int("height", 192, "image rows of the network (multiple of 16; training renders 192-row frames, so only with --untrained or a checkpoint of that height)")
+	exportWidth := fs.Int("export-width", 640, "input width of the exported model (multiple of 16)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg := offline.TrainConfig{Seed: *seed, Steps: *steps, Batch: *batch, CropWidth: *crop,
 		Drives: *drives, FramesPerDrive: *frames, LR: *lr, Log: env.log}
 	cfg.Net = depthnet.DefaultConfig()
-	cfg.Net.Seed, cfg.Net.Width = uint64(*seed), *width
-	sum, err := offline.DepthRun{Train: cfg, Out: *out, Checkpoint: *ckpt, FromCheckpoint: *fromCkpt, Args: args}.Run(ctx)
+	cfg.Net.Seed, cfg.Net.Width, cfg.Net.Height = uint64(*seed), *width, *height
+	if *height != 192 && !*untrained && *fromCkpt == "" {
+		return fmt.Errorf("--height %d: training renders 192-row frames; use --untrained (or --from-checkpoint of a %d-row network)", *height, *height)
+	}
+	sum, err := offline.DepthRun{Train: cfg, Out: *out, Checkpoint: *ckpt, FromCheckpoint: *fromCkpt, Untrained: *untrained,
+		ExportWidth: *exportWidth, Args: args}.Run(ctx)
 	if err != nil {
 		return err
 	}
@@ -141,12 +148,14 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	return writeSummary(env, *summary, sum)
 }
 
-// providerConfig turns "tensorrt,cuda,cpu" into an inference config.
+// providerConfig parses a --providers list ("cuda,cpu"; a name followed
+// by ":required" is marked required: "cuda:required") and --library.
 func providerConfig(list, library string) (infer.Config, error) {
 	c := infer.Config{Library: library}
 	for _, p := range strings.Split(list, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			c.Providers = append(c.Providers, infer.ProviderConfig{Name: p})
+			name, req := strings.CutSuffix(p, ":required")
+			c.Providers = append(c.Providers, infer.ProviderConfig{Name: name, Required: req})
 		}
 	}
 	return c, c.Validate()

@@ -377,6 +377,7 @@ func BenchmarkBatchReference(b *testing.B) {
 // rebuild; its engine cache directory names the range. The session
 // itself falls back to the CPU here (no TensorRT on this machine).
 func TestTensorRTBatchProfile(t *testing.T) {
+	skipWithGPU(t)
 	ref := modelPairs(t)[1]
 	aux := dynamicCopy(t, ref.aux)
 	cache := t.TempDir()
@@ -390,7 +391,7 @@ func TestTensorRTBatchProfile(t *testing.T) {
 	if s.Provider() != ProviderCPU {
 		t.Fatalf("provider %q, want the cpu fallback", s.Provider())
 	}
-	o := s.profile().options()
+	o := s.profile(s.MaxBatch()).options()
 	want := map[string]string{
 		"trt_profile_min_shapes": "image:1x3x192x640,depth:1x1x192x640",
 		"trt_profile_opt_shapes": "image:3x3x192x640,depth:3x1x192x640",
@@ -400,7 +401,7 @@ func TestTensorRTBatchProfile(t *testing.T) {
 		t.Fatalf("profile options\n got %v\nwant %v", o, want)
 	}
 	sha := strings.Repeat("cd", 32)
-	trt, err := tensorRTOptions(cfg.Providers[0], sha, []int64{3, 3, 192, 640}, s.profile())
+	trt, err := tensorRTOptions(cfg.Providers[0], sha, []int64{3, 3, 192, 640}, s.profile(s.MaxBatch()))
 	if err != nil {
 		t.Fatal(err)
 	}

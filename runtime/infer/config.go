@@ -14,6 +14,13 @@ import (
 //	  - {name: tensorrt, device_id: 0, fp16: true, engine_cache_dir: /var/cache/didoedge/trt, workspace_bytes: 1073741824}
 //	  - {name: cuda, device_id: 0}
 //	  - {name: cpu}
+//
+// A provider marked `required: true` is never fallen back from: a model it
+// cannot run (its library or a GPU missing, or ONNX Runtime assigning it
+// no node) fails the start with an error naming the key, and a run-time
+// fault rebuilds the session on it again instead of on the next provider
+// (faults.go). Providers listed after a required one could never be used
+// and are refused.
 type Config struct {
 	Library string `yaml:"library"`
 	// IntraOpThreads sizes the intra-op pool (the global one, or each
@@ -52,6 +59,39 @@ type ProviderConfig struct {
 	EngineCacheDir string `yaml:"engine_cache_dir"`
 	// WorkspaceBytes caps TensorRT's builder workspace (0 = its default).
 	WorkspaceBytes int64 `yaml:"workspace_bytes"`
+	// Required: a model this provider cannot run fails the start instead
+	// of falling back to the next provider (see Config).
+	Required bool `yaml:"required"`
+}
+
+// gpu reports whether the provider runs on a GPU.
+func (p ProviderConfig) gpu() bool { return p.Name == ProviderTensorRT || p.Name == ProviderCUDA }
+
+// ortName is ONNX Runtime's name of the provider, as its node placement
+// reports it.
+func (p ProviderConfig) ortName() string { return ortProviderName(p.Name) }
+
+func ortProviderName(name string) string {
+	switch name {
+	case ProviderTensorRT:
+		return "TensorrtExecutionProvider"
+	case ProviderCUDA:
+		return "CUDAExecutionProvider"
+	case ProviderCPU:
+		return "CPUExecutionProvider"
+	}
+	return name
+}
+
+// wantsGPU reports whether any configured provider runs on a GPU (the
+// library resolution then prefers the project's GPU build).
+func (c Config) wantsGPU() bool {
+	for _, p := range c.Providers {
+		if p.gpu() {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate checks the provider list; an empty list means [cpu].
@@ -65,7 +105,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("thread_pool: %q is not one of %s, %s", c.ThreadPool, ThreadPoolGlobal, ThreadPoolSession)
 	}
 	seen := map[string]bool{}
+	required := -1
 	for i, p := range c.Providers {
+		if required >= 0 {
+			return fmt.Errorf("providers[%d]: %s is listed after providers[%d] (%s), which is required: it would never be used; remove it or providers[%d].required",
+				i, p.Name, required, c.Providers[required].Name, required)
+		}
+		if p.Required {
+			required = i
+		}
 		switch p.Name {
 		case ProviderTensorRT, ProviderCUDA, ProviderCPU:
 		default:

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -30,7 +31,7 @@ var ortEnv environment
 // for a global pool the environment lacks, or one with other settings, gets
 // an error. Callers with pool nil (sessions with their own pools, tools)
 // share any environment.
-func acquireEnvironment(configured string, pool *poolSettings) (Library, *globalPools, error) {
+func acquireEnvironment(configured string, gpu bool, pool *poolSettings, log *slog.Logger) (Library, *globalPools, error) {
 	ortEnv.mu.Lock()
 	defer ortEnv.mu.Unlock()
 	if ortEnv.refs > 0 {
@@ -48,9 +49,15 @@ func acquireEnvironment(configured string, pool *poolSettings) (Library, *global
 		ortEnv.refs++
 		return ortEnv.lib, ortEnv.pools, nil
 	}
-	lib, err := ResolveLibrary(configured)
+	lib, err := ResolveLibraryFor(configured, gpu)
 	if err != nil {
 		return Library{}, nil, err
+	}
+	if log != nil {
+		// Once per process: the library every session of it runs on.
+		log.Info("ONNX Runtime loaded", "library", lib.Path, "version", lib.Version, "from", lib.Source, "gpu_build", lib.GPU)
+		// A CPU build with a GPU provider configured needs no line of its
+		// own: the provider's fallback warning says why (withBuildHint).
 	}
 	var pools *globalPools
 	if pool != nil {
@@ -102,14 +109,14 @@ func releaseEnvironment() error {
 // callers that use the binding directly (tools, tests). Call the returned
 // release exactly once.
 func Acquire(configuredLibrary string) (Library, func() error, error) {
-	lib, _, release, err := acquire(configuredLibrary, nil)
+	lib, _, release, err := acquire(configuredLibrary, false, nil, nil)
 	return lib, release, err
 }
 
 // acquire takes a reference as Acquire does, asking for the global thread
 // pool when pool is set.
-func acquire(configuredLibrary string, pool *poolSettings) (Library, *globalPools, func() error, error) {
-	lib, pools, err := acquireEnvironment(configuredLibrary, pool)
+func acquire(configuredLibrary string, gpu bool, pool *poolSettings, log *slog.Logger) (Library, *globalPools, func() error, error) {
+	lib, pools, err := acquireEnvironment(configuredLibrary, gpu, pool, log)
 	if err != nil {
 		return Library{}, nil, nil, err
 	}

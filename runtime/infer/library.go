@@ -12,16 +12,21 @@ import (
 
 // The binding (onnxruntime_go v1.27.0) is compiled against the C API of ONNX
 // Runtime 1.24.1 (ORT_API_VERSION 24); older libraries cannot serve it.
+// scripts/deps.sh fetches BundledVersion: the CPU builds (x64, arm64) into
+// third_party/onnxruntime/<BundledVersion>/, and with --gpu Microsoft's
+// x64 GPU build (CUDA 13, TensorRT 10 provider libraries beside the core)
+// into third_party/onnxruntime/<BundledVersion>-gpu/.
 const (
 	RequiredVersion = "1.24.1"
 	requiredAPI     = 24
+	BundledVersion  = "1.29.0"
 )
 
 // LibraryEnvVar names the environment variable that points at the library.
 const LibraryEnvVar = "ONNXRUNTIME_LIB"
 
 // installHint is appended to every "library missing" error.
-const installHint = "install it with `bash scripts/deps.sh` (fetches ONNX Runtime " + RequiredVersion +
+const installHint = "install it with `bash scripts/deps.sh` (fetches ONNX Runtime " + BundledVersion +
 	" into third_party/onnxruntime/) or point " + LibraryEnvVar + " or the config key library at libonnxruntime.so.1"
 
 // systemLibraryNames are tried last, through the dynamic loader's search path.
@@ -32,11 +37,15 @@ type Library struct {
 	Path    string // file path or a bare soname resolved by the loader
 	Source  string // where the path came from: config, env, project, executable, system
 	Version string // the library's own version string
+	// GPU is true when the CUDA provider's library lies beside the core
+	// (a GPU build: libonnxruntime_providers_cuda.so).
+	GPU bool
 }
 
 // lookup holds the inputs of library resolution, injectable for tests.
 type lookup struct {
 	configured string
+	gpu        bool // a GPU provider is configured: prefer the project's GPU build
 	getenv     func(string) string
 	workDir    string
 	executable string
@@ -68,7 +77,21 @@ func defaultLookup(configured string) lookup {
 // under the module root found from the working directory, or beside the
 // executable or one level up), then the system loader path.
 func ResolveLibrary(configured string) (Library, error) {
-	return defaultLookup(configured).resolve()
+	return ResolveLibraryFor(configured, false)
+}
+
+// ResolveLibraryFor is ResolveLibrary for a configuration that names a GPU
+// provider (gpu): the project's GPU build (third_party/onnxruntime/
+// <version>-gpu/linux-x64/, `scripts/deps.sh --gpu`) comes before its CPU
+// build. The configured path and $ONNXRUNTIME_LIB still win.
+func ResolveLibraryFor(configured string, gpu bool) (Library, error) {
+	l := defaultLookup(configured)
+	l.gpu = gpu
+	lib, err := l.resolve()
+	if err == nil && strings.ContainsRune(lib.Path, os.PathSeparator) {
+		lib.GPU = l.exists(filepath.Join(filepath.Dir(lib.Path), providerLibrary(ProviderCUDA)))
+	}
+	return lib, err
 }
 
 func (l lookup) resolve() (Library, error) {
@@ -106,16 +129,24 @@ func (l lookup) projectCandidates() []candidate {
 	if arch == "amd64" {
 		arch = "x64"
 	}
-	rel := filepath.Join("third_party", "onnxruntime", RequiredVersion, "linux-"+arch, "libonnxruntime.so.1")
-	var out []candidate
-	if root := moduleRoot(l.workDir, l.exists); root != "" {
-		out = append(out, candidate{filepath.Join(root, rel), "project"})
+	rels := []string{filepath.Join("third_party", "onnxruntime", BundledVersion, "linux-"+arch, "libonnxruntime.so.1")}
+	if l.gpu {
+		// Microsoft's GPU build exists for x64 only; a Jetson's comes from
+		// JetPack's wheels or a source build (docs/deploy.md).
+		rels = append([]string{filepath.Join("third_party", "onnxruntime", BundledVersion+"-gpu", "linux-"+arch, "libonnxruntime.so.1")}, rels...)
 	}
-	if l.executable != "" {
-		dir := filepath.Dir(l.executable)
-		out = append(out,
-			candidate{filepath.Join(dir, rel), "executable"},
-			candidate{filepath.Join(dir, "..", rel), "executable"})
+	var out []candidate
+	root := moduleRoot(l.workDir, l.exists)
+	for _, rel := range rels {
+		if root != "" {
+			out = append(out, candidate{filepath.Join(root, rel), "project"})
+		}
+		if l.executable != "" {
+			dir := filepath.Dir(l.executable)
+			out = append(out,
+				candidate{filepath.Join(dir, rel), "executable"},
+				candidate{filepath.Join(dir, "..", rel), "executable"})
+		}
 	}
 	return out
 }

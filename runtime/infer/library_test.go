@@ -33,14 +33,17 @@ func TestVersionAtLeast(t *testing.T) {
 
 // TestResolveOrder checks the lookup order with a fake file system and probe.
 func TestResolveOrder(t *testing.T) {
-	projectLib := "/src/didoedge/third_party/onnxruntime/" + RequiredVersion + "/linux-x64/libonnxruntime.so.1"
-	exeLib := "/opt/didoedge/third_party/onnxruntime/" + RequiredVersion + "/linux-arm64/libonnxruntime.so.1"
+	projectLib := "/src/didoedge/third_party/onnxruntime/" + BundledVersion + "/linux-x64/libonnxruntime.so.1"
+	projectGPU := "/src/didoedge/third_party/onnxruntime/" + BundledVersion + "-gpu/linux-x64/libonnxruntime.so.1"
+	exeLib := "/opt/didoedge/third_party/onnxruntime/" + BundledVersion + "/linux-arm64/libonnxruntime.so.1"
+	exeGPU := "/opt/didoedge/third_party/onnxruntime/" + BundledVersion + "-gpu/linux-x64/libonnxruntime.so.1"
 	tests := []struct {
 		name       string
 		configured string
 		env        string
 		files      []string
 		arch       string
+		gpu        bool // a GPU provider is configured
 		system     bool
 		wantPath   string
 		wantSource string
@@ -53,6 +56,16 @@ func TestResolveOrder(t *testing.T) {
 		{name: "beside the executable", arch: "arm64", files: []string{exeLib}, wantPath: exeLib, wantSource: "executable"},
 		{name: "system last", system: true, wantPath: "libonnxruntime.so.1", wantSource: "system"},
 		{name: "nothing", files: []string{"/src/didoedge/go.mod"}, wantErr: "ONNX Runtime library not found"},
+		// With a GPU provider configured the GPU build comes first, from
+		// the module root or beside the executable; without one, or when
+		// it is absent, the CPU build; the config key and the environment
+		// still win.
+		{name: "gpu: project GPU build first", gpu: true, files: []string{"/src/didoedge/go.mod", projectLib, projectGPU}, wantPath: projectGPU, wantSource: "project"},
+		{name: "gpu: GPU build beside the executable", gpu: true, files: []string{exeGPU}, wantPath: exeGPU, wantSource: "executable"},
+		{name: "gpu: CPU build when no GPU build", gpu: true, files: []string{"/src/didoedge/go.mod", projectLib}, wantPath: projectLib, wantSource: "project"},
+		{name: "cpu providers: CPU build", files: []string{"/src/didoedge/go.mod", projectLib, projectGPU}, wantPath: projectLib, wantSource: "project"},
+		{name: "gpu: env wins", gpu: true, env: "/e/lib.so", files: []string{"/e/lib.so", "/src/didoedge/go.mod", projectGPU}, wantPath: "/e/lib.so", wantSource: "$ONNXRUNTIME_LIB"},
+		{name: "gpu: config wins", gpu: true, configured: "/c/lib.so", files: []string{"/c/lib.so", "/src/didoedge/go.mod", projectGPU}, wantPath: "/c/lib.so", wantSource: "config key library"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,6 +79,7 @@ func TestResolveOrder(t *testing.T) {
 			}
 			l := lookup{
 				configured: tc.configured,
+				gpu:        tc.gpu,
 				getenv: func(k string) string {
 					if k == LibraryEnvVar {
 						return tc.env

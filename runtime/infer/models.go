@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/lograte"
 )
 
 // AuxUE input sources of a features-input AuxUE (ModelsConfig.AuxInputs)
@@ -96,7 +99,8 @@ var ErrInvalidOutput = errors.New("model output holds NaN or Inf")
 type Models struct {
 	cfg        ModelsConfig
 	depth, aux *Session
-	shared     bool // a Share view: Close leaves the sessions open
+	rl         *lograte.Limiter // NaN/Inf frames, shared by the views
+	shared     bool             // a Share view: Close leaves the sessions open
 	relative   bool
 	inW, inH   int
 	outW, outH int // depth output map
@@ -106,6 +110,13 @@ type Models struct {
 	toInput    *Remap    // depth output -> input grid; nil when the sizes agree
 	auxCopies  []auxCopy // features-input AuxUE
 	auxW, auxH int       // AuxUE map size
+
+	// The camera's focal length fx, in pixels of frames calibW wide (0 =
+	// the frames' own width); 0 = not given. A camera-dependent depth
+	// output (canonical_focal) reads through it.
+	fx      float64
+	calibW  int
+	readout Readout // the depth read-out at the current frame size
 
 	// per frame size
 	geo                                  Geometry
@@ -281,7 +292,7 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 	for k, v := range views {
 		v.res, v.resErr = Maps{}, nil
 		if !fr.SlotValid[k] {
-			v.resErr = ErrInvalidOutput
+			v.resErr = m.nonFinite(m.depth, fr)
 		}
 		// The read-out depth goes straight into the AuxUE's depth input
 		// when that input is the depth on the same grid (no conversion),
@@ -291,7 +302,10 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		if owns && v.toInput == nil && len(m.aux.InputSlot(1, k)) == len(v.depthOut) {
 			v.resDepth = m.aux.InputSlot(1, k)
 		}
-		if _, err := m.depth.DepthSlotInto(k, v.resDepth); err != nil {
+		if err := v.focalReady(); err != nil {
+			return err
+		}
+		if _, err := m.depth.DepthSlotReadout(k, v.resDepth, v.readout); err != nil {
 			return err
 		}
 		if v.toInput != nil {
@@ -338,8 +352,8 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 	t.AuxUE = fa.Run
 	scans += t4.Sub(t3) - fa.Run
 	for k, v := range views {
-		if !fa.SlotValid[k] {
-			v.resErr = ErrInvalidOutput
+		if !fa.SlotValid[k] && v.resErr == nil {
+			v.resErr = m.nonFinite(m.aux, fa)
 		}
 		if v.resErr != nil {
 			continue
@@ -382,7 +396,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	// m is not the named result: "return nil, err" must not clear it before
 	// the deferred Close runs.
-	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative()}
+	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative(), rl: lograte.New(log, 0)}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -423,7 +437,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 // (a frame's runs and read-outs are not atomic across views); Close of a
 // view releases nothing, Close of m releases the sessions of every view.
 func (m *Models) Share() (*Models, error) {
-	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true}
+	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true, rl: m.rl}
 	// m's wire already warned about anything worth a warning.
 	if err := v.wire(slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
@@ -580,6 +594,73 @@ func (m *Models) wire(log *slog.Logger) error {
 	return nil
 }
 
+// SetFocal gives the camera's focal length fx in pixels of frames calibW
+// pixels wide (0: of the frames Infer gets; fx then follows the frame,
+// fx_frame = fx W_frame / calibW). A depth output with canonical_focal
+// (Metric3D) needs it: its metres are d_canonical f_input /
+// canonical_focal, f_input = fx_frame CW / W_frame, CW the width the frame
+// takes in the input. Each view (Share) has its own camera.
+func (m *Models) SetFocal(fx float64, calibW int) error {
+	if !(fx > 0) || math.IsInf(fx, 0) || calibW < 0 {
+		return fmt.Errorf("camera focal length fx %g (of frames %d wide) must be positive and finite", fx, calibW)
+	}
+	m.fx, m.calibW = fx, calibW
+	if m.haveGeo {
+		m.setReadout()
+	}
+	return nil
+}
+
+// FrameFocal is SetFocal for frames that carry their own intrinsics (data
+// sets): fx of frames w wide, taken when the read-out needs a focal length
+// and fx is known (> 0); otherwise nothing changes.
+func (m *Models) FrameFocal(fx float64, w int) {
+	if m.NeedsFocal() && fx > 0 && !math.IsInf(fx, 0) && w > 0 && (fx != m.fx || w != m.calibW) {
+		m.fx, m.calibW = fx, w
+		if m.haveGeo {
+			m.setReadout()
+		}
+	}
+}
+
+// NeedsFocal reports whether the depth read-out needs SetFocal.
+func (m *Models) NeedsFocal() bool { return m.cfg.DepthSpec.Depth.NeedsFocal() }
+
+// FocalFactor is the factor a camera-dependent depth output is multiplied
+// by at the current frame size (f_input / canonical_focal); 1 otherwise.
+func (m *Models) FocalFactor() float64 {
+	if !m.NeedsFocal() || m.fx == 0 || !m.haveGeo {
+		return 1
+	}
+	return m.focalFactor()
+}
+
+func (m *Models) focalFactor() float64 {
+	fxFrame := m.fx
+	if m.calibW > 0 {
+		fxFrame = m.fx * float64(m.geo.FrameW) / float64(m.calibW)
+	}
+	return m.cfg.DepthSpec.Depth.FocalFactor(fxFrame, m.geo)
+}
+
+// setReadout folds the depth transform for the current frame size.
+func (m *Models) setReadout() {
+	f := 1.0
+	if m.NeedsFocal() && m.fx > 0 {
+		f = m.focalFactor()
+	}
+	m.readout = m.cfg.DepthSpec.Depth.Readout(f)
+}
+
+// focalReady refuses a camera-dependent read-out without the camera's fx.
+func (m *Models) focalReady() error {
+	if m.NeedsFocal() && m.fx == 0 {
+		return fmt.Errorf("depth.canonical_focal %g: the depth model %q predicts depth for a canonical camera, and its metres need this camera's focal length: give the camera's intrinsics (intrinsics or intrinsics_file in the camera's config, --intrinsics for model run and eval-quick)",
+			m.cfg.DepthSpec.Depth.CanonicalFocal, m.cfg.Depth)
+	}
+	return nil
+}
+
 // InputSize is the depth model's input width and height.
 func (m *Models) InputSize() (w, h int) { return m.inW, m.inH }
 
@@ -610,6 +691,7 @@ func (m *Models) setFrame(w, h int) {
 	if m.geo.CW != m.inW || m.geo.CH != m.inH {
 		m.canvas = make([]uint8, 3*m.inW*m.inH) // black borders
 	}
+	m.setReadout()
 	m.depthRemap = NewRemap(m.geo, m.outW, m.outH)
 	m.frameDepth = make([]float32, w*h)
 	if m.aux != nil {
@@ -650,9 +732,12 @@ func (m *Models) runDepth(ctx context.Context) error {
 		return err
 	}
 	if !fr.Valid {
-		return ErrInvalidOutput
+		return m.nonFinite(m.depth, fr)
 	}
-	if _, err := m.depth.DepthInto(m.depthOut); err != nil {
+	if err := m.focalReady(); err != nil {
+		return err
+	}
+	if _, err := m.depth.DepthSlotReadout(0, m.depthOut, m.readout); err != nil {
 		return err
 	}
 	if m.toInput != nil {
@@ -707,8 +792,22 @@ func (m *Models) InferTimed(ctx context.Context, rgb []uint8, w, h int, t *Stage
 	return m.res, img, m.resErr
 }
 
+// nonFinite is the fault of a frame whose outputs of s held NaN or Inf:
+// counted per model by the session (Stats().FlaggedFrames) and logged
+// here at most once per lograte interval per model, with the counts.
+func (m *Models) nonFinite(s *Session, fr Frame) error {
+	st := s.Stats()
+	m.rl.Log(slog.LevelWarn, "non-finite "+s.path, "model output holds NaN or Inf: frame not assessed",
+		"model", s.role(), "path", s.path, "provider", s.Provider(), "non_finite_per_output", fmt.Sprint(fr.NonFinite),
+		"flagged_frames_total", st.FlaggedFrames, "frames_total", st.Frames)
+	return &ModelFault{Model: s.role(), Path: s.path, Provider: s.Provider(), Kind: FaultNonFinite, Err: ErrInvalidOutput}
+}
+
 // Close releases both sessions.
 func (m *Models) Close() error {
+	if m.rl != nil && !m.shared {
+		m.rl.Flush()
+	}
 	if m.shared {
 		m.depth, m.aux = nil, nil
 		return nil

@@ -100,10 +100,17 @@ func boolFlag(b bool) string {
 	return "0"
 }
 
-// appendProvider adds p to opts. TensorRT is followed by CUDA on the same
-// device so that nodes TensorRT rejects still run on the GPU; CPU needs
-// nothing (ONNX Runtime always has it).
-func appendProvider(opts *ort.SessionOptions, p ProviderConfig, modelSHA256 string, inputShape []int64, profile *batchProfile) error {
+// appendProvider adds p to opts, for the library at libPath. TensorRT is
+// followed by CUDA on the same device so that nodes TensorRT rejects still
+// run on the GPU; CPU needs nothing (ONNX Runtime always has it).
+//
+// CUDA goes through the V1 C call (SessionOptionsAppendExecutionProvider_CUDA):
+// Microsoft's 1.29.0 GPU build answers the V2 CreateCUDAProviderOptions
+// with "CUDA execution provider is not enabled in this build" but loads
+// libonnxruntime_providers_cuda.so from beside the core through V1.
+// TensorRT tries the V2 options first (they carry the batch profile), then
+// V1 (engine cache, fp16, workspace; no profile).
+func appendProvider(opts *ort.SessionOptions, libPath string, p ProviderConfig, modelSHA256 string, inputShape []int64, profile *batchProfile) error {
 	switch p.Name {
 	case ProviderCPU:
 		return nil
@@ -112,35 +119,70 @@ func appendProvider(opts *ort.SessionOptions, p ProviderConfig, modelSHA256 stri
 		if err != nil {
 			return err
 		}
-		t, err := ort.NewTensorRTProviderOptions()
-		if err != nil {
-			return fmt.Errorf("tensorrt options: %w", err)
+		if errV2 := appendTensorRTV2(opts, trtOpts); errV2 != nil {
+			if err := appendTensorRTV1(libPath, opts, tensorRTV1(p, trtOpts)); err != nil {
+				return fmt.Errorf("tensorrt: %w (V2 options: %v)", withBuildHint(err, libPath, ProviderTensorRT), errV2)
+			}
 		}
-		defer t.Destroy()
-		if err := t.Update(trtOpts); err != nil {
-			return fmt.Errorf("tensorrt options: %w", err)
-		}
-		if err := opts.AppendExecutionProviderTensorRT(t); err != nil {
-			return fmt.Errorf("tensorrt: %w", err)
-		}
-		return appendCUDA(opts, p.DeviceID)
+		return appendCUDA(opts, libPath, p.DeviceID)
 	case ProviderCUDA:
-		return appendCUDA(opts, p.DeviceID)
+		return appendCUDA(opts, libPath, p.DeviceID)
 	}
 	return fmt.Errorf("unknown execution provider %q", p.Name)
 }
 
-func appendCUDA(opts *ort.SessionOptions, device int) error {
-	c, err := ort.NewCUDAProviderOptions()
+// appendTensorRTV2 appends TensorRT through the binding's V2 options.
+func appendTensorRTV2(opts *ort.SessionOptions, trtOpts map[string]string) error {
+	t, err := ort.NewTensorRTProviderOptions()
 	if err != nil {
-		return fmt.Errorf("cuda options: %w", err)
+		return err
 	}
-	defer c.Destroy()
-	if err := c.Update(map[string]string{"device_id": strconv.Itoa(device)}); err != nil {
-		return fmt.Errorf("cuda options: %w", err)
+	defer t.Destroy()
+	if err := t.Update(trtOpts); err != nil {
+		return err
 	}
-	if err := opts.AppendExecutionProviderCUDA(c); err != nil {
-		return fmt.Errorf("cuda: %w", err)
+	return opts.AppendExecutionProviderTensorRT(t)
+}
+
+// tensorRTV1 maps the V2 keys to the V1 struct's fields (the profile keys
+// have no V1 field and are dropped).
+func tensorRTV1(p ProviderConfig, trtOpts map[string]string) trtV1 {
+	o := trtV1{device: p.DeviceID, fp16: p.FP16, workspace: p.WorkspaceBytes, cacheDir: trtOpts["trt_engine_cache_path"],
+		minSubgraph: 1, maxPartitions: 1000}
+	if o.workspace == 0 {
+		o.workspace = 1 << 30 // ONNX Runtime's default (1 GiB)
+	}
+	return o
+}
+
+func appendCUDA(opts *ort.SessionOptions, libPath string, device int) error {
+	if err := appendCUDAV1(libPath, opts, device, 0); err != nil {
+		return fmt.Errorf("cuda: %w", withBuildHint(err, libPath, ProviderCUDA))
 	}
 	return nil
+}
+
+// providerLibrary is the file name of a provider's library beside the
+// ONNX Runtime core.
+func providerLibrary(name string) string {
+	return "libonnxruntime_providers_" + name + ".so"
+}
+
+// withBuildHint adds what to do when the provider's library is not beside
+// the core (a CPU build of ONNX Runtime), or when it is there but a
+// library it needs is missing (CUDA 13, cuDNN, TensorRT).
+func withBuildHint(err error, libPath, provider string) error {
+	if !strings.ContainsRune(libPath, os.PathSeparator) {
+		return err
+	}
+	dir := filepath.Dir(libPath)
+	if _, statErr := os.Stat(filepath.Join(dir, providerLibrary(provider))); statErr != nil {
+		return fmt.Errorf("%w (no %s beside %s: a CPU build of ONNX Runtime; fetch the GPU build with `bash scripts/deps.sh --gpu` or point the config key library at one, docs/deploy.md)",
+			err, providerLibrary(provider), libPath)
+	}
+	if dlErr := dlCheck(filepath.Join(dir, providerLibrary(provider))); dlErr != nil {
+		return fmt.Errorf("%w: %v (%s is there, but a library it needs is not on the loader path: CUDA 13 for the x64 GPU build (libcublas, libcublasLt, libcudart, libcurand), cuDNN 9 and TensorRT 10 for tensorrt; set LD_LIBRARY_PATH, docs/deploy.md)",
+			err, dlErr, providerLibrary(provider))
+	}
+	return err
 }

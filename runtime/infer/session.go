@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/didoedge/didoedge/internal/nonfinite"
 	ort "github.com/yalue/onnxruntime_go"
@@ -54,8 +55,22 @@ type Session struct {
 	outMaps   [][2]int // (h, w) of the map outputs (depth, scale, epistemic); 0 otherwise
 	nonFinite []int
 	pixels    PixelTransform
-	release   func() error
-	sha       string
+	// inCast and outCast are the model's own tensors of the inputs and
+	// outputs that are not float32 (nil entries for float32 ones).
+	inCast, outCast []*cast
+	inTypes         []ort.TensorElementDataType
+	release         func() error
+	sha             string
+	// Execution provider state (faults.go): the configured list, the index
+	// of the one in use, ONNX Runtime's node placement, the fault policy's
+	// counters, and the model and settings a rebuild needs.
+	providers   []ProviderConfig
+	providerIdx int
+	placement   Placement
+	data        []byte
+	cfg         Config
+	log         *slog.Logger
+	faults      faultState
 	// pools is the environment's global thread pool the session runs on;
 	// nil when it has its own (thread_pool: session).
 	pools *globalPools
@@ -145,11 +160,11 @@ func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so S
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	lib, pools, release, err := acquire(cfg.Library, cfg.globalPool())
+	lib, pools, release, err := acquire(cfg.Library, cfg.wantsGPU(), cfg.globalPool(), log)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release, maxBatch: max(1, so.MaxBatch)}
+	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release, maxBatch: max(1, so.MaxBatch), log: log, cfg: cfg}
 	if err := s.init(ctx, data, cfg, so, log); err != nil {
 		s.Close()
 		return nil, err
@@ -162,10 +177,19 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	if err != nil {
 		return fmt.Errorf("load model %q: not a loadable ONNX model: %w", s.path, err)
 	}
-	inShapes, outShapes, err := matchSpec(s.spec, inputs, outputs)
+	if !s.spec.IsAuxUE() && s.spec.Depth.Name == "" {
+		name, err := finestOutput(data, s.spec, inputs, outputs)
+		if err != nil {
+			return fmt.Errorf("model %q: depth.name: %w", s.path, err)
+		}
+		s.spec.Depth.Name = name
+		log.Info("depth output chosen: the finest map", "model", s.path, "output", name)
+	}
+	inShapes, outShapes, inTypes, outTypes, err := matchSpec(s.spec, inputs, outputs)
 	if err != nil {
 		return fmt.Errorf("model %q does not match its io spec: %w", s.path, err)
 	}
+	s.inTypes = inTypes
 	var fixed string
 	s.dynamic, fixed = batchDynamic(s.spec, inputs, outputs)
 	if s.maxBatch > 1 && !s.dynamic {
@@ -179,7 +203,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	s.outNames = s.spec.outputNames()
 	s.pixels = s.spec.Pixels()
 	if needsProbe(outShapes) {
-		if outShapes, err = probeOutputShapes(data, s.spec.inputNames(), inShapes, s.outNames); err != nil {
+		if outShapes, err = probeOutputShapes(data, s.spec.inputNames(), inShapes, inTypes, s.outNames); err != nil {
 			return fmt.Errorf("model %q: %w", s.path, err)
 		}
 	}
@@ -196,8 +220,8 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	if so.SkipAlpha && s.spec.IsAuxUE() && s.spec.Alpha.Name != "" {
 		// alpha is the last output (outputNames).
 		s.outNames, outShapes = s.outNames[:len(s.outNames)-1], outShapes[:len(outShapes)-1]
+		outTypes = outTypes[:len(outTypes)-1]
 	}
-	ins := make([]ort.Value, len(inShapes))
 	s.inShared = make([]bool, len(inShapes))
 	for i, sh := range inShapes {
 		full := withBatch(sh, s.maxBatch)
@@ -214,9 +238,14 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		}
 		s.inputs = append(s.inputs, t)
 		s.inPer = append(s.inPer, int(sh.FlattenedSize()))
-		ins[i] = t
+		var c *cast
+		if inTypes[i] != ort.TensorElementDataTypeFloat {
+			if c, err = newCast(inTypes[i], full, int(sh.FlattenedSize())); err != nil {
+				return fmt.Errorf("model %q: input %v: %w", s.path, sh, err)
+			}
+		}
+		s.inCast = append(s.inCast, c)
 	}
-	values := make([]ort.Value, len(outShapes))
 	roles := s.spec.outputRoles()
 	s.outMaps = make([][2]int, len(outShapes))
 	for i, sh := range outShapes {
@@ -226,7 +255,13 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		}
 		s.outputs = append(s.outputs, t)
 		s.outPer = append(s.outPer, int(sh.FlattenedSize()))
-		values[i] = t
+		var c *cast
+		if outTypes[i] != ort.TensorElementDataTypeFloat {
+			if c, err = newCast(outTypes[i], withBatch(sh, s.maxBatch), int(sh.FlattenedSize())); err != nil {
+				return fmt.Errorf("model %q: output %q: %w", s.path, s.outNames[i], err)
+			}
+		}
+		s.outCast = append(s.outCast, c)
 		if roles[i] == RoleDepth || roles[i] == RoleScale || roles[i] == RoleEpistemic {
 			h, w, _ := MapShape(sh)
 			s.outMaps[i] = [2]int{h, w}
@@ -238,29 +273,130 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
 	s.sha = sha
-	providers := cfg.providers()
+	s.data, s.providers = data, cfg.providers()
+	allocated := s.maxBatch
 	var reasons []string
-	for i, p := range providers {
+	for i, p := range s.providers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var err error
-		if s.maxBatch > 1 {
-			err = s.createBatched(data, cfg, p, sha)
-		} else {
-			s.sess, err = s.create(data, cfg, p, sha, ins, values)
+		// A default batch (IfDynamic) is for GPU providers: on the CPU a
+		// run's cost grows with its frames, so a session that ends on the
+		// CPU runs one frame per run (runtime.Config.DefaultBatchSize).
+		batch := allocated
+		if so.IfDynamic && !p.gpu() {
+			batch = 1
+		}
+		err := s.open(p, batch)
+		if err == nil {
+			err = s.checkRequired(i, p)
 		}
 		if err == nil {
-			s.provider = p.Name
+			s.provider, s.providerIdx, s.maxBatch = p.Name, i, batch
+			log.Info("model session", "model", s.path, "provider", p.Name, "batch", batch, "nodes", s.placement.String())
 			return nil
 		}
+		s.destroySessions()
+		if p.Required {
+			return fmt.Errorf("model %q: inference.providers[%d].required: %s is required, but it cannot run the model: %w", s.path, i, p.Name, err)
+		}
 		reasons = append(reasons, fmt.Sprintf("%s: %v", p.Name, err))
-		if i+1 < len(providers) {
+		if i+1 < len(s.providers) {
 			log.Warn("execution provider unavailable, falling back", "model", s.path,
-				"provider", p.Name, "next", providers[i+1].Name, "reason", oneLine(err))
+				"provider", p.Name, "next", s.providers[i+1].Name, "reason", oneLine(err))
 		}
 	}
 	return fmt.Errorf("model %q: no execution provider could run it (%s)", s.path, strings.Join(reasons, "; "))
+}
+
+// open creates the ONNX Runtime session on provider p with batch frames
+// per run at most (a dynamic session with an IoBinding per batch size
+// when the tensors hold more than one frame), and reads ONNX Runtime's
+// node placement.
+func (s *Session) open(p ProviderConfig, batch int) error {
+	var err error
+	if s.inputs[0].GetShape()[0] > 1 {
+		err = s.createBatched(s.data, s.cfg, p, s.sha, batch)
+	} else {
+		s.sess, err = s.create(s.data, s.cfg, p, s.sha, s.inValues(), s.outValues())
+	}
+	if err != nil {
+		return err
+	}
+	s.placement = nil
+	if !recordsPlacement(s.lib) {
+		return nil
+	}
+	ptr, err := s.sessionPointer()
+	if err == nil {
+		s.placement, err = nodeAssignment(s.lib.Path, ptr)
+	}
+	if err != nil {
+		s.log.Warn("node placement unavailable", "model", s.path, "err", err)
+	}
+	return nil
+}
+
+// inValues and outValues are the session's tensors as the binding's
+// values: the model's own tensor (cast) for an input or output that is not
+// float32, the float32 tensor otherwise.
+func (s *Session) inValues() []ort.Value {
+	v := make([]ort.Value, len(s.inputs))
+	for i, t := range s.inputs {
+		v[i] = t
+		if c := s.inCast[i]; c != nil {
+			v[i] = c.full
+		}
+	}
+	return v
+}
+
+func (s *Session) outValues() []ort.Value {
+	v := make([]ort.Value, len(s.outputs))
+	for i, t := range s.outputs {
+		v[i] = t
+		if c := s.outCast[i]; c != nil {
+			v[i] = c.full
+		}
+	}
+	return v
+}
+
+// sessionPointer is the OrtSession* of the session in use.
+func (s *Session) sessionPointer() (unsafe.Pointer, error) {
+	if s.dyn != nil {
+		return dynamicSessionPointer(s.dyn)
+	}
+	if s.sess != nil {
+		return sessionPointer(s.sess)
+	}
+	return nil, errors.New("no session")
+}
+
+// destroySessions releases the ONNX Runtime session, its IoBindings and
+// the batch views of the tensors, keeping the tensors themselves (their
+// memory may be another session's input: SharedInputs).
+func (s *Session) destroySessions() error {
+	var errs []error
+	if s.sess != nil {
+		errs = append(errs, s.sess.Destroy())
+		s.sess = nil
+	}
+	for _, b := range s.bindings {
+		errs = append(errs, b.Destroy())
+	}
+	s.bindings = nil
+	if s.dyn != nil {
+		errs = append(errs, s.dyn.Destroy())
+		s.dyn = nil
+	}
+	for _, vals := range s.batchVals {
+		for _, t := range vals {
+			errs = append(errs, t.Destroy())
+		}
+	}
+	s.batchVals = nil
+	return errors.Join(errs...)
 }
 
 // create builds the session for one provider. Provider initialization may
@@ -274,9 +410,12 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 	if err := s.setThreading(opts, cfg); err != nil {
 		return nil, err
 	}
+	if err := recordPlacement(opts, s.lib); err != nil {
+		return nil, err
+	}
 	var sess *ort.AdvancedSession
 	withSignalsPreserved(func() {
-		if err = appendProvider(opts, p, sha, s.inShapes[0], nil); err != nil {
+		if err = appendProvider(opts, s.lib.Path, p, sha, s.inShapes[0], nil); err != nil {
 			return
 		}
 		sess, err = ort.NewAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames,
@@ -287,7 +426,7 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 
 // createBatched builds the dynamic session for one provider and, for
 // each batch size n, tensors over the first n slots and their IoBinding.
-func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha string) error {
+func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha string, batch int) error {
 	opts, err := ort.NewSessionOptions()
 	if err != nil {
 		return fmt.Errorf("session options: %w", err)
@@ -304,9 +443,12 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 	if err := opts.SetMemPattern(false); err != nil {
 		return fmt.Errorf("session options: %w", err)
 	}
+	if err := recordPlacement(opts, s.lib); err != nil {
+		return err
+	}
 	var sess *ort.DynamicAdvancedSession
 	withSignalsPreserved(func() {
-		if err = appendProvider(opts, p, sha, s.inputs[0].GetShape(), s.profile()); err != nil {
+		if err = appendProvider(opts, s.lib.Path, p, sha, s.inputs[0].GetShape(), s.profile(batch)); err != nil {
 			return
 		}
 		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames, opts)
@@ -316,32 +458,42 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 	}
 	s.dyn = sess
 	inNames := s.spec.inputNames()
-	for n := 1; n <= s.maxBatch; n++ {
+	for n := 1; n <= batch; n++ {
 		b, err := sess.CreateIoBinding()
 		if err != nil {
 			return fmt.Errorf("io binding: %w", err)
 		}
 		s.bindings = append(s.bindings, b)
 		var vals []*ort.Tensor[float32]
-		bind := func(name string, full *ort.Tensor[float32], per int, input bool) error {
-			t, err := ort.NewTensor(withBatch(full.GetShape(), n), full.GetData()[:n*per])
-			if err != nil {
-				return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+		bind := func(name string, full *ort.Tensor[float32], c *cast, per int, input bool) error {
+			var v ort.Value
+			if c != nil {
+				t, err := c.view(n)
+				if err != nil {
+					return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+				}
+				v = t
+			} else {
+				t, err := ort.NewTensor(withBatch(full.GetShape(), n), full.GetData()[:n*per])
+				if err != nil {
+					return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+				}
+				vals = append(vals, t)
+				v = t
 			}
-			vals = append(vals, t)
 			if input {
-				return b.BindInput(name, t)
+				return b.BindInput(name, v)
 			}
-			return b.BindOutput(name, t)
+			return b.BindOutput(name, v)
 		}
 		for i, t := range s.inputs {
-			if err := bind(inNames[i], t, s.inPer[i], true); err != nil {
+			if err := bind(inNames[i], t, s.inCast[i], s.inPer[i], true); err != nil {
 				s.batchVals = append(s.batchVals, vals)
 				return err
 			}
 		}
 		for i, t := range s.outputs {
-			if err := bind(s.outNames[i], t, s.outPer[i], false); err != nil {
+			if err := bind(s.outNames[i], t, s.outCast[i], s.outPer[i], false); err != nil {
 				s.batchVals = append(s.batchVals, vals)
 				return err
 			}
@@ -353,8 +505,8 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 
 // profile is the batch range of a dynamic-batch session: 1 to maxBatch
 // frames of every input's shape.
-func (s *Session) profile() *batchProfile {
-	b := &batchProfile{inputs: s.spec.inputNames(), max: s.maxBatch}
+func (s *Session) profile(batch int) *batchProfile {
+	b := &batchProfile{inputs: s.spec.inputNames(), max: batch}
 	for _, sh := range s.inShapes {
 		b.frame = append(b.frame, withBatch(sh, 1))
 	}
@@ -444,17 +596,21 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 	if n < 1 || n > s.maxBatch {
 		return Frame{}, fmt.Errorf("run model %q: batch of %d frames, the session takes 1 to %d", s.path, n, s.maxBatch)
 	}
-	var err error
-	t0 := time.Now()
-	if s.dyn != nil {
-		err = s.dyn.RunWithBinding(s.bindings[n-1])
-	} else {
-		err = s.sess.Run()
+	for i, c := range s.inCast {
+		if c != nil {
+			c.from(s.inputs[i].GetData(), n)
+		}
 	}
-	if err != nil {
-		return Frame{}, fmt.Errorf("run model %q on %s: %w", s.path, s.provider, err)
+	t0 := time.Now()
+	if err := s.runPolicy(n); err != nil {
+		return Frame{}, err
 	}
 	run := time.Since(t0)
+	for i, c := range s.outCast {
+		if c != nil {
+			c.into(s.outputs[i].GetData(), n)
+		}
+	}
 	var total int
 	for i := range s.nonFinite {
 		s.nonFinite[i] = 0
@@ -520,8 +676,13 @@ func (s *Session) DynamicBatch() bool { return s.dynamic }
 // InputShape returns the first input's shape of one frame: (1,C,H,W) or (1,H,W,C).
 func (s *Session) InputShape() []int64 { return s.inShapes[0] }
 
-// Spec returns the IO spec the session was opened with.
+// Spec returns the IO spec the session was opened with (an empty depth
+// name resolved to the output chosen).
 func (s *Session) Spec() IOSpec { return s.spec }
+
+// InputType names the element type the model takes for input i
+// (float32, float16 or uint8).
+func (s *Session) InputType(i int) string { return typeName(s.inTypes[i]) }
 
 // SHA256 is the model file's sha256 (hex).
 func (s *Session) SHA256() string { return s.sha }
@@ -546,7 +707,15 @@ func (s *Session) MapSize(i int) (w, h int) { return s.outMaps[i][1], s.outMaps[
 func (s *Session) OutputNames() []string { return s.outNames }
 
 // Provider names the execution provider in use (for logs and metrics).
-func (s *Session) Provider() string { return s.provider }
+//
+// It is the configured provider the session was created with (or rebuilt
+// on, faults.go); where ONNX Runtime actually assigned the nodes is
+// Placement.
+func (s *Session) Provider() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.provider
+}
 
 // Library reports the ONNX Runtime library in use.
 func (s *Session) Library() Library { return s.lib }
@@ -659,38 +828,20 @@ func (s *Session) DepthSlotInto(slot int, dst []float32) (invalid int, err error
 	if len(dst) != len(src) {
 		return 0, fmt.Errorf("model %q: depth buffer has %d values, output %q has %d", s.path, len(dst), s.outNames[0], len(src))
 	}
-	k := s.spec.scale()
-	switch s.spec.Depth.Meaning {
-	case MeaningRelative:
-		for i, v := range src {
-			d := v * k
-			if d-d != 0 {
-				d = 0
-				invalid++
-			}
-			dst[i] = d
-		}
-		return invalid, nil
-	case MeaningMetricDepth:
-		for i, v := range src {
-			d := v * k
-			if d-d != 0 || d <= 0 {
-				d = 0
-				invalid++
-			}
-			dst[i] = d
-		}
-		return invalid, nil
+	return s.spec.Depth.Readout(1).Apply(dst, src), nil
+}
+
+// DepthSlotReadout is DepthSlotInto through a given read-out (a
+// camera-dependent output's focal factor folded in: Models).
+func (s *Session) DepthSlotReadout(slot int, dst []float32, r Readout) (invalid int, err error) {
+	if s.spec.IsAuxUE() {
+		return 0, fmt.Errorf("model %q: an AuxUE has no depth output", s.path)
 	}
-	for i, v := range src {
-		d := k / v
-		if d-d != 0 || d <= 0 {
-			d = 0
-			invalid++
-		}
-		dst[i] = d
+	src := s.OutputSlot(0, slot)
+	if len(dst) != len(src) {
+		return 0, fmt.Errorf("model %q: depth buffer has %d values, output %q has %d", s.path, len(dst), s.outNames[0], len(src))
 	}
-	return invalid, nil
+	return r.Apply(dst, src), nil
 }
 
 // Close releases the session, its tensors and its reference on the ONNX
@@ -698,29 +849,17 @@ func (s *Session) DepthSlotInto(slot int, dst []float32) (invalid int, err error
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var errs []error
-	if s.sess != nil {
-		errs = append(errs, s.sess.Destroy())
-		s.sess = nil
-	}
-	for _, b := range s.bindings {
-		errs = append(errs, b.Destroy())
-	}
-	s.bindings = nil
-	if s.dyn != nil {
-		errs = append(errs, s.dyn.Destroy())
-		s.dyn = nil
-	}
-	for _, vals := range s.batchVals {
-		for _, t := range vals {
-			errs = append(errs, t.Destroy())
-		}
-	}
-	s.batchVals = nil
+	errs := []error{s.destroySessions(), s.faults.close()}
 	for _, t := range s.outputs {
 		errs = append(errs, t.Destroy())
 	}
 	s.outputs = nil
+	for _, c := range append(s.inCast, s.outCast...) {
+		if c != nil {
+			errs = append(errs, c.destroy())
+		}
+	}
+	s.inCast, s.outCast = nil, nil
 	for _, t := range s.inputs {
 		errs = append(errs, t.Destroy())
 	}

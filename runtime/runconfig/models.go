@@ -40,7 +40,9 @@ func (m *ModelConfig) SpecFile() string {
 // device; on the CPU a run's cost grows with its frames, so a batch of 4
 // buys 5 to 12 % throughput for the activations of 4 frames held at once
 // (ONNX Runtime's arena: 1.69 x the RSS of one camera at 4 cameras against
-// 1.26 x one frame per run, docs/runtime.md "Batching").
+// 1.26 x one frame per run, docs/runtime.md "Batching"). It is asked for,
+// not imposed: a session that falls back from the GPU provider to the CPU
+// runs one frame per run (runtime/infer, SessionOptions.IfDynamic).
 func (c *Config) DefaultBatchSize(cameras int) int {
 	for _, p := range c.Inference.Providers {
 		if p.Name == infer.ProviderTensorRT || p.Name == infer.ProviderCUDA {

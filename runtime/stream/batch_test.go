@@ -88,20 +88,19 @@ func stageAll(t testing.TB, p *Pipeline, frames []*camera.Frame) ([]*cameraPipe,
 	return p.cams, slots
 }
 
-// TestBatchedPipeline: with dynamic-batch models and a GPU provider
-// configured (here it falls back to the CPU) the default batch is
-// min(cameras, 4) = 3; one batch of the three cameras' frames (sizes of
+// TestBatchedPipeline: with dynamic-batch models and pipeline.batch_size 3
+// on the CPU provider, one batch of the three cameras' frames (sizes of
 // their own) gives each camera the zone risks the same frame gives alone
-// (a batch of one), and the batched frame path allocates nothing.
+// (a batch of one), and the batched frame path allocates nothing. (The
+// GPU default batch is tested where a GPU runs: runtime/infer gpu_test.go;
+// a GPU provider that falls back to the CPU now runs one frame per run.)
 func TestBatchedPipeline(t *testing.T) {
-	p, err := newBatchedPipelineEdit(t, func(s string) string {
-		return strings.Replace(s, "providers: [{name: cpu}]", "providers: [{name: cuda}, {name: cpu}]", 1)
-	})
+	p, err := newBatchedPipeline(t, "pipeline: {batch_size: 3}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.batch != 3 {
-		t.Fatalf("batch %d, want the default min(3 cameras, 4) = 3", p.batch)
+		t.Fatalf("batch %d, want pipeline.batch_size 3", p.batch)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !p.sink.connected() && time.Now().Before(deadline) {
@@ -209,6 +208,20 @@ func TestBatchSizeConfig(t *testing.T) {
 	}
 	if p3.batch != 1 {
 		t.Fatalf("dynamic-batch models on the CPU provider: default batch %d, want 1", p3.batch)
+	}
+	// A GPU provider that falls back to the CPU: the default batch follows
+	// the provider the sessions run on, one frame per run (a CPU test: it
+	// asserts that cuda cannot run here).
+	if !infer.NVIDIAGPUPresent() {
+		p4, err := newBatchedPipelineEdit(t, func(s string) string {
+			return strings.Replace(s, "providers: [{name: cpu}]", "providers: [{name: cuda}, {name: cpu}]", 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p4.batch != 1 {
+			t.Fatalf("cuda falling back to the cpu: default batch %d, want 1", p4.batch)
+		}
 	}
 	if _, err := newBatchedPipeline(t, "pipeline: {batch_size: 17}\n"); err == nil || !strings.Contains(err.Error(), "pipeline.batch_size: 17") {
 		t.Fatalf("batch_size 17: %v", err)

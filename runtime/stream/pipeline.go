@@ -39,6 +39,9 @@ type Options struct {
 	// frame of any camera with its timing; benchmarks use it. It must not
 	// block.
 	OnFrame func(FrameTiming)
+	// Tap, when set, sees the assessed frames it wants and every alert
+	// event and zone state (the live Foxglove server; tap.go).
+	Tap Tap
 }
 
 // FrameTiming is the timing of one assessed frame.
@@ -165,7 +168,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	if p.rec, err = newRecorderHook(cfg, specs, log); err != nil { // recording (recording.go)
 		return nil, err
 	}
-	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.rec.sinks()...); err != nil {
+	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, append(p.rec.sinks(), tapSinks(opts.Tap)...)...); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
 	for i, cs := range specs {
@@ -202,6 +205,13 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		if i > 0 {
 			if c.models, err = mo.Share(); err != nil {
 				return nil, fmt.Errorf("%s: %w", c.spec.Key, err)
+			}
+		}
+		if in := c.spec.Source.Intrinsics; in != nil {
+			// The camera's fx, for a depth read-out that depends on it
+			// (canonical_focal); it follows the frame size.
+			if err = c.models.SetFocal(in.Fx, in.Width); err != nil {
+				return nil, fmt.Errorf("%s.intrinsics: %w", c.spec.Key, err)
 			}
 		}
 		if i < len(opts.Sources) {
@@ -544,6 +554,9 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 // cameras added, models, transports) are not applied; a warning names
 // them. It blocks until the pipeline applied or refused cfg, or ctx ends.
 func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
+	if cfg == nil {
+		return errors.New("apply: no configuration")
+	}
 	req := reloadRequest{cfg: cfg, reply: make(chan error, 1)}
 	select {
 	case p.reloadReq <- req:

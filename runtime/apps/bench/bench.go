@@ -23,6 +23,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
+	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
@@ -41,6 +42,9 @@ type Options struct {
 	Precompute int
 	// Progress, when set, receives soak samples as they are taken.
 	Progress func(SoakSample)
+	// Inference, when set, replaces the demo's inference providers (CPU)
+	// and, when it names one, its library: a GPU measurement.
+	Inference *infer.Config
 	// Record, when set, turns the pipeline's recorder on with this
 	// section (its dir is replaced by a temporary one): Latency then
 	// reports the recording's cost (LatencyReport.Record).
@@ -95,6 +99,7 @@ func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool
 		s.close()
 		return nil, err
 	}
+	applyInference(o.Inference, cfg)
 	if o.Record != nil {
 		rc := *o.Record
 		rc.Dir = filepath.Join(tmp, "recordings")
@@ -471,4 +476,18 @@ func rssBytes() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("read RSS: no VmRSS line in /proc/self/status")
+}
+
+// applyInference puts a benchmark's providers and library (inf, nil: the
+// demo's CPU provider) into the runtime config.
+func applyInference(inf *infer.Config, cfg *runconfig.Config) {
+	if inf == nil {
+		return
+	}
+	if len(inf.Providers) > 0 {
+		cfg.Inference.Providers = inf.Providers
+	}
+	if inf.Library != "" {
+		cfg.Inference.Library = inf.Library
+	}
 }

@@ -56,7 +56,10 @@ type MulticamOptions struct {
 	// spinning pool per session.
 	ThreadPool     string
 	ThreadSpinning bool
-	Log            *slog.Logger
+	// Inference, when set, replaces the demo's providers and library (a
+	// GPU measurement).
+	Inference *infer.Config
+	Log       *slog.Logger
 }
 
 func (o *MulticamOptions) defaults() {
@@ -216,6 +219,7 @@ func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	}
 	cfg.Pipeline.BatchSize = o.BatchSize
 	cfg.Inference.ThreadPool, cfg.Inference.ThreadSpinning = o.ThreadPool, o.ThreadSpinning
+	applyInference(o.Inference, cfg)
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	frames, err := rigFrames(o.Cameras, o.Frames, w, h)
 	if err != nil {
@@ -562,6 +566,7 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 	}
 	cfg.Pipeline.BatchSize = o.BatchSize
 	cfg.Inference.ThreadPool, cfg.Inference.ThreadSpinning = o.ThreadPool, o.ThreadSpinning
+	applyInference(o.Inference, cfg)
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	frames, err := rigFrames(cameras, o.Frames, w, h)
 	if err != nil {
