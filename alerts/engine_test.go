@@ -124,7 +124,7 @@ func (f *fixture) frame(t *testing.T, seq uint64, tenths int) []Event {
 	capture := f.base.Add(time.Duration(seq) * 100 * time.Millisecond)
 	f.clock.t = capture.Add(20 * time.Millisecond)
 	n := len(f.rec.events)
-	if err := f.e.Observe(Frame{Seq: seq, Capture: capture, Camera: "front", Image: &f.img}, f.m); err != nil {
+	if err := f.e.Observe(Frame{Seq: seq, Capture: capture, Camera: f.e.Config().Camera, Image: &f.img}, f.m); err != nil {
 		t.Fatal(err)
 	}
 	return f.rec.events[n:]

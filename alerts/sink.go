@@ -27,6 +27,18 @@ type Sink interface {
 	State(st *State) error
 }
 
+// BatchSink is implemented by a durable sink that queues several events
+// all or nothing (the MQTT outbox). A reload queues the end events of every
+// camera through it before any engine changes (ApplyReloads), so that a
+// full outbox or a full disk refuses the reload instead of half-applying
+// it.
+type BatchSink interface {
+	Sink
+	// EventBatch numbers and stores every event (sets each Seq) or none
+	// (each Seq stays 0) and says why.
+	EventBatch(evs []*Event) error
+}
+
 // StatsSink is implemented by sinks that publish the engine's periodic
 // statistics.
 type StatsSink interface {

@@ -52,7 +52,8 @@ type deployment struct {
 		MaxFPS float64 `yaml:"max_fps"`
 	} `yaml:"http"`
 	Pipeline struct {
-		Tick time.Duration `yaml:"tick"`
+		Tick          time.Duration `yaml:"tick"`
+		CameraRestart time.Duration `yaml:"camera_restart"`
 	} `yaml:"pipeline"`
 }
 

@@ -47,7 +47,8 @@ sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" \
   env WORK="$work" UNITS="$units" TARGET="$target" sh -ec '
     mount -t tmpfs -o mode=0755 tmpfs /run
     mkdir -p /run/didoedge-test
-    mount --bind "$WORK" /run/didoedge-test
+    # rbind: a test may mount a small tmpfs inside WORK (a full disk).
+    mount --rbind "$WORK" /run/didoedge-test
     for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
     mount -t tmpfs -o mode=0755 tmpfs /var/lib/systemd
     mkdir -p /run/dev

@@ -132,17 +132,21 @@ func findSystemd(target string) int {
 	return 0
 }
 
-// TestUnitsUnderSystemd runs the shipped units (didoedge.service with its
-// hardening and syscall filter, the health service and timer) under a
-// private systemd 252 (cross/systemd-sandbox.sh: systemd as PID 1 of its
-// own namespaces, the units' directory as its only unit path), with the
-// didoedge binary built from this tree, seeded test models and a real RTSP
-// camera on 127.0.0.1. It checks that the service starts and is healthy
-// under the filter, that `systemctl reload` sends SIGHUP and reloads, and
-// that the health timer restarts the service when the pipeline dies while
-// the process lives (the camera goes away: /healthz fails on frames), and
-// that the restarted service is healthy again once the camera is back.
-func TestUnitsUnderSystemd(t *testing.T) {
+// sandbox is a private systemd running the shipped units on a work
+// directory (see startSandbox).
+type sandbox struct {
+	t        *testing.T
+	work     string
+	httpPort int
+	sdPID    int
+	asRoot   []string
+	sdLog    *bytes.Buffer
+}
+
+// requireSandbox checks what a sandbox needs: root (or passwordless sudo)
+// and the tools.
+func requireSandbox(t *testing.T) []string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts systemd and the runtime")
 	}
@@ -155,15 +159,18 @@ func TestUnitsUnderSystemd(t *testing.T) {
 		}
 		asRoot = []string{"sudo", "-n"}
 	}
-	root := func(name string, args ...string) *exec.Cmd {
-		all := append(append(append([]string(nil), asRoot...), name), args...)
-		return exec.Command(all[0], all[1:]...)
-	}
 	for _, tool := range []string{"/usr/lib/systemd/systemd", "unshare", "nsenter", "curl", "systemctl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not installed (scripts/deps.sh installs systemd, util-linux and curl): %v", tool, err)
 		}
 	}
+	return asRoot
+}
+
+// prepareWork builds the didoedge binary of this tree into a new work
+// directory with the ONNX Runtime library and the seeded test models.
+func prepareWork(t *testing.T) string {
+	t.Helper()
 	work := t.TempDir()
 	os.Chmod(work, 0o755)
 	build := exec.Command("go", "build", "-o", filepath.Join(work, "didoedge"), "../cmd/didoedge")
@@ -176,8 +183,110 @@ func TestUnitsUnderSystemd(t *testing.T) {
 	}
 	copyFile(t, lib.Path, filepath.Join(work, "libonnxruntime.so.1"), 0o755)
 	testmodels.Write(t, work)
-	os.WriteFile(filepath.Join(work, "cal.yaml"), []byte(calA), 0o644)
 	os.MkdirAll(filepath.Join(work, "outbox"), 0o755)
+	return work
+}
+
+// startSandbox runs the shipped units (with sandboxUnits' drop-ins) under
+// a private systemd on work (run.yaml written by the caller); it is
+// stopped (killed by its PID) at the end of the test.
+func startSandbox(t *testing.T, asRoot []string, work string, httpPort int) *sandbox {
+	t.Helper()
+	sandboxUnits(t, filepath.Join(work, "units"), httpPort)
+	sb := &sandbox{t: t, work: work, httpPort: httpPort, asRoot: asRoot, sdLog: &bytes.Buffer{}}
+	target := "didoedge-test.target"
+	cmd := sb.root("./systemd-sandbox.sh", work, "units", target)
+	cmd.Stdout, cmd.Stderr = sb.sdLog, sb.sdLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(sb.logs())
+		}
+		if sb.sdPID != 0 {
+			if asRoot == nil {
+				syscall.Kill(sb.sdPID, syscall.SIGKILL)
+			} else {
+				sb.root("kill", "-9", strconv.Itoa(sb.sdPID)).Run()
+			}
+			sb.sdPID = 0
+		}
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); sb.sdPID == 0; time.Sleep(100 * time.Millisecond) {
+		if sb.sdPID = findSystemd(target); sb.sdPID == 0 && time.Now().After(deadline) {
+			t.Fatalf("systemd did not start:\n%s", sb.sdLog.String())
+		}
+	}
+	return sb
+}
+
+func (sb *sandbox) root(name string, args ...string) *exec.Cmd {
+	all := append(append(append([]string(nil), sb.asRoot...), name), args...)
+	return exec.Command(all[0], all[1:]...)
+}
+
+func (sb *sandbox) logs() string {
+	d, _ := os.ReadFile(filepath.Join(sb.work, "didoedge.log"))
+	h, _ := os.ReadFile(filepath.Join(sb.work, "health.log"))
+	return fmt.Sprintf("systemd:\n%s\ndidoedge.log:\n%s\nhealth.log:\n%s", sb.sdLog.String(), d, h)
+}
+
+func (sb *sandbox) systemctl(args ...string) string {
+	sb.t.Helper()
+	out, err := sb.root("nsenter", append([]string{"-t", strconv.Itoa(sb.sdPID), "-m", "-p", "systemctl", "--no-pager"}, args...)...).CombinedOutput()
+	if err != nil && args[0] != "status" && args[0] != "is-active" {
+		sb.t.Fatalf("systemctl %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (sb *sandbox) mainPID() string {
+	return sb.systemctl("show", "-p", "MainPID", "--value", "didoedge.service")
+}
+
+// get fetches path from the service's HTTP server.
+func (sb *sandbox) get(path string) (int, string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", sb.httpPort, path))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (sb *sandbox) health() (int, string) { return sb.get("/healthz") }
+
+func (sb *sandbox) waitFor(what string, timeout time.Duration, cond func() bool) {
+	sb.t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			code, body := sb.health()
+			sb.t.Fatalf("timed out after %v waiting for %s (healthz %d %q; units:\n%s\n%s)", timeout, what, code, body,
+				sb.systemctl("status", "didoedge.service", "didoedge-health.timer", "didoedge-health.service"), sb.systemctl("list-timers", "--all"))
+		}
+	}
+}
+
+// TestUnitsUnderSystemd runs the shipped units (didoedge.service with its
+// hardening and syscall filter, the health service and timer) under a
+// private systemd 252 (cross/systemd-sandbox.sh: systemd as PID 1 of its
+// own namespaces, the units' directory as its only unit path), with the
+// didoedge binary built from this tree, seeded test models and a real RTSP
+// camera on 127.0.0.1. It checks that the service starts and is healthy
+// under the filter, that `systemctl reload` sends SIGHUP and reloads, and
+// that the health timer restarts the service when the pipeline dies while
+// the process lives (its only camera goes away, so no camera has frames:
+// the whole pipeline is stuck and /healthz fails on frames), and that the
+// restarted service is healthy again once the camera is back.
+// TestUnitIsolationUnderSystemd checks the other side of the rule: one
+// dead camera of three, or a full disk, does not restart the unit.
+func TestUnitsUnderSystemd(t *testing.T) {
+	asRoot := requireSandbox(t)
+	work := prepareWork(t)
+	os.WriteFile(filepath.Join(work, "cal.yaml"), []byte(calA), 0o644)
 
 	cam, err := rtspserver.New(rtspserver.Config{Addr: "127.0.0.1:0", Generated: map[string]rtspserver.Generated{"sim": {Source: stripes{}, FPS: 10}},
 		Logger: slog.New(slog.DiscardHandler)})
@@ -191,70 +300,10 @@ func TestUnitsUnderSystemd(t *testing.T) {
 	brokerPort, httpPort := testnet.FreePort(t), testnet.FreePort(t)
 	config := fmt.Sprintf(sandboxRunConfig, cam.Addr(), "cal.yaml", brokerPort, httpPort)
 	os.WriteFile(filepath.Join(work, "run.yaml"), []byte(config), 0o644)
-	sandboxUnits(t, filepath.Join(work, "units"), httpPort)
-
-	target := "didoedge-test.target"
-	var sdLog bytes.Buffer
-	sb := root("./systemd-sandbox.sh", work, "units", target)
-	sb.Stdout, sb.Stderr = &sdLog, &sdLog
-	if err := sb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var sdPID int
-	stop := func() {
-		if sdPID != 0 {
-			if asRoot == nil {
-				syscall.Kill(sdPID, syscall.SIGKILL)
-			} else {
-				root("kill", "-9", strconv.Itoa(sdPID)).Run()
-			}
-			sdPID = 0
-		}
-		sb.Wait()
-	}
-	defer stop()
-	for deadline := time.Now().Add(20 * time.Second); sdPID == 0; time.Sleep(100 * time.Millisecond) {
-		if sdPID = findSystemd(target); sdPID == 0 && time.Now().After(deadline) {
-			t.Fatalf("systemd did not start:\n%s", sdLog.String())
-		}
-	}
-	logs := func() string {
-		d, _ := os.ReadFile(filepath.Join(work, "didoedge.log"))
-		h, _ := os.ReadFile(filepath.Join(work, "health.log"))
-		return fmt.Sprintf("systemd:\n%s\ndidoedge.log:\n%s\nhealth.log:\n%s", sdLog.String(), d, h)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Log(logs())
-		}
-	}()
-	systemctl := func(args ...string) string {
-		t.Helper()
-		out, err := root("nsenter", append([]string{"-t", strconv.Itoa(sdPID), "-m", "-p", "systemctl", "--no-pager"}, args...)...).CombinedOutput()
-		if err != nil && args[0] != "status" && args[0] != "is-active" {
-			t.Fatalf("systemctl %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	health := func() (int, string) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", httpPort))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	waitFor := func(what string, timeout time.Duration, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(timeout); !cond(); time.Sleep(200 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				code, body := health()
-				t.Fatalf("timed out after %v waiting for %s (healthz %d %q; units:\n%s\n%s)", timeout, what, code, body,
-					systemctl("status", "didoedge.service", "didoedge-health.timer", "didoedge-health.service"), systemctl("list-timers", "--all"))
-			}
-		}
-	}
+	sb := startSandbox(t, asRoot, work, httpPort)
+	systemctl, health, waitFor := sb.systemctl, sb.health, sb.waitFor
+	root := func(name string, args ...string) *exec.Cmd { return sb.root(name, args...) }
+	sdPID := sb.sdPID
 	healthy := func() bool {
 		code, body := health()
 		return code == 200 && strings.HasPrefix(body, "ok\n") && strings.Contains(body, "frames: ok")

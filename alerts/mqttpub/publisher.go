@@ -201,6 +201,34 @@ func (p *Publisher) Emit(ev *alerts.Event) (uint64, error) {
 	return seq, nil
 }
 
+// EmitBatch queues events all or nothing (a reload's end events of every
+// camera): they get consecutive seqs and are stored with one fsync, or,
+// when they cannot all be stored (outbox full, disk full), none is, every
+// Seq stays 0 and the error says why. Unlike Emit, a refused batch is not
+// counted as not queued: the caller keeps the state the events were to
+// end (the reload is refused) and nothing is lost.
+func (p *Publisher) EmitBatch(evs []*alerts.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	_, err := p.box.AppendBatch(len(evs), func(i int, seq uint64) (outbox.Record, error) {
+		ev := evs[i]
+		ev.Seq = seq
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return outbox.Record{}, err
+		}
+		return outbox.Record{Topic: p.opts.Topics.Events(ev.Camera), QoS: 1, Droppable: ev.Droppable(), Payload: payload}, nil
+	})
+	if err != nil {
+		for _, ev := range evs {
+			ev.Seq = 0
+		}
+		return fmt.Errorf("emit %d events (%s %s first): %w", len(evs), evs[0].Type, evs[0].ID, err)
+	}
+	return nil
+}
+
 // NotQueued counts the events Emit could not queue since Open.
 func (p *Publisher) NotQueued() uint64 { return p.notQueued.Load() }
 

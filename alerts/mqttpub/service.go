@@ -85,6 +85,11 @@ func (s *Service) Event(ev *alerts.Event) error {
 	return err
 }
 
+// EventBatch queues events all or nothing (alerts.BatchSink): a reload
+// queues the end events of every camera through it before any engine
+// changes.
+func (s *Service) EventBatch(evs []*alerts.Event) error { return s.pub.EmitBatch(evs) }
+
 // State retains a zone's state (alerts.Sink).
 func (s *Service) State(st *alerts.State) error { return s.pub.SetState(st) }
 

@@ -216,60 +216,98 @@ func (o *Outbox) Ready() <-chan struct{} { return o.ready }
 // ErrNotWritable: nothing is stored and the seq handed to build is not
 // used by this record (the caller must not publish it).
 func (o *Outbox) Append(build func(seq uint64) (Record, error)) (uint64, error) {
+	return o.AppendBatch(1, func(_ int, seq uint64) (Record, error) { return build(seq) })
+}
+
+// AppendBatch appends n records all or nothing: they get consecutive seqs
+// (build is asked for record i with seq first+i), are written with one
+// fsync, and either every one is stored or none is (ErrFull when they do
+// not fit together, ErrNotWritable when the write failed and was rolled
+// back; no seq handed to build is used then). It returns the first seq.
+// A reload queues the end events of every camera's episodes with it before
+// it changes any engine. Droppable records make room as for Append, but
+// only when that is enough for the whole batch.
+func (o *Outbox) AppendBatch(n int, build func(i int, seq uint64) (Record, error)) (uint64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
 		return 0, ErrClosed
 	}
-	seq := o.lastSeq + 1
-	r, err := build(seq)
-	if err != nil {
-		return 0, err
+	if n <= 0 {
+		return 0, fmt.Errorf("append: batch of %d records", n)
 	}
-	r.Seq = seq
-	if len(r.Topic) > 65535 || r.QoS > 2 {
-		return 0, fmt.Errorf("append: bad topic length %d or qos %d", len(r.Topic), r.QoS)
-	}
-	need := r.size()
-	if need > o.opts.MaxBytes {
-		o.st.Refused++
-		return 0, fmt.Errorf("append seq %d: record of %d bytes larger than the outbox: %w", seq, need, ErrFull)
-	}
-	if err := o.makeRoom(need); err != nil {
-		if errors.Is(err, ErrNotWritable) {
-			o.st.NotWritten++
+	first := o.lastSeq + 1
+	recs := make([]Record, n)
+	var need int64
+	for i := range recs {
+		seq := first + uint64(i)
+		r, err := build(i, seq)
+		if err != nil {
+			return 0, err
 		}
-		return 0, fmt.Errorf("append seq %d: %w", seq, err)
+		r.Seq = seq
+		if len(r.Topic) > 65535 || r.QoS > 2 {
+			return 0, fmt.Errorf("append: bad topic length %d or qos %d", len(r.Topic), r.QoS)
+		}
+		r.Payload = append([]byte(nil), r.Payload...)
+		recs[i] = r
+		need += r.size()
+	}
+	what := fmt.Sprintf("append seq %d", first)
+	if n > 1 {
+		what = fmt.Sprintf("append seqs %d-%d", first, first+uint64(n-1))
+	}
+	if need > o.opts.MaxBytes || n > o.opts.MaxRecords {
+		o.st.Refused += uint64(n)
+		return 0, fmt.Errorf("%s: %d records of %d bytes larger than the outbox: %w", what, n, need, ErrFull)
+	}
+	if err := o.makeRoom(n, need); err != nil {
+		if errors.Is(err, ErrNotWritable) {
+			o.st.NotWritten += uint64(n)
+		}
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if o.active != nil && o.segs[len(o.segs)-1].size >= o.opts.SegmentBytes {
 		if err := o.startSegment(); err != nil {
-			o.st.NotWritten++
-			return 0, fmt.Errorf("append seq %d: %w", seq, o.failed(err))
+			o.st.NotWritten += uint64(n)
+			return 0, fmt.Errorf("%s: %w", what, o.failed(err))
 		}
 		o.removeAckedSegments()
 	}
-	r.Payload = append([]byte(nil), r.Payload...)
-	if err := o.write(KindData, &r); err != nil {
-		o.st.NotWritten++
-		return 0, fmt.Errorf("append seq %d: %w", seq, err)
+	if err := o.writeRecords(KindData, recs, true); err != nil {
+		o.st.NotWritten += uint64(n)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	o.lastSeq = seq
-	o.pending = append(o.pending, r)
+	o.lastSeq = first + uint64(n-1)
+	o.pending = append(o.pending, recs...)
 	o.pendSize += need
-	o.st.Appended++
+	o.st.Appended += uint64(n)
 	o.signal()
-	return seq, nil
+	return first, nil
 }
 
-// makeRoom drops the oldest droppable pending records until a record of
-// need bytes fits; it writes a drop record for each.
-func (o *Outbox) makeRoom(need int64) error {
+// makeRoom drops the oldest droppable pending records until n records of
+// need bytes fit; it writes a drop record for each. When dropping every
+// droppable record would not be enough, it drops none and returns ErrFull.
+func (o *Outbox) makeRoom(n int, need int64) error {
 	count := len(o.pending)
 	fits := func() bool {
-		return count+1 <= o.opts.MaxRecords && o.pendSize+need <= o.opts.MaxBytes
+		return count+n <= o.opts.MaxRecords && o.pendSize+need <= o.opts.MaxBytes
 	}
 	if fits() {
 		return nil
+	}
+	// Would dropping every droppable record make room? If not, none goes.
+	dropN, dropSize := 0, int64(0)
+	for i := range o.pending {
+		if o.pending[i].Droppable {
+			dropN++
+			dropSize += o.pending[i].size()
+		}
+	}
+	if count-dropN+n > o.opts.MaxRecords || o.pendSize-dropSize+need > o.opts.MaxBytes {
+		o.st.Refused += uint64(n)
+		return ErrFull
 	}
 	kept := o.pending[:0]
 	i := 0
@@ -291,10 +329,6 @@ func (o *Outbox) makeRoom(need int64) error {
 	}
 	o.pending = append(kept, o.pending[i:]...)
 	o.compactIfLarge()
-	if !fits() {
-		o.st.Refused++
-		return ErrFull
-	}
 	return nil
 }
 

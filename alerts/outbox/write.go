@@ -55,15 +55,18 @@ func (o *Outbox) startSegment() error {
 // write appends one record to the active segment and fsyncs it (see
 // writeRecords).
 func (o *Outbox) write(kind Kind, r *Record) error {
-	return o.writeRecords(kind, []Record{*r})
+	return o.writeRecords(kind, []Record{*r}, kind == KindData)
 }
 
 // writeRecords appends records of one kind to the active segment with one
 // fsync. A failed write or fsync is rolled
 // back (the file truncated to where the records began), so that no
 // partial record stays in front of later ones; when even that fails, the
-// segment is abandoned and the next write starts a new one.
-func (o *Outbox) writeRecords(kind Kind, recs []Record) error {
+// segment is abandoned and the next write starts a new one. fresh tells
+// records with new seqs (appends) from copies of pending ones (rewrite):
+// the seqs of fresh records left partly written in an abandoned segment
+// are burned, never given again.
+func (o *Outbox) writeRecords(kind Kind, recs []Record, fresh bool) error {
 	if o.active == nil {
 		if err := o.startSegment(); err != nil {
 			return o.failed(err)
@@ -102,9 +105,11 @@ func (o *Outbox) writeRecords(kind Kind, recs []Record) error {
 			o.active = nil
 			// The partial record stays at the end of that segment; replay
 			// skips it. Its seq must not be used again.
-			if kind == KindData && n == 1 {
-				o.lastSeq = max(o.lastSeq, recs[0].Seq)
-				o.burned = append(o.burned, recs[0].Seq)
+			if fresh {
+				for i := range recs {
+					o.lastSeq = max(o.lastSeq, recs[i].Seq)
+					o.burned = append(o.burned, recs[i].Seq)
+				}
 			}
 		}
 		return o.failed(err)
@@ -269,13 +274,13 @@ func (o *Outbox) rewrite(why string) {
 		ranges = append(ranges, Record{Seq: next, last: o.lastSeq})
 	}
 	if len(ranges) > 0 {
-		if err := o.writeRecords(KindDropRange, ranges); err != nil {
+		if err := o.writeRecords(KindDropRange, ranges, false); err != nil {
 			o.log.Error("outbox: rewrite failed", "why", why, "err", err)
 			return
 		}
 	}
 	if len(o.pending) > 0 {
-		if err := o.writeRecords(KindData, o.pending); err != nil {
+		if err := o.writeRecords(KindData, o.pending, false); err != nil {
 			o.log.Error("outbox: rewrite failed", "why", why, "err", err)
 			return
 		}

@@ -183,6 +183,12 @@ type PipelineConfig struct {
 	// dimension, and 1 otherwise (Config.DefaultBatchSize); above 1 both
 	// models must have one (didoedge model batch).
 	BatchSize int `yaml:"batch_size"`
+	// CameraRestart: a camera that processed no frame for this long has
+	// its source restarted inside the process (and again every
+	// camera_restart while it stays dead), while the other cameras go on;
+	// the unit is restarted only when the whole pipeline is stuck
+	// (docs/deploy.md). Default 10s.
+	CameraRestart time.Duration `yaml:"camera_restart"`
 }
 
 // Input sources of the AuxUE besides depth-model feature names.
@@ -190,6 +196,11 @@ const (
 	InputImage = infer.SourceImage
 	InputDepth = infer.SourceDepth
 )
+
+// DefaultCameraRestart is pipeline.camera_restart's default: longer than
+// an RTSP client's own reconnect cycle (backoff_max 5s), so that a restart
+// is for a camera its client did not bring back.
+const DefaultCameraRestart = 10 * time.Second
 
 // HTTPOff disables the HTTP server.
 const HTTPOff = "off"
@@ -254,6 +265,9 @@ func (c *Config) finish(name, dir string) error {
 	}
 	if c.HTTP.MaxFPS == 0 {
 		c.HTTP.MaxFPS = 4
+	}
+	if c.Pipeline.CameraRestart == 0 {
+		c.Pipeline.CameraRestart = DefaultCameraRestart
 	}
 	if c.Pipeline.Tick == 0 {
 		c.Pipeline.Tick = 250 * time.Millisecond
@@ -323,6 +337,9 @@ func (c *Config) finish(name, dir string) error {
 	}
 	if !(c.HTTP.MaxFPS > 0) || c.HTTP.MaxFPS > 30 {
 		add(fmt.Errorf("http.max_fps: %g must be in (0, 30]", c.HTTP.MaxFPS))
+	}
+	if c.Pipeline.CameraRestart < time.Second {
+		add(fmt.Errorf("pipeline.camera_restart: %v is below 1s", c.Pipeline.CameraRestart))
 	}
 	if c.Pipeline.Tick < 10*time.Millisecond {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
@@ -581,21 +598,6 @@ func (c *Config) parseAlerts(name, dir string) error {
 	}
 	c.AlertsConfig = ac
 	return errors.Join(errs...)
-}
-
-// ReloadCameras re-reads the config file and returns its cameras with
-// their alerts configs (zones and calibration are what a SIGHUP changes),
-// and its alerts section (whose transport settings need a restart).
-func (c *Config) ReloadCameras() ([]CameraSpec, AlertsConfig, error) {
-	if c.Path == "" {
-		return nil, AlertsConfig{}, errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload")
-	}
-	fresh, err := Load(c.Path)
-	if err != nil {
-		return nil, AlertsConfig{}, err
-	}
-	specs, err := fresh.CameraSpecs()
-	return specs, fresh.AlertsConfig, err
 }
 
 // CameraSpecs returns the cameras of the configuration, in order: the

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -20,11 +19,29 @@ import (
 // view of the shared models and its counters. Everything but the status,
 // the snapshot and the counters is used from the scheduler goroutine only.
 type cameraPipe struct {
-	p       *Pipeline
-	idx     int
-	spec    runconfig.CameraSpec
-	src     camera.Source
-	rtsp    *camera.RTSPSource
+	p    *Pipeline
+	idx  int
+	spec runconfig.CameraSpec
+	// src and rtsp change on an in-process restart (cameras.go); srcMu
+	// guards them for the metrics read at scrape time. owned: the pipeline
+	// opened the source from the config (and can open it again).
+	srcMu                    sync.Mutex
+	src                      camera.Source
+	rtsp                     *camera.RTSPSource
+	owned                    bool
+	baseDecode, baseFailures uint64 // counters of the clients before a restart
+	// Restarts (cameras.go): the fetcher generation, its stop function
+	// and done channel, whether a restart is under way (scheduler only),
+	// when the last began, how many there were, and whether the source
+	// failed (degraded until it is restarted).
+	gen           atomic.Uint64
+	stop          context.CancelFunc
+	stopped       chan struct{}
+	restarting    bool
+	lastRestartNS atomic.Int64
+	restarts      atomic.Uint64
+	srcErr        atomic.Bool
+
 	models  *Models
 	engine  *alerts.Engine
 	metrics *CameraMetrics
@@ -62,6 +79,10 @@ type cameraPipe struct {
 	statusMu sync.Mutex
 	status   []alerts.ZoneStatus // each zone after the last frame
 
+	// stallNS is alerts.events.camera_stall of the camera's spec now in
+	// effect (0: the default), read by Health on other goroutines.
+	stallNS atomic.Int64
+
 	watchNS  atomic.Int64 // when a debug client last asked for data
 	lastSnap time.Time
 	snap     Snapshot
@@ -81,8 +102,6 @@ type frameSlot struct {
 
 // initSlots allocates the camera's slots (the staged inputs) once.
 func (c *cameraPipe) initSlots() {
-	cp, ok := c.src.(camera.ConsumerPaced)
-	c.paced = ok && cp.ConsumerPaced()
 	c.taken = make(chan struct{}, 1)
 	c.free = make(chan *frameSlot, numSlots)
 	for i := range c.slots {
@@ -169,22 +188,11 @@ func (c *cameraPipe) take() *frameSlot {
 }
 
 func (c *cameraPipe) openCamera(log *slog.Logger) error {
-	s := c.spec.Source
-	if s.Sequence != nil {
-		src, err := camera.NewImageSequence(camera.SequenceConfig{Dir: s.Sequence.Dir, FPS: s.Sequence.FPS, Loop: s.Sequence.Loop, SourceID: c.spec.Name})
-		if err != nil {
-			return fmt.Errorf("%s.sequence: %w", c.spec.Key, err)
-		}
-		c.src = src
-		return nil
-	}
-	src, err := camera.NewRTSPSource(camera.RTSPConfig{URL: s.URL, SourceID: c.spec.Name, UDP: s.UDP,
-		StallTimeout: s.StallTimeout, BackoffMin: s.BackoffMin, BackoffMax: s.BackoffMax,
-		RequestTimeout: s.RequestTimeout, Logger: log})
+	src, rtsp, err := openSource(c.spec, log)
 	if err != nil {
-		return fmt.Errorf("%s.url: %w", c.spec.Key, err)
+		return err
 	}
-	c.src, c.rtsp = src, src
+	c.src, c.rtsp, c.owned = src, rtsp, true
 	return nil
 }
 
@@ -193,9 +201,20 @@ func (c *cameraPipe) openCamera(log *slog.Logger) error {
 func (c *cameraPipe) registerMetrics() {
 	c.metrics.up = func() bool { ok, _ := c.framesHealth(time.Now()); return ok }
 	if c.rtsp != nil {
-		c.metrics.decodeErrors = func() uint64 { return c.rtsp.Stats().DecodeErrors }
-		c.metrics.reconnects = func() uint64 { return c.rtsp.Stats().Failures }
+		// Counters continue across in-process restarts (a new client).
+		c.metrics.decodeErrors = func() uint64 {
+			c.srcMu.Lock()
+			defer c.srcMu.Unlock()
+			return c.baseDecode + c.rtsp.Stats().DecodeErrors
+		}
+		c.metrics.reconnects = func() uint64 {
+			c.srcMu.Lock()
+			defer c.srcMu.Unlock()
+			return c.baseFailures + c.rtsp.Stats().Failures
+		}
 	}
+	c.metrics.degraded = func() bool { return c.degraded(time.Now()) }
+	c.metrics.restarts = c.restarts.Load
 }
 
 // ready reports whether the camera had a frame assessed within readyWindow.

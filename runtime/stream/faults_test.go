@@ -143,6 +143,9 @@ func TestCameraFaultOverRTSP(t *testing.T) {
 	if h := p.CameraReady(); h["left"] || !h["front"] || !h["right"] {
 		t.Errorf("readiness with left dead: %v", h)
 	}
+	if h := p.Health(); !h.OK || h.Status != "degraded" || len(h.Degraded) != 1 || h.Degraded[0] != "camera left" {
+		t.Errorf("health with left dead: OK %v status %q degraded %v, want OK (no unit restart), degraded: camera left", h.OK, h.Status, h.Degraded)
+	}
 
 	srvs[1] = startRTSP(t, addr, 40) // the source returns on its address
 	waitFor(t, 15*time.Second, "left's fault to end", func() bool {
@@ -155,7 +158,7 @@ func TestCameraFaultOverRTSP(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 5*time.Second, "every camera ready again", func() bool { return p.Ready() && p.Health().OK })
+	waitFor(t, 5*time.Second, "every camera ready again", func() bool { return p.Ready() && p.Health().Status == "ok" })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

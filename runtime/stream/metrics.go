@@ -101,8 +101,10 @@ type CameraMetrics struct {
 	// source counters of an RTSP camera (nil otherwise)
 	decodeErrors, reconnects func() uint64
 	// up reports whether the camera's frames arrive within its stall
-	// limit (set by the pipeline).
-	up func() bool
+	// limit, degraded whether it is reported degraded, restarts its
+	// in-process source restarts (set by the pipeline).
+	up, degraded func() bool
+	restarts     func() uint64
 }
 
 // frameDone updates the frame rate (exponentially weighted over about 16
@@ -268,8 +270,12 @@ var (
 	descDecode = prometheus.NewDesc("didoedge_camera_decode_errors_total", "Corrupt packets or pictures the camera client skipped.",
 		camLabel, nil)
 	descReconnects = prometheus.NewDesc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.", camLabel, nil)
-	descReloads    = prometheus.NewDesc("didoedge_config_reloads_total", "Successful SIGHUP reloads of zones and thresholds.", nil, nil)
-	descProvider   = prometheus.NewDesc("didoedge_provider_info", "Execution provider in use per model (value 1).",
+	descDegraded   = prometheus.NewDesc("didoedge_camera_degraded",
+		"1 while the camera is degraded: no frame within alerts.events.camera_stall, its source failed or is being restarted (the other cameras go on; /healthz lists it).", camLabel, nil)
+	descRestarts = prometheus.NewDesc("didoedge_camera_restarts_total",
+		"In-process restarts of the camera's source after pipeline.camera_restart without a frame.", camLabel, nil)
+	descReloads  = prometheus.NewDesc("didoedge_config_reloads_total", "Successful SIGHUP reloads of zones and thresholds.", nil, nil)
+	descProvider = prometheus.NewDesc("didoedge_provider_info", "Execution provider in use per model (value 1).",
 		[]string{"model", "provider"}, nil)
 )
 
@@ -279,7 +285,7 @@ type metricsCollector Metrics
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFrames, descDropped, descInvalid, descErrors, descFPS, descUp, descStage, descLatency,
-		descEvents, descDecode, descReconnects, descReloads, descProvider} {
+		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts} {
 		ch <- d
 	}
 }
@@ -305,6 +311,10 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFPS, prometheus.GaugeValue, cm.FPS(), name)
 		if cm.up != nil {
 			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(cm.up()), name)
+		}
+		if cm.degraded != nil {
+			ch <- prometheus.MustNewConstMetric(descDegraded, prometheus.GaugeValue, b2f(cm.degraded()), name)
+			counter(descRestarts, cm.restarts(), name)
 		}
 		for s := range numStages {
 			ch <- cm.Stages[s].constHistogram(descStage, name, stageNames[s])

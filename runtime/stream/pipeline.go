@@ -29,6 +29,12 @@ type Options struct {
 	// OnEvent is called from the pipeline goroutine for every alert event
 	// after it was queued durably; it must return quickly.
 	OnEvent func(*alerts.Event)
+	// OpenSource, when set, opens camera index's source (named name)
+	// again for an in-process restart of a source given in Sources (a
+	// camera without processed frames for pipeline.camera_restart); nil
+	// restarts such a source as it is (its fetcher only). Sources the
+	// pipeline built from the config are always opened again.
+	OpenSource func(index int, name string) (camera.Source, error)
 	// OnFrame is called from the pipeline goroutine after each assessed
 	// frame of any camera with its timing; benchmarks use it. It must not
 	// block.
@@ -75,11 +81,13 @@ type Pipeline struct {
 	metrics   *Metrics
 
 	reloadReq chan reloadRequest
+	applied   atomic.Pointer[runconfig.Config] // Config()
 	eventsMu  sync.Mutex
 	eventLog  []EventRecord
 	ready     atomic.Bool
 	running   atomic.Bool  // Run is in its frame loop
 	runStart  atomic.Int64 // unix ns when Run started
+	loopNS    atomic.Int64 // unix ns when the scheduler loop last went round (Health)
 	closeOnce sync.Once
 	modelsMu  sync.Mutex // guards models against Close while Health reads it
 	rl        *lograte.Limiter
@@ -168,6 +176,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		if c.engine, err = p.sink.newEngine(engineSpecs[i], c.handleEvent); err != nil {
 			return nil, fmt.Errorf("%s: %w", cs.Key, err)
 		}
+		c.stallNS.Store(int64(cs.Alerts.Events.CameraStall))
 		p.cams = append(p.cams, c)
 		p.byName[cs.Name] = c
 	}
@@ -218,6 +227,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		c.registerMetrics()
 	}
 	p.registerMetrics()
+	p.applied.Store(cfg)
 	return p, nil
 }
 
@@ -225,8 +235,10 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 // scrape time.
 func (p *Pipeline) registerMetrics() {
 	m := p.metrics
-	m.Gauge("didoedge_healthy", "1 while /healthz passes (running, models loaded, every camera's frames within alerts.events.camera_stall, outbox writable).",
+	m.Gauge("didoedge_healthy", "1 while /healthz passes: the pipeline as a whole works (running, models loaded, scheduler going round, some camera's frames within alerts.events.camera_stall).",
 		func() float64 { return b2f(p.Health().OK) })
+	m.Gauge("didoedge_degraded", "1 while something a restart of the unit would not mend is down: a camera (didoedge_camera_degraded) or the outbox (didoedge_outbox_write_fault).",
+		func() float64 { return b2f(len(p.Health().Degraded) > 0) })
 	m.Gauge("didoedge_cameras", "Cameras configured.", func() float64 { return float64(len(p.cams)) })
 	// The transports register their own: MQTT publisher, outbox, embedded
 	// broker (with its store), snapshot renderer.
@@ -299,18 +311,13 @@ func (p *Pipeline) CameraReady() map[string]bool {
 	return out
 }
 
-// fetch is one frame a camera's fetcher got.
-type fetch struct {
-	cam   int
-	frame *camera.Frame
-	err   error
-}
-
 // Run processes frames until ctx is cancelled or every source ends, then
 // drains: the frame in flight is finished and its events queued, the
 // outbox is flushed (within alerts.mqtt.close_timeout), and every resource
-// is released. It returns nil after a cancellation and a source's error
-// otherwise (io.EOF of a non-looping image sequence ends that camera).
+// is released. It returns nil after a cancellation or when every source
+// ended (io.EOF of a non-looping image sequence ends that camera). A
+// source's other errors are that camera's: it is reported degraded and
+// its source restarted in the process (cameras.go), never the pipeline.
 func (p *Pipeline) Run(ctx context.Context) (err error) {
 	defer func() {
 		cerr := p.Close()
@@ -319,60 +326,27 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 	}()
 	// The cameras get their own context: they stop after the pipeline has
-	// finished its last frame, not before.
+	// finished its last frame, not before. Each camera runs under a child
+	// of it (cameras.go), so that one camera's source can be restarted
+	// while the others go on.
 	camCtx, stopCam := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCam()
-	var camWG sync.WaitGroup
-	for _, c := range p.cams {
-		if c.rtsp != nil {
-			camWG.Go(func() { c.rtsp.Run(camCtx) })
-		}
-	}
-	defer func() { stopCam(); camWG.Wait() }()
-
 	// Each camera's fetcher takes the newest frame of its source and
 	// stages it (resize, normalize) into a free slot while the scheduler
 	// runs the models on other slots; a staged frame the scheduler has not
 	// taken when a newer one is staged is dropped (counted from the
 	// sequence gap). got carries notifications (a slot is ready) and the
 	// sources' errors.
-	got := make(chan fetch, numSlots*len(p.cams))
-	var fetchWG sync.WaitGroup
+	rs := &runState{camCtx: camCtx, got: make(chan fetch, numSlots*len(p.cams)), restarted: make(chan restartResult, len(p.cams))}
 	for _, c := range p.cams {
 		c.initSlots()
-		fetchWG.Go(func() {
-			for {
-				var s *frameSlot
-				select {
-				case s = <-c.free:
-				case <-camCtx.Done():
-					return
-				}
-				if !c.waitTaken(camCtx) {
-					c.free <- s
-					return
-				}
-				if err := c.src.Next(camCtx, &s.frame); err != nil {
-					c.free <- s
-					select {
-					case got <- fetch{cam: c.idx, err: err}:
-					case <-camCtx.Done():
-					}
-					return
-				}
-				c.stage(s)
-				select {
-				case got <- fetch{cam: c.idx}:
-				case <-camCtx.Done():
-					return
-				}
-			}
-		})
+		p.startCamera(rs, c)
 	}
 	defer func() {
 		stopCam()
-		fetchWG.Wait()
+		rs.wg.Wait()
 	}()
+	got := rs.got
 
 	tick := time.NewTicker(p.cfg.Pipeline.Tick)
 	defer tick.Stop()
@@ -383,25 +357,33 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	p.ready.Store(true)
 	s := scheduler{ready: make([]bool, len(p.cams))}
 	live := len(p.cams)
-	handle := func(r fetch) error {
+	handle := func(r fetch) {
 		c := p.cams[r.cam]
-		if r.err != nil {
-			if errors.Is(r.err, io.EOF) {
-				p.log.Info("camera source ended", "camera", c.spec.Name)
-				c.ended = true
-				live--
-				return nil
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("camera %s: %w", c.spec.Name, r.err)
+		if r.gen != c.gen.Load() {
+			return // from a fetcher stopped by a restart
 		}
-		s.ready[r.cam] = true
-		return nil
+		if r.err == nil {
+			s.ready[r.cam] = true
+			return
+		}
+		if errors.Is(r.err, io.EOF) {
+			p.log.Info("camera source ended", "camera", c.spec.Name)
+			c.ended = true
+			live--
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// One camera's failure is that camera's: it is reported degraded
+		// and its source restarted (camera_restart), the others go on.
+		c.srcErr.Store(true)
+		p.rl.Error("camera source failed "+c.spec.Name, "camera source failed; restarting it in the process",
+			"camera", c.spec.Name, "err", r.err, "restart_in", p.restartAfter())
 	}
 	batch := make([]int, 0, p.batch)
 	for {
+		p.loopNS.Store(time.Now().UnixNano())
 		if live == 0 && s.next() < 0 {
 			return nil
 		}
@@ -413,13 +395,13 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 				p.log.Info("stopping: draining the pipeline and flushing the outbox")
 				return nil
 			case now := <-tick.C:
-				p.tick(now)
-			case r := <-p.reloadReq:
-				r.reply <- p.reload(r.cfg)
+				p.tick(now, rs)
+			case req := <-p.reloadReq:
+				req.reply <- p.apply(req.cfg)
 			case r := <-got:
-				if err := handle(r); err != nil {
-					return err
-				}
+				handle(r)
+			case r := <-rs.restarted:
+				p.restarted(rs, r)
 			}
 			continue
 		}
@@ -428,15 +410,16 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			p.log.Info("stopping: draining the pipeline and flushing the outbox")
 			return nil
 		case now := <-tick.C:
-			p.tick(now)
+			p.tick(now, rs)
 			continue
-		case r := <-p.reloadReq:
-			r.reply <- p.reload(r.cfg)
+		case req := <-p.reloadReq:
+			req.reply <- p.apply(req.cfg)
 			continue
 		case r := <-got:
-			if err := handle(r); err != nil {
-				return err
-			}
+			handle(r)
+			continue
+		case r := <-rs.restarted:
+			p.restarted(rs, r)
 			continue
 		default:
 		}
@@ -525,8 +508,10 @@ func (s *scheduler) takeBatch(dst []int, max int) []int {
 	return dst
 }
 
-// tick runs every camera's stall detection, and stats and states when due.
-func (p *Pipeline) tick(now time.Time) {
+// tick runs every camera's stall detection, and stats and states when
+// due, and restarts the sources of cameras that stayed dead.
+func (p *Pipeline) tick(now time.Time, rs *runState) {
+	p.superviseCameras(now, rs) // cameras.go
 	for _, c := range p.cams {
 		if err := c.engine.Tick(now); err != nil {
 			p.rl.Warn("alerts tick "+c.spec.Name, "alerts tick", "camera", c.spec.Name, "err", err)
@@ -534,102 +519,135 @@ func (p *Pipeline) tick(now time.Time) {
 	}
 }
 
-// Reload re-reads the config file and swaps in every camera's zones and
-// calibration between two frames (SIGHUP). It blocks until the pipeline
-// applied it or ctx ends.
-func (p *Pipeline) Reload(ctx context.Context) error { return p.requestReload(ctx, nil) }
-
-// Apply swaps in the zones, calibrations and event settings of cfg, a
-// configuration held in memory (the live control API and Foxglove
-// parameters build it), between two frames, through the same path as a
-// SIGHUP reload: every camera's new engine spec is built first, and
-// nothing changes when one fails. cfg must name the running cameras.
-func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
-	if cfg == nil {
-		return errors.New("apply: no configuration")
-	}
-	return p.requestReload(ctx, cfg)
-}
-
-// reloadRequest asks the scheduler for a reload: of cfg, or of the
-// config file when cfg is nil.
+// reloadRequest asks the scheduler goroutine to apply a configuration.
 type reloadRequest struct {
 	cfg   *runconfig.Config
 	reply chan error
 }
 
-func (p *Pipeline) requestReload(ctx context.Context, cfg *runconfig.Config) error {
-	reply := make(chan error, 1)
+// Reload re-reads the config file and applies it (Apply): SIGHUP. A file
+// that does not load is refused and logged, and nothing changes.
+func (p *Pipeline) Reload(ctx context.Context) error {
+	if p.cfg.Path == "" {
+		return p.reloadFailed(errors.New("reload: the configuration was not read from a file (built-in defaults): nothing to reload"))
+	}
+	cfg, err := runconfig.Load(p.cfg.Path)
+	if err != nil {
+		return p.reloadFailed(err)
+	}
+	return p.Apply(ctx, cfg)
+}
+
+// Apply swaps in the zones, ignore masks, calibrations and event settings
+// of cfg on every camera at once, between two batches: the one entry
+// point of run-time changes (SIGHUP re-reads the file and calls it; a
+// control API can hand it an edited copy of Config()). It is all or
+// nothing: every camera's new engine state is built and validated first,
+// then the end events of every open episode (a reload starts the zones at
+// ok) are queued in one batch, and only when all of that worked does any
+// camera change: its engine, its stored spec (Config()), its debug page
+// zones, the recording metadata and the reload counter together. If
+// anything fails (a zone or calibration error, which names its file and
+// key; a camera no longer in cfg; an outbox that cannot queue the end
+// events: full, disk full), nothing changes anywhere, the log says why,
+// and the error is returned. Settings that need a restart (sources,
+// cameras added, models, transports) are not applied; a warning names
+// them. It blocks until the pipeline applied or refused cfg, or ctx ends.
+func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
+	if cfg == nil {
+		return errors.New("apply: no configuration")
+	}
+	req := reloadRequest{cfg: cfg, reply: make(chan error, 1)}
 	select {
-	case p.reloadReq <- reloadRequest{cfg: cfg, reply: reply}:
+	case p.reloadReq <- req:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-reply:
+	case err := <-req.reply:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// reload applies a configuration (cfg, or the config file re-read when
-// cfg is nil) to every camera, or to none: every camera's new engine spec
-// is built before any engine changes.
-func (p *Pipeline) reload(cfg *runconfig.Config) error {
-	fail := func(err error) error {
-		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
-		return err
-	}
-	specs, section, err := reloadSource(p.cfg, cfg)
+// Config returns the configuration last applied (New's, then each
+// successful Apply's): its zones, calibrations and event settings are in
+// effect. Settings that need a restart are those New started with. It is
+// shared: callers must not modify it (edit a copy and Apply that).
+func (p *Pipeline) Config() *runconfig.Config { return p.applied.Load() }
+
+func (p *Pipeline) reloadFailed(err error) error {
+	p.log.Error("reload failed; nothing changed: every camera keeps its zones and thresholds", "err", err)
+	return err
+}
+
+// apply runs Apply on the scheduler goroutine: prepare every camera, then
+// commit all (alerts.ApplyReloads), then the runtime's own copies.
+func (p *Pipeline) apply(cfg *runconfig.Config) error {
+	specs, err := cfg.CameraSpecs()
 	if err != nil {
-		return fail(err)
+		return p.reloadFailed(err)
 	}
 	byName := map[string]runconfig.CameraSpec{}
 	for _, cs := range specs {
 		byName[cs.Name] = cs
 	}
-	engineSpecs := make([]alerts.EngineSpec, len(p.cams))
-	restart := p.sink.restartOnly(section)
+	now := time.Now()
+	next := make([]runconfig.CameraSpec, len(p.cams))
+	prepared := make([]*alerts.PreparedReload, len(p.cams))
+	var sources []string
 	for i, c := range p.cams {
 		cs, ok := byName[c.spec.Name]
 		if !ok {
-			return fail(fmt.Errorf("reload: camera %q is no longer in the config; adding or removing cameras needs a restart", c.spec.Name))
+			return p.reloadFailed(fmt.Errorf("reload: camera %q is no longer in the config; adding or removing cameras needs a restart", c.spec.Name))
 		}
-		if engineSpecs[i], err = cs.EngineSpec(); err != nil {
-			return fail(err)
+		es, err := cs.EngineSpec()
+		if err != nil {
+			return p.reloadFailed(err)
 		}
+		if prepared[i], err = c.engine.PrepareReload(es, now); err != nil {
+			return p.reloadFailed(fmt.Errorf("%s: %w", c.spec.Key, err))
+		}
+		if cs.Source != c.spec.Source {
+			sources = append(sources, cs.Key)
+		}
+		// The source stays the running one; Key follows the new file.
+		next[i] = c.spec
+		next[i].Alerts, next[i].Key, next[i].ZoneKey = cs.Alerts, cs.Key, cs.ZoneKey
 	}
-	if restart {
+	ident, err := p.rec.identity(cfg, calibrations(next)) // recording.go
+	if err != nil {
+		return p.reloadFailed(fmt.Errorf("record: the new calibration cannot be identified in the recording: %w", err))
+	}
+	if err := alerts.ApplyReloads(prepared); err != nil {
+		if errors.Is(err, alerts.ErrNotApplied) {
+			return p.reloadFailed(err)
+		}
+		// Every engine was reloaded; a sink could not take a state or
+		// the zone announcement.
+		p.rl.Warn("reload sinks", "reload applied; a sink failed on the new zones' states", "err", err)
+	}
+	for i, c := range p.cams {
+		c.spec = next[i]
+		c.stallNS.Store(int64(c.spec.Alerts.Events.CameraStall))
+		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
+		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
+			"calibration", c.spec.Alerts.Calibration, "episodes_ended", len(prepared[i].EndEvents()))
+	}
+	p.rec.setIdentity(ident) // recording.go: files name every camera's new calibration
+	p.applied.Store(cfg)
+	p.metrics.Reloads.Add(1)
+	if p.sink.restartOnly(cfg.AlertsConfig) {
 		p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
+	}
+	if len(sources) > 0 {
+		p.log.Warn("reload: camera source changes need a restart", "cameras", sources)
 	}
 	if len(specs) != len(p.cams) {
 		p.log.Warn("reload: added cameras need a restart")
 	}
-	now := time.Now()
-	for i, c := range p.cams {
-		if err := c.engine.Reload(engineSpecs[i], now); err != nil {
-			return fail(fmt.Errorf("%s: %w", c.spec.Key, err))
-		}
-		c.spec.Alerts = byName[c.spec.Name].Alerts
-		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
-		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
-			"calibration", c.spec.Alerts.Calibration)
-	}
-	// recording.go: files name every camera's new calibration.
-	p.rec.reloaded(p.cfg, p.cameraCalibrations())
-	p.metrics.Reloads.Add(1)
 	return nil
-}
-
-// reloadSource returns the cameras and alerts section a reload applies:
-// those of cfg when given, else those of the running config's file.
-func reloadSource(running, cfg *runconfig.Config) ([]runconfig.CameraSpec, runconfig.AlertsConfig, error) {
-	if cfg == nil {
-		return running.ReloadCameras()
-	}
-	specs, err := cfg.CameraSpecs()
-	return specs, cfg.AlertsConfig, err
 }
 
 // addEvent keeps an event record for the debug page.

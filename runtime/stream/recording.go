@@ -101,24 +101,30 @@ func modelIdentity(cfg *runconfig.Config, cams []record.CameraFile) (map[string]
 	return record.RunIdentity(cfg.Depth.Model, cfg.AuxUE.Model, cams)
 }
 
-// cameraCalibrations lists each camera's calibration file as now in use.
-func (p *Pipeline) cameraCalibrations() []record.CameraFile {
-	out := make([]record.CameraFile, len(p.cams))
-	for i, c := range p.cams {
-		out[i] = record.CameraFile{Camera: c.spec.Name, Calibration: c.spec.Alerts.Calibration}
+// calibrations lists each camera's calibration file.
+func calibrations(specs []runconfig.CameraSpec) []record.CameraFile {
+	out := make([]record.CameraFile, len(specs))
+	for i, cs := range specs {
+		out[i] = record.CameraFile{Camera: cs.Name, Calibration: cs.Alerts.Calibration}
 	}
 	return out
 }
 
-// reloaded records the calibrations a reload (SIGHUP) swapped in: files
-// from now on, and the open one from this point, name them.
-func (h *recorderHook) reloaded(cfg *runconfig.Config, cams []record.CameraFile) {
+// identity is the didoedge.models metadata a reload to cfg with these
+// calibrations will record (nil, nil when recording is off): computed
+// before the reload changes anything, so that a calibration that cannot
+// be identified refuses the reload.
+func (h *recorderHook) identity(cfg *runconfig.Config, cams []record.CameraFile) (map[string]string, error) {
 	if h == nil {
-		return
+		return nil, nil
 	}
-	ident, err := modelIdentity(cfg, cams)
-	if err != nil {
-		h.log.Warn("recording: the reloaded calibration is not identified in the recording", "err", err)
+	return modelIdentity(cfg, cams)
+}
+
+// setIdentity records the calibrations a reload swapped in: files from
+// now on, and the open one from this point, name them.
+func (h *recorderHook) setIdentity(ident map[string]string) {
+	if h == nil {
 		return
 	}
 	h.rec.SetMetadata(replayModelsMetadata, ident)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -201,18 +202,31 @@ func Handler(p Pipeline) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.Metrics().Registry(), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		h := p.Health()
+		code := http.StatusOK
+		if !h.OK {
+			code = http.StatusServiceUnavailable
+		}
+		if wantsJSON(r) {
+			writeJSONStatus(w, code, h)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if !h.OK {
-			w.WriteHeader(http.StatusServiceUnavailable)
+		w.WriteHeader(code)
+		switch {
+		case !h.OK:
 			io.WriteString(w, "unhealthy\n")
-		} else {
+		case len(h.Degraded) > 0:
+			fmt.Fprintf(w, "degraded: %s\n", strings.Join(h.Degraded, ", "))
+		default:
 			io.WriteString(w, "ok\n")
 		}
 		for _, c := range h.Checks {
 			state := "ok"
-			if !c.OK {
+			if !c.OK && c.Critical {
 				state = "FAIL"
+			} else if !c.OK {
+				state = "DEGRADED"
 			}
 			if c.Camera != "" {
 				fmt.Fprintf(w, "%s: %s camera %s: %s\n", c.Name, state, c.Camera, c.Detail)
@@ -222,13 +236,26 @@ func Handler(p Pipeline) http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ready := p.Ready()
+		code := http.StatusOK
+		if !ready {
+			code = http.StatusServiceUnavailable
+		}
+		if wantsJSON(r) {
+			h := p.Health()
+			writeJSONStatus(w, code, struct {
+				Ready   bool                  `json:"ready"`
+				Status  string                `json:"status"`
+				Cameras []stream.CameraHealth `json:"cameras"`
+			}{ready, h.Status, h.Cameras})
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		ready := p.Ready()
+		w.WriteHeader(code)
 		if ready {
 			io.WriteString(w, "ready\n")
 		} else {
-			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, "not ready: a camera had no frame assessed in the last 2 s\n")
 		}
 		per := p.CameraReady()
@@ -241,6 +268,20 @@ func Handler(p Pipeline) http.Handler {
 		}
 	})
 	return mux
+}
+
+// wantsJSON: /healthz and /readyz answer JSON for ?format=json or an
+// Accept header naming application/json (text otherwise, for people and
+// curl).
+func wantsJSON(r *http.Request) bool {
+	return r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
 }
 
 // State is the JSON the page polls: the grid of cameras and the selected

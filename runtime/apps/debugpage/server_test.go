@@ -3,6 +3,7 @@ package debugpage
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/jpeg"
 	"io"
@@ -30,6 +31,7 @@ type fakePipeline struct {
 	ready     bool
 	watched   int
 	sick      string // a failing health check's detail; "" when healthy
+	degraded  bool   // camera rear degraded, the pipeline healthy
 	snapshots map[string][]byte
 }
 
@@ -37,7 +39,14 @@ func (f *fakePipeline) Health() stream.Health {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.sick != "" {
-		return stream.Health{OK: false, Checks: []stream.HealthCheck{{Name: "models", OK: true, Detail: "loaded"}, {Name: "frames", OK: false, Detail: f.sick}}}
+		return stream.Health{OK: false, Status: "failed", Checks: []stream.HealthCheck{{Name: "models", OK: true, Critical: true, Detail: "loaded"},
+			{Name: "frames", OK: false, Critical: true, Detail: f.sick}}}
+	}
+	if f.degraded {
+		return stream.Health{OK: true, Status: "degraded", Degraded: []string{"camera rear"},
+			Checks: []stream.HealthCheck{{Name: "frames", OK: true, Critical: true, Detail: "1 of 2 cameras"},
+				{Name: "camera", Camera: "rear", OK: false, Detail: "last frame 9s ago (limit 2s)"}},
+			Cameras: []stream.CameraHealth{{Name: "front", State: "ok", Ready: true}, {Name: "rear", State: "degraded", LastFrameAgeMS: 9000, Restarts: 1}}}
 	}
 	return stream.Health{OK: true, Checks: []stream.HealthCheck{{Name: "frames", OK: true, Detail: "last frame 10ms ago"}}}
 }
@@ -237,6 +246,36 @@ func TestEndpoints(t *testing.T) {
 	}
 	if watched < 5 {
 		t.Fatalf("state and image requests called Watch %d times, want 5", watched)
+	}
+	// One camera degraded: /healthz passes (the unit is not restarted)
+	// and says what is degraded, in text and JSON; /readyz fails and its
+	// JSON names the camera's state.
+	f.mu.Lock()
+	f.sick, f.degraded = "", true
+	f.mu.Unlock()
+	if resp, body := get(t, base+"/healthz"); resp.StatusCode != 200 || !strings.HasPrefix(string(body), "degraded: camera rear\n") ||
+		!strings.Contains(string(body), "camera: DEGRADED camera rear: last frame 9s ago") {
+		t.Fatalf("healthz %d %q with a degraded camera", resp.StatusCode, body)
+	}
+	resp, body := get(t, base+"/healthz?format=json")
+	var h stream.Health
+	if err := json.Unmarshal(body, &h); err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" ||
+		!h.OK || h.Status != "degraded" || len(h.Cameras) != 2 || h.Cameras[1].State != "degraded" || h.Cameras[1].Restarts != 1 {
+		t.Fatalf("healthz JSON %d %q: %+v %v", resp.StatusCode, body, h, err)
+	}
+	req, _ := http.NewRequest("GET", base+"/readyz", nil)
+	req.Header.Set("Accept", "application/json")
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Body.Close()
+	var rd struct {
+		Ready   bool                  `json:"ready"`
+		Cameras []stream.CameraHealth `json:"cameras"`
+	}
+	if err := json.NewDecoder(r2.Body).Decode(&rd); err != nil || r2.StatusCode != http.StatusServiceUnavailable || rd.Ready || len(rd.Cameras) != 2 || rd.Cameras[1].Name != "rear" {
+		t.Fatalf("readyz JSON %d: %+v %v", r2.StatusCode, rd, err)
 	}
 }
 

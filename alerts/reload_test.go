@@ -1,0 +1,151 @@
+package alerts
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// batchQueue is a durable sink shared by several engines, as the MQTT
+// outbox is: it numbers events, and takes batches all or nothing.
+type batchQueue struct {
+	seq     uint64
+	events  []Event
+	batches int
+	full    bool // every batch is refused (an outbox that is full)
+}
+
+func (q *batchQueue) Event(ev *Event) error {
+	q.seq++
+	ev.Seq = q.seq
+	q.events = append(q.events, *ev)
+	return nil
+}
+
+func (q *batchQueue) State(*State) error { return nil }
+
+func (q *batchQueue) EventBatch(evs []*Event) error {
+	if q.full {
+		return errors.New("outbox full")
+	}
+	q.batches++
+	for _, ev := range evs {
+		if err := q.Event(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestApplyReloadsAllOrNothing: three cameras over one durable sink, each
+// with an open episode. A reload whose end events the sink refuses
+// changes no camera: zones, episodes, delivered events and announced
+// zones stay as they were. The same prepared reloads applied when the
+// sink has room end the three episodes in one batch (consecutive seqs),
+// every other sink sees each end event with its seq, and every camera
+// runs its new zones. A reload prepared before a frame changed the engine
+// is refused.
+func TestApplyReloadsAllOrNothing(t *testing.T) {
+	q := &batchQueue{}
+	names := []string{"front", "left", "right"}
+	var fs []*fixture
+	for _, name := range names {
+		f := newFixture(t, Timing{})
+		rec := &recorder{}
+		e, err := NewEngine(EngineSpec{Config: EngineConfig{Vehicle: "van-1", Camera: name, Now: f.clock.now},
+			Zones: f.e.Zones(), Calibration: f.e.Calibration()}, Sinks{q, rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.e, f.rec = e, rec
+		fs = append(fs, f)
+		if evs := f.frame(t, 1, 7); len(evs) != 1 || evs[0].Type != EventNew {
+			t.Fatalf("%s: events %+v", name, evs)
+		}
+	}
+	two := []Zone{{Name: "left", Polygon: [][2]float64{{0, 0}, {0.5, 0}, {0.5, 1}, {0, 1}}},
+		{Name: "right", Polygon: [][2]float64{{0.5, 0}, {1, 0}, {1, 1}, {0.5, 1}}}}
+	prepare := func(wantEnds int) []*PreparedReload {
+		var rs []*PreparedReload
+		for _, f := range fs {
+			r, err := f.e.PrepareReload(EngineSpec{Config: f.e.Config(), Zones: two, Calibration: f.e.Calibration()}, f.clock.t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.EndEvents()) != wantEnds {
+				t.Fatalf("%s: %d end events prepared, want %d", f.e.Config().Camera, len(r.EndEvents()), wantEnds)
+			}
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	type snapshot struct {
+		zones    int
+		episode  string
+		level    Level
+		events   int
+		states   int
+		announce int
+	}
+	snap := func() []snapshot {
+		var out []snapshot
+		for _, f := range fs {
+			st := f.e.ZoneStatus(0)
+			out = append(out, snapshot{len(f.e.Zones()), st.Episode, st.Level, len(f.rec.events), len(f.rec.states), len(f.rec.zones)})
+		}
+		return out
+	}
+	rs := prepare(1)
+	before, queued := snap(), len(q.events)
+	q.full = true
+	err := ApplyReloads(rs)
+	if err == nil || !strings.Contains(err.Error(), "outbox full") || !strings.Contains(err.Error(), "3 end events") {
+		t.Fatalf("reload into a full outbox: %v", err)
+	}
+	if after := snap(); !slices.Equal(after, before) || len(q.events) != queued {
+		t.Fatalf("a refused reload changed something:\nbefore %+v\nafter  %+v\nqueued %d -> %d", before, after, queued, len(q.events))
+	}
+	for i, f := range fs {
+		if before[i].episode == "" || before[i].level != LevelCritical || f.e.Zones()[0].Name != "all" {
+			t.Fatalf("%s: before the reload episode %q level %v", names[i], before[i].episode, before[i].level)
+		}
+	}
+
+	q.full = false
+	if err := ApplyReloads(rs); err != nil {
+		t.Fatal(err)
+	}
+	ends := q.events[queued:]
+	if q.batches != 1 || len(ends) != 3 {
+		t.Fatalf("%d batches, %d events queued by the reload; want 1 batch of 3", q.batches, len(ends))
+	}
+	for i, f := range fs {
+		ev := ends[i]
+		if ev.Type != EventEnd || ev.ID != before[i].episode || ev.Camera != names[i] || ev.Seq != ends[0].Seq+uint64(i) {
+			t.Fatalf("end event %d: %+v", i, ev)
+		}
+		hook := f.rec.events[before[i].events:]
+		if len(hook) != 1 || hook[0].Seq != ev.Seq || hook[0].ID != ev.ID {
+			t.Fatalf("%s: the other sink saw %+v, want the end event with seq %d", names[i], hook, ev.Seq)
+		}
+		if got := f.e.Zones(); len(got) != 2 || got[0].Name != "left" || len(f.rec.zones) != before[i].announce+1 {
+			t.Fatalf("%s: zones after reload %v, announced %v", names[i], got, f.rec.zones)
+		}
+		// The old zone's retained state goes back to ok.
+		states := f.rec.states[before[i].states:]
+		if states[0].Zone != "all" || states[0].Level != LevelOK || states[0].EpisodeID != "" {
+			t.Fatalf("%s: first state after the reload %+v", names[i], states[0])
+		}
+	}
+	// A prepared reload is refused once the engine has moved on.
+	rs = prepare(0)
+	fs[1].frame(t, 3, 0)
+	n := len(q.events)
+	if err := ApplyReloads(rs); err == nil || !strings.Contains(err.Error(), `"left"`) || !strings.Contains(err.Error(), "changed") {
+		t.Fatalf("stale reload: %v", err)
+	}
+	if len(q.events) != n {
+		t.Fatal("a stale reload queued events")
+	}
+}
