@@ -22,7 +22,9 @@ cd "$(dirname "$0")/.."
 TRIPLET=aarch64-linux-gnu
 ARM_BIN=bin/linux-arm64/didoedge
 HOST_BIN=bin/linux-amd64/didoedge
-ORT_DIR=third_party/onnxruntime/1.29.0
+# x64 on 1.29.0, arm64 on 1.24.1 (scripts/deps.sh says why).
+X64_LIB=third_party/onnxruntime/1.29.0/linux-x64/libonnxruntime.so.1
+ARM64_LIB=third_party/onnxruntime/1.24.1/linux-arm64/libonnxruntime.so.1
 FRAMES=${SMOKE_FRAMES:-3}
 SEED=${SMOKE_SEED:-1}
 TOL=${SMOKE_TOL:-1e-3}
@@ -39,7 +41,7 @@ if ! command -v qemu-aarch64 >/dev/null; then
   sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user >/dev/null
 fi
-if [ ! -f "$ORT_DIR/linux-arm64/libonnxruntime.so.1" ] || [ ! -f "$ORT_DIR/linux-x64/libonnxruntime.so.1" ]; then
+if [ ! -f "$ARM64_LIB" ] || [ ! -f "$X64_LIB" ]; then
   bash scripts/deps.sh
 fi
 if [ ! -x "$ARM_BIN" ] || [ -n "$(find . -name '*.go' -not -path './third_party/*' -newer "$ARM_BIN" -print -quit)" ]; then
@@ -77,7 +79,7 @@ fi
 run_args=(model run --depth "$depth" --auxue "$auxue" --frames "$FRAMES" --seed "$SEED" "${spec_args[@]}")
 
 say "amd64 run"
-ONNXRUNTIME_LIB="$PWD/$ORT_DIR/linux-x64/libonnxruntime.so.1" "$HOST_BIN" "${run_args[@]}" --out "$out/amd64"
+ONNXRUNTIME_LIB="$PWD/$X64_LIB" "$HOST_BIN" "${run_args[@]}" --out "$out/amd64"
 
 # The arm64 run finds its ONNX Runtime through the project-local lookup
 # (third_party/.../linux-arm64/), which is what this checks: ONNXRUNTIME_LIB

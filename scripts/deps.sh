@@ -22,11 +22,17 @@ for arg in "$@"; do
   esac
 done
 
-# CPU builds: npm's onnxruntime-node (Microsoft's), x64 and arm64.
+# CPU builds: npm's onnxruntime-node (Microsoft's). x64: 1.29.0, the version of
+# the GPU build. arm64: 1.24.1, because 1.29.0's arm64 library dies with a null
+# pointer while it loads under qemu-user (7.2, every -cpu model tried), so the
+# arm64 smoke test (cross/smoke-qemu.sh) could not check it; 1.24.1 loads there
+# and gives the amd64 maps. runtime/infer.BundledVersion names both.
 ORT_VERSION=1.29.0
 ORT_TGZ_SHA256=cfdfb45ec4044b1fdca43e5d2e180fb6817e649ff8ad1e0dfc90e18e51b67037
 ORT_X64_SHA256=89688f5cf51c7e31befbb7b9101bc027799009b18d1baa9a5b1146a72e69538d
-ORT_ARM64_SHA256=a27d21126db312aa8f02f3d5eaebe466e991f51f469882e6d0407d5a8b64afda
+ORT_ARM64_VERSION=1.24.1
+ORT_ARM64_TGZ_SHA256=57181cf6e6e711b155c5b942d591fd63ded0b5de5c4922d51fd994e7f6ac2772
+ORT_ARM64_SHA256=7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab
 # GPU build (x64): Microsoft's ONNX Runtime 1.29.0 GPU release repackaged for Unity (MIT,
 # github.com/asus4/onnxruntime-unity): the core with the CUDA/TensorRT provider bridge, and the
 # provider libraries, which ONNX Runtime loads from beside the core.
@@ -82,16 +88,22 @@ npm_pack() {
   echo "$2  $tmp/$name" | sha256sum -c --status || { echo "deps: $1 tarball sha256 mismatch" >&2; exit 1; }
   echo "$tmp/$name"
 }
-if ! check "$dest/linux-x64/libonnxruntime.so.1" "$ORT_X64_SHA256" || ! check "$dest/linux-arm64/libonnxruntime.so.1" "$ORT_ARM64_SHA256"; then
-  echo "deps: fetching ONNX Runtime $ORT_VERSION (npm pack onnxruntime-node@$ORT_VERSION)"
+if ! check "$dest/linux-x64/libonnxruntime.so.1" "$ORT_X64_SHA256"; then
+  echo "deps: fetching ONNX Runtime $ORT_VERSION x64 (npm pack onnxruntime-node@$ORT_VERSION)"
   tgz=$(npm_pack "onnxruntime-node@$ORT_VERSION" "$ORT_TGZ_SHA256")
-  tar -xzf "$tgz" -C "$tmp" \
-    package/bin/napi-v6/linux/x64/libonnxruntime.so.1 package/bin/napi-v6/linux/arm64/libonnxruntime.so.1
-  mkdir -p "$dest/linux-x64" "$dest/linux-arm64"
+  tar -xzf "$tgz" -C "$tmp" package/bin/napi-v6/linux/x64/libonnxruntime.so.1
+  mkdir -p "$dest/linux-x64"
   cp "$tmp/package/bin/napi-v6/linux/x64/libonnxruntime.so.1" "$dest/linux-x64/"
-  cp "$tmp/package/bin/napi-v6/linux/arm64/libonnxruntime.so.1" "$dest/linux-arm64/"
   check "$dest/linux-x64/libonnxruntime.so.1" "$ORT_X64_SHA256" || { echo "deps: x64 library sha256 mismatch" >&2; exit 1; }
-  check "$dest/linux-arm64/libonnxruntime.so.1" "$ORT_ARM64_SHA256" || { echo "deps: arm64 library sha256 mismatch" >&2; exit 1; }
+fi
+adest=third_party/onnxruntime/$ORT_ARM64_VERSION/linux-arm64
+if ! check "$adest/libonnxruntime.so.1" "$ORT_ARM64_SHA256"; then
+  echo "deps: fetching ONNX Runtime $ORT_ARM64_VERSION arm64 (npm pack onnxruntime-node@$ORT_ARM64_VERSION)"
+  tgz=$(npm_pack "onnxruntime-node@$ORT_ARM64_VERSION" "$ORT_ARM64_TGZ_SHA256")
+  tar -xzf "$tgz" -C "$tmp" package/bin/napi-v6/linux/arm64/libonnxruntime.so.1
+  mkdir -p "$adest"
+  cp "$tmp/package/bin/napi-v6/linux/arm64/libonnxruntime.so.1" "$adest/"
+  check "$adest/libonnxruntime.so.1" "$ORT_ARM64_SHA256" || { echo "deps: arm64 library sha256 mismatch" >&2; exit 1; }
 fi
 # The GPU build, only when asked (--gpu): 330 MB of downloads that CPU machines never need.
 gdest=third_party/onnxruntime/$ORT_VERSION-gpu/linux-x64

@@ -12,15 +12,28 @@ import (
 
 // The binding (onnxruntime_go v1.27.0) is compiled against the C API of ONNX
 // Runtime 1.24.1 (ORT_API_VERSION 24); older libraries cannot serve it.
-// scripts/deps.sh fetches BundledVersion: the CPU builds (x64, arm64) into
-// third_party/onnxruntime/<BundledVersion>/, and with --gpu Microsoft's
-// x64 GPU build (CUDA 13, TensorRT 10 provider libraries beside the core)
-// into third_party/onnxruntime/<BundledVersion>-gpu/.
+// scripts/deps.sh fetches BundledVersion: the x64 CPU build into
+// third_party/onnxruntime/<BundledVersion>/linux-x64/, and with --gpu
+// Microsoft's x64 GPU build (CUDA 13, TensorRT 10 provider libraries beside
+// the core) into third_party/onnxruntime/<BundledVersion>-gpu/. The arm64
+// CPU build is BundledARM64Version (bundledVersion): 1.29.0's arm64
+// library dies while it loads under qemu-user, where the arm64 build is
+// tested.
 const (
-	RequiredVersion = "1.24.1"
-	requiredAPI     = 24
-	BundledVersion  = "1.29.0"
+	RequiredVersion     = "1.24.1"
+	requiredAPI         = 24
+	BundledVersion      = "1.29.0"
+	BundledARM64Version = "1.24.1"
 )
+
+// bundledVersion is the version scripts/deps.sh fetches for an
+// architecture ("x64", "arm64").
+func bundledVersion(arch string) string {
+	if arch == "arm64" {
+		return BundledARM64Version
+	}
+	return BundledVersion
+}
 
 // LibraryEnvVar names the environment variable that points at the library.
 const LibraryEnvVar = "ONNXRUNTIME_LIB"
@@ -129,7 +142,7 @@ func (l lookup) projectCandidates() []candidate {
 	if arch == "amd64" {
 		arch = "x64"
 	}
-	rels := []string{filepath.Join("third_party", "onnxruntime", BundledVersion, "linux-"+arch, "libonnxruntime.so.1")}
+	rels := []string{filepath.Join("third_party", "onnxruntime", bundledVersion(arch), "linux-"+arch, "libonnxruntime.so.1")}
 	if l.gpu {
 		// Microsoft's GPU build exists for x64 only; a Jetson's comes from
 		// JetPack's wheels or a source build (docs/deploy.md).

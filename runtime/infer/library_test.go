@@ -35,7 +35,7 @@ func TestVersionAtLeast(t *testing.T) {
 func TestResolveOrder(t *testing.T) {
 	projectLib := "/src/didoedge/third_party/onnxruntime/" + BundledVersion + "/linux-x64/libonnxruntime.so.1"
 	projectGPU := "/src/didoedge/third_party/onnxruntime/" + BundledVersion + "-gpu/linux-x64/libonnxruntime.so.1"
-	exeLib := "/opt/didoedge/third_party/onnxruntime/" + BundledVersion + "/linux-arm64/libonnxruntime.so.1"
+	exeLib := "/opt/didoedge/third_party/onnxruntime/" + BundledARM64Version + "/linux-arm64/libonnxruntime.so.1"
 	exeGPU := "/opt/didoedge/third_party/onnxruntime/" + BundledVersion + "-gpu/linux-x64/libonnxruntime.so.1"
 	tests := []struct {
 		name       string
