@@ -268,6 +268,7 @@ type Engine struct {
 	stalled     bool
 	stallID     string
 	stallStart  int64
+	mfault      modelFaultState // modelfault.go
 	frames      uint64
 	dropped     uint64
 	winFrames   uint64
@@ -400,6 +401,7 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 		e.stalled = false
 		evs = append(evs, e.faultEvent(EventEnd, LevelOK, LevelCritical, tms, f.Seq))
 	}
+	evs = e.endModelFault(evs, tms, f.Seq)
 	tm := e.cfg.Timing
 	lv := e.cal.Levels
 	var stateErr error
@@ -654,6 +656,11 @@ func (e *Engine) endAll(now time.Time) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, ev := range e.endModelFault(nil, tms, e.lastSeq) {
+		if err := e.sink.Event(&ev); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -708,6 +715,9 @@ func (e *Engine) PrepareReload(spec EngineSpec, now time.Time) (*PreparedReload,
 	}
 	if e.stalled {
 		r.ends = append(r.ends, e.faultEvent(EventEnd, LevelOK, LevelCritical, tms, e.lastSeq))
+	}
+	if e.mfault.open {
+		r.ends = append(r.ends, e.modelFaultEvent(EventEnd, LevelOK, LevelCritical, tms, e.lastSeq))
 	}
 	return r, nil
 }
@@ -810,6 +820,7 @@ func (r *PreparedReload) commit(queued BatchSink) error {
 		}
 	}
 	e.stalled = false
+	e.mfault.open = false
 	e.cfg = r.cfg
 	e.install(r.a, r.cal)
 	e.lastFrameAt = r.now // the new configuration's stall clock starts now

@@ -46,6 +46,8 @@ type cameraPipe struct {
 	engine  *alerts.Engine
 	metrics *CameraMetrics
 	rl      *lograte.Limiter
+	// faultDetail describes the camera's last model fault (modelfault.go).
+	faultDetail atomic.Pointer[string]
 
 	// Triple buffering between the camera's fetcher goroutine and the
 	// scheduler: the fetcher fills a free slot (the source's frame, then
@@ -255,11 +257,9 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	m := c.metrics
 	maps, rgb, err := c.models.result()
 	if err != nil {
-		if errors.Is(err, ErrInvalidOutput) {
-			m.Invalid.Add(1)
-			return
+		if !c.modelFault(f, err) { // modelfault.go
+			c.frameError(f.Seq, err)
 		}
-		c.frameError(f.Seq, err)
 		return
 	}
 	m.Stages[StagePreprocess].Observe(prep)

@@ -27,7 +27,8 @@ type CameraHealth struct {
 	State string `json:"state"`
 	// Ready: a frame assessed within the last 2 seconds (/readyz).
 	Ready bool `json:"ready"`
-	// LastFrameAgeMS is the age of its last processed frame (-1: none yet).
+	// LastFrameAgeMS is the age of its last frame through the models,
+	// assessed or a model fault (-1: none yet).
 	LastFrameAgeMS int64 `json:"last_frame_age_ms"`
 	// Restarts counts in-process restarts of its source.
 	Restarts uint64 `json:"restarts"`
@@ -84,9 +85,16 @@ func (p *Pipeline) Health() Health {
 		if c.srcErr.Load() {
 			detail = "source failed; restarting it in the process (pipeline.camera_restart); " + detail
 		}
+		// A model fault degrades the camera but not the pipeline: its frames
+		// arrive (they count as live below), the models cannot assess them,
+		// and a restart of the unit would not mend the model.
+		alive := !degraded
+		if mok, mdetail := c.modelHealth(); !mok { // modelfault.go
+			degraded, detail = true, mdetail+"; "+detail
+		}
 		ch := CameraHealth{Name: c.spec.Name, State: "ok", Ready: p.ready.Load() && c.ready(), LastFrameAgeMS: -1,
 			Restarts: c.restarts.Load(), Detail: detail}
-		if last := c.metrics.lastFrame.Load(); last != 0 {
+		if last := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()); last != 0 {
 			age := now.Sub(time.Unix(0, last))
 			ch.LastFrameAgeMS = age.Milliseconds()
 			if newest < 0 || age < newest {
@@ -96,7 +104,8 @@ func (p *Pipeline) Health() Health {
 		if degraded {
 			ch.State = "degraded"
 			h.Degraded = append(h.Degraded, "camera "+c.spec.Name)
-		} else {
+		}
+		if alive {
 			live++
 		}
 		h.Cameras = append(h.Cameras, ch)
@@ -166,7 +175,9 @@ func (c *cameraPipe) degraded(now time.Time) bool {
 func (c *cameraPipe) framesHealth(now time.Time) (bool, string) {
 	p := c.p
 	stall := c.stallLimit()
-	last, start := c.metrics.lastFrame.Load(), p.runStart.Load()
+	// A frame the models could not assess still shows the camera alive
+	// (a model fault is reported on its own: modelHealth).
+	last, start := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()), p.runStart.Load()
 	age := now.Sub(time.Unix(0, max(last, start)))
 	ok := p.running.Load() && age <= stall
 	if last < start {

@@ -90,12 +90,16 @@ type CameraMetrics struct {
 	Frames  atomic.Uint64 // frames processed
 	Dropped atomic.Uint64 // frames the camera produced that the pipeline never took
 	Invalid atomic.Uint64 // frames with non-finite model outputs (not assessed)
-	Errors  atomic.Uint64 // frames that failed (decode size, model run)
-	Stages  [numStages]Histogram
-	Latency Histogram // capture to alerts assessed and events queued
+	// ModelFaults counts frames the models could not assess: NaN/Inf
+	// outputs and unrecovered run failures (modelfault.go).
+	ModelFaults atomic.Uint64
+	Errors      atomic.Uint64 // frames that failed (decode size, model run)
+	Stages      [numStages]Histogram
+	Latency     Histogram // capture to alerts assessed and events queued
 
 	fpsBits   atomic.Uint64
 	lastFrame atomic.Int64        // unix ns of the last processed frame
+	lastFault atomic.Int64        // unix ns of the last model fault
 	events    [3][3]atomic.Uint64 // level (ok, warn, critical) x type
 
 	// source counters of an RTSP camera (nil otherwise)
@@ -171,13 +175,13 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	mu        sync.Mutex
-	providers map[string]string // model role -> provider
+	providers map[string]func() string // model role -> its provider now
 	cams      []*CameraMetrics
 }
 
 // NewMetrics returns metrics with the Go and process collectors registered.
 func NewMetrics() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), providers: map[string]string{}}
+	m := &Metrics{reg: prometheus.NewRegistry(), providers: map[string]func() string{}}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		(*metricsCollector)(m))
 	return m
@@ -212,8 +216,10 @@ func (m *Metrics) Camera(i int) *CameraMetrics {
 	return m.cams[i]
 }
 
-// SetProvider records the execution provider a model runs on.
-func (m *Metrics) SetProvider(model, provider string) {
+// SetProvider records how to read the execution provider a model runs on
+// (read at scrape time: runtime/infer's fault policy may rebuild a session
+// on the next provider).
+func (m *Metrics) SetProvider(model string, provider func() string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.providers[model] = provider
@@ -259,8 +265,10 @@ var (
 		"Frames the camera produced that the pipeline never took (latest-frame policy).", camLabel, nil)
 	descInvalid = prometheus.NewDesc("didoedge_frames_invalid_total", "Frames whose model outputs held NaN or Inf; not assessed.", camLabel, nil)
 	descErrors  = prometheus.NewDesc("didoedge_frame_errors_total", "Frames that failed in preprocessing or inference.", camLabel, nil)
-	descFPS     = prometheus.NewDesc("didoedge_fps", "Recent processing rate in frames per second.", camLabel, nil)
-	descUp      = prometheus.NewDesc("didoedge_camera_up",
+	descFaults  = prometheus.NewDesc("didoedge_model_faults_total",
+		"Frames the camera delivered but the models could not assess (NaN/Inf outputs, unrecovered run failures): the camera's model_fault episodes.", camLabel, nil)
+	descFPS = prometheus.NewDesc("didoedge_fps", "Recent processing rate in frames per second.", camLabel, nil)
+	descUp  = prometheus.NewDesc("didoedge_camera_up",
 		"1 while the camera's frames are processed within alerts.events.camera_stall (its /healthz frames check).", camLabel, nil)
 	descStage = prometheus.NewDesc("didoedge_stage_duration_seconds", "Time spent in each pipeline stage per frame.",
 		[]string{"camera", "stage"}, nil)
@@ -285,7 +293,7 @@ type metricsCollector Metrics
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFrames, descDropped, descInvalid, descErrors, descFPS, descUp, descStage, descLatency,
-		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts} {
+		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts, descFaults} {
 		ch <- d
 	}
 }
@@ -298,7 +306,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descReloads, m.Reloads.Load())
 	m.mu.Lock()
 	for model, provider := range m.providers {
-		ch <- prometheus.MustNewConstMetric(descProvider, prometheus.GaugeValue, 1, model, provider)
+		ch <- prometheus.MustNewConstMetric(descProvider, prometheus.GaugeValue, 1, model, provider())
 	}
 	cams := slices.Clone(m.cams)
 	m.mu.Unlock()
@@ -308,6 +316,7 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descDropped, cm.Dropped.Load(), name)
 		counter(descInvalid, cm.Invalid.Load(), name)
 		counter(descErrors, cm.Errors.Load(), name)
+		counter(descFaults, cm.ModelFaults.Load(), name)
 		ch <- prometheus.MustNewConstMetric(descFPS, prometheus.GaugeValue, cm.FPS(), name)
 		if cm.up != nil {
 			ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b2f(cm.up()), name)

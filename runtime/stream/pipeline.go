@@ -73,12 +73,11 @@ type Pipeline struct {
 	log  *slog.Logger
 	opts Options
 
-	cams      []*cameraPipe
-	byName    map[string]*cameraPipe
-	models    *Models   // owns the sessions; cams[i].models are views of it
-	providers [2]string // execution providers of the depth model and the AuxUE
-	sink      *alertSink
-	metrics   *Metrics
+	cams    []*cameraPipe
+	byName  map[string]*cameraPipe
+	models  *Models // owns the sessions; cams[i].models are views of it
+	sink    *alertSink
+	metrics *Metrics
 
 	reloadReq chan reloadRequest
 	applied   atomic.Pointer[runconfig.Config] // Config()
@@ -90,8 +89,11 @@ type Pipeline struct {
 	loopNS    atomic.Int64 // unix ns when the scheduler loop last went round (Health)
 	closeOnce sync.Once
 	modelsMu  sync.Mutex // guards models against Close while Health reads it
-	rl        *lograte.Limiter
-	rec       *recorderHook // record: section (recording.go); nil when off
+	// closedProviders are the providers the models last ran on, kept by
+	// closeModels for Providers after Close.
+	closedProviders [2]string
+	rl              *lograte.Limiter
+	rec             *recorderHook // record: section (recording.go); nil when off
 
 	// batching (scheduler goroutine only): the batch size and scratch
 	// slices of that capacity, so that a batch allocates nothing
@@ -192,9 +194,9 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	p.models = models
 	p.modelsMu.Unlock()
 	mo := p.models
-	p.providers = [2]string{mo.DepthSession().Provider(), mo.AuxUESession().Provider()}
-	p.metrics.SetProvider("depth", p.providers[0])
-	p.metrics.SetProvider("auxue", p.providers[1])
+	p.metrics.SetProvider("depth", mo.DepthSession().Provider)
+	p.metrics.SetProvider("auxue", mo.AuxUESession().Provider)
+	p.metrics.Register(modelCollectors(mo.DepthSession(), mo.AuxUESession())...) // modelfault.go
 	for i, c := range p.cams {
 		// The first camera uses the models themselves, the others views
 		// with their own buffers over the same sessions.
@@ -259,9 +261,16 @@ func (p *Pipeline) modelsLoaded() bool {
 // Metrics returns the pipeline's metrics.
 func (p *Pipeline) Metrics() *Metrics { return p.metrics }
 
-// Providers returns the execution providers of the depth model and the AuxUE.
+// Providers returns the execution providers the depth model and the
+// AuxUE run on now (a session rebuilt by runtime/infer's fault policy
+// runs on the next one).
 func (p *Pipeline) Providers() (depth, auxue string) {
-	return p.providers[0], p.providers[1]
+	p.modelsMu.Lock()
+	defer p.modelsMu.Unlock()
+	if p.models == nil {
+		return p.closedProviders[0], p.closedProviders[1]
+	}
+	return p.models.DepthSession().Provider(), p.models.AuxUESession().Provider()
 }
 
 // BrokerAddr is the embedded broker's host:port, "" when publishing to an
@@ -463,7 +472,9 @@ func (p *Pipeline) runBatch(ctx context.Context, cams []*cameraPipe, slots []*fr
 	err := p.models.inferBatch(ctx, views, staged, p.batchScratch, &p.times)
 	for _, k := range ok {
 		if err != nil {
-			cams[k].frameError(frames[k].Seq, err)
+			if !cams[k].modelFault(frames[k], err) { // modelfault.go
+				cams[k].frameError(frames[k].Seq, err)
+			}
 			continue
 		}
 		cams[k].finish(frames[k], t0, slots[k].prep, &p.times)
@@ -719,6 +730,7 @@ func (p *Pipeline) closeModels() error {
 			c.models.Close() // a view: releases nothing but its reference
 		}
 	}
+	p.closedProviders[0], p.closedProviders[1] = p.models.DepthSession().Provider(), p.models.AuxUESession().Provider()
 	err := p.models.Close()
 	p.models = nil
 	return err

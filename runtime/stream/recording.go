@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/didoedge/didoedge/camera/intrinsics"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/didoedge/didoedge/camera/intrinsics"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/schema"

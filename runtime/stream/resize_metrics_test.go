@@ -73,7 +73,7 @@ func TestMetricsExposition(t *testing.T) {
 	left.Dropped.Add(2)
 	left.Frames.Add(5)
 	m.Reloads.Add(1)
-	m.SetProvider("depth", "cpu")
+	m.SetProvider("depth", func() string { return "cpu" })
 	m.Gauge("didoedge_outbox_pending", "pending", func() float64 { return 3 })
 	front.countEvent(&alerts.Event{Type: alerts.EventNew, Level: alerts.LevelCritical})
 	front.countEvent(&alerts.Event{Type: alerts.EventEnd, Level: alerts.LevelOK})
