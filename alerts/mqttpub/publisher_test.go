@@ -313,10 +313,14 @@ embedded:
 	sub.waitFor(t, 10*time.Second, "events, states and stats", func() bool {
 		return count(prefix+"front/events") >= 3 && count(prefix+"front/zones/r0c0/state") >= 3 && count(prefix+"front/stats") >= 1 && count(prefix+"availability") >= 1
 	})
-	// A late subscriber gets the retained state of both zones.
+	// A late subscriber gets the retained state of both zones. It listens
+	// for 2 s rather than for 2 messages: on a loaded machine the
+	// publisher may still be flushing the last states, so a live state of
+	// one zone can come before the other zone's retained one (mosquitto_sub
+	// exits 27 at its -W timeout).
 	out, err := exec.Command(needTool(t, "mosquitto_sub"), "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-u", "veh", "-P", "pw-123",
-		"-t", prefix+"front/zones/+/state", "-v", "-C", "2", "-W", "3").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), prefix+"front/zones/r0c0/state {") || !strings.Contains(string(out), prefix+"front/zones/r0c1/state {") {
+		"-t", prefix+"front/zones/+/state", "-v", "-W", "2").CombinedOutput()
+	if !strings.Contains(string(out), prefix+"front/zones/r0c0/state {") || !strings.Contains(string(out), prefix+"front/zones/r0c1/state {") {
 		t.Fatalf("retained states: %v\n%s", err, out)
 	}
 	// A listed subscriber may not publish under the prefix: a forged event
