@@ -328,7 +328,8 @@ func runBenchChaos(ctx context.Context, env *cliEnv, args []string) error {
 	duration := fs.Duration("duration", 10*time.Minute, "total time, split evenly between the brokers")
 	brokers := fs.String("brokers", "mosquitto,embedded", "brokers in turn: mosquitto, embedded")
 	every := fs.Duration("fault-every", 20*time.Second, "one fault every this long")
-	warmup := fs.Duration("warmup", time.Minute, "left out of the RSS and goroutine windows (after each runtime start too)")
+	warmup := fs.Duration("warmup", time.Minute, "left out of the RSS and goroutine windows at each broker's start")
+	restartWarmup := fs.Duration("restart-warmup", 30*time.Second, "left out of the RSS and goroutine windows after each runtime (re)start")
 	window := fs.Duration("window", 0, "RSS and goroutine comparison window (0: 10 min when a broker's run has 20 min after the warm-up, else a sixth of it)")
 	sample := fs.Duration("sample", 5*time.Second, "RSS and goroutine sampling period")
 	cams := fs.Int("cameras", 2, "simulated cameras")
@@ -349,7 +350,7 @@ func runBenchChaos(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	o := bench.ChaosOptions{ModelsDir: *models, Out: *out, Self: self, Brokers: strings.Split(*brokers, ","), Duration: *duration,
-		FaultEvery: *every, Warmup: *warmup, Window: *window, Sample: *sample, Cameras: *cams, FPS: *fps, Seed: *seed,
+		FaultEvery: *every, Warmup: *warmup, RestartWarmup: *restartWarmup, Window: *window, Sample: *sample, Cameras: *cams, FPS: *fps, Seed: *seed,
 		Subscribers: *subs, Log: env.log, Progress: env.stdout}
 	rep, err := bench.Chaos(ctx, o)
 	if err != nil {

@@ -34,8 +34,10 @@ type ChaosOptions struct {
 	// FaultEvery is the fault script's period (default 20 s).
 	FaultEvery time.Duration
 	// Warmup is discarded from the RSS and goroutine windows, from the
-	// phase's start and from every runtime (re)start (default 60 s).
-	Warmup time.Duration
+	// phase's start (default 60 s); RestartWarmup from every runtime
+	// (re)start (default 30 s: the reference models' RSS settles in about
+	// 25 s on the 2-core VM).
+	Warmup, RestartWarmup time.Duration
 	// Window is the RSS and goroutine comparison window (default 10 min
 	// when a phase has at least 20 min after the warm-up, else a sixth of it).
 	Window time.Duration
@@ -63,6 +65,9 @@ func (o *ChaosOptions) defaults() {
 	}
 	if o.Warmup == 0 {
 		o.Warmup = time.Minute
+	}
+	if o.RestartWarmup == 0 {
+		o.RestartWarmup = min(30*time.Second, o.Warmup)
 	}
 	if o.Sample == 0 {
 		o.Sample = 5 * time.Second
@@ -463,7 +468,17 @@ func (ph *chaosPhase) script(ctx context.Context, dur time.Duration) error {
 			var n int64
 			n, err = fillDisk(ph.fillPath)
 			f.Detail = fmt.Sprintf("%d bytes", n)
-			restore = func() { os.Remove(ph.fillPath) }
+			restore = func() {
+				// Whether the runtime saw the full disk (it notices on its
+				// next write or probe), then space back.
+				m, err := scrapeMetrics(ctx, ph.metrics, "didoedge_outbox_disk_full")
+				seen := "runtime not reachable"
+				if err == nil {
+					seen = fmt.Sprintf("didoedge_outbox_disk_full %g", m["didoedge_outbox_disk_full"])
+				}
+				os.Remove(ph.fillPath)
+				ph.addFault(Fault{AtSec: time.Since(ph.t0).Seconds(), Kind: "disk_freed", Detail: seen})
+			}
 		}
 		if err != nil {
 			f.Error = err.Error()

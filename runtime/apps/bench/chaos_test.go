@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -80,5 +81,68 @@ func TestChaosShort(t *testing.T) {
 					p.Broker, s.ClientID, s.Delivered, s.Pending, p.Produced, s.Messages, s.Duplicates)
 			}
 		}
+	}
+}
+
+// TestAnalyzeDeliveries checks the accounting on arrival orders worked
+// out by hand.
+func TestAnalyzeDeliveries(t *testing.T) {
+	msg := func(seq uint64, id string) received { return received{Seq: seq, ID: id} }
+	cases := []struct {
+		name     string
+		msgs     []received
+		produced uint64
+		pending  map[uint64]bool
+		want     SubscriberReport
+	}{
+		{"in order", []received{msg(1, "a"), msg(2, "b"), msg(3, "c")}, 3, nil,
+			SubscriberReport{Messages: 3, Delivered: 3}},
+		{"redelivered after a crash", []received{msg(1, "a"), msg(2, "b"), msg(2, "b"), msg(3, "c")}, 3, nil,
+			SubscriberReport{Messages: 4, Delivered: 3, Duplicates: 1}},
+		{"a seq reused", []received{msg(1, "a"), msg(2, "b"), msg(2, "x")}, 2, nil,
+			SubscriberReport{Messages: 3, Delivered: 2, Duplicates: 1, Reused: []uint64{2}}},
+		{"out of order", []received{msg(1, "a"), msg(3, "c"), msg(2, "b"), msg(4, "d")}, 4, nil,
+			SubscriberReport{Messages: 4, Delivered: 4, OutOfOrder: 1}},
+		{"lost and pending", []received{msg(1, "a"), msg(4, "d")}, 6, map[uint64]bool{5: true, 6: true},
+			SubscriberReport{Messages: 2, Delivered: 2, OutOfOrder: 0, Lost: []uint64{2, 3}, Pending: 2}},
+		{"above the last seq", []received{msg(1, "a"), msg(2, "b")}, 1, nil,
+			SubscriberReport{Messages: 2, Delivered: 2, Beyond: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := analyzeDeliveries("s", c.msgs, 0, c.produced, c.pending)
+			c.want.ClientID = "s"
+			if c.want.Reused == nil {
+				c.want.Reused = []uint64{}
+			}
+			if c.want.Lost == nil {
+				c.want.Lost = []uint64{}
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRSSWindows: samples before the warm-up or soon after a restart are
+// left out; the windows are a sixth of the rest, compared by median.
+func TestRSSWindows(t *testing.T) {
+	var s []ChaosSample
+	for i := range 70 { // one a second; a restart at 40 s
+		since := float64(i)
+		if i >= 40 {
+			since = float64(i - 40)
+		}
+		rss := int64(100 + i) // grows 1 a second
+		s = append(s, ChaosSample{AtSec: float64(i), SinceStartSec: since, RSSBytes: rss, Goroutines: 10})
+	}
+	first, last := rssWindows(s, 10, 5, 0)
+	// Used: 10..39 and 45..69: span 59 s, window 59/6 s.
+	if first.FromSec != 10 || last.ToSec != 69 || first.Samples != 10 || last.Samples != 10 {
+		t.Fatalf("first %+v last %+v", first, last)
+	}
+	if first.RSSBytes != 114 || last.RSSBytes != 164 || first.Goroutines != 10 || last.Goroutines != 10 {
+		t.Fatalf("first %+v last %+v", first, last)
 	}
 }

@@ -53,13 +53,13 @@ type SubscriberReport struct {
 	BadFormat int `json:"bad_payloads"`
 }
 
-// Window is the mean RSS and goroutines over a span of the phase.
+// Window is the median RSS and goroutines over a span of the phase.
 type Window struct {
 	FromSec    float64 `json:"from_s"`
 	ToSec      float64 `json:"to_s"`
 	Samples    int     `json:"samples"`
-	RSSBytes   float64 `json:"rss_bytes_mean"`
-	Goroutines float64 `json:"goroutines_mean"`
+	RSSBytes   float64 `json:"rss_bytes_median"`
+	Goroutines float64 `json:"goroutines_median"`
 }
 
 // PhaseReport is one broker's run.
@@ -110,7 +110,7 @@ func (ph *chaosPhase) report(obDir string) (*PhaseReport, error) {
 		msgs, bad, _ := s.snapshot()
 		r.Subscribers = append(r.Subscribers, analyzeDeliveries(s.id, msgs, bad, last, pending))
 	}
-	r.First, r.Last = rssWindows(ph.samples, ph.o.Warmup.Seconds(), ph.o.Window.Seconds())
+	r.First, r.Last = rssWindows(ph.samples, ph.o.Warmup.Seconds(), ph.o.RestartWarmup.Seconds(), ph.o.Window.Seconds())
 	r.RSSChange = ratioChange(r.Last.RSSBytes, r.First.RSSBytes)
 	r.GoroutineChange = ratioChange(r.Last.Goroutines, r.First.Goroutines)
 	r.check()
@@ -163,15 +163,18 @@ func analyzeDeliveries(id string, msgs []received, bad int, produced uint64, pen
 	return r
 }
 
-// rssWindows returns the mean RSS and goroutines over the first and the
-// last window of the samples taken after the warm-up (samples of a
-// runtime started less than warm-up ago are left out: a restarted
-// process is warming up again). window 0: 10 min when at least 20 min
-// follow the warm-up, else a sixth of that span.
-func rssWindows(samples []ChaosSample, warmup, window float64) (first, last Window) {
+// rssWindows returns the median RSS and goroutines over the first and
+// the last window of the samples taken after the warm-up, leaving out
+// samples of a runtime started less than restartWarmup before (a
+// restarted process is loading its models again). Medians: the
+// goroutine count follows the fault of the moment (a camera or the
+// broker away has fewer), which a window's median ignores while a leak
+// moves it. window 0: 10 min when at least 20 min follow the warm-up,
+// else a sixth of that span.
+func rssWindows(samples []ChaosSample, warmup, restartWarmup, window float64) (first, last Window) {
 	var use []ChaosSample
 	for _, s := range samples {
-		if s.AtSec >= warmup && s.SinceStartSec >= warmup {
+		if s.AtSec >= warmup && s.SinceStartSec >= restartWarmup {
 			use = append(use, s)
 		}
 	}
@@ -185,22 +188,22 @@ func rssWindows(samples []ChaosSample, warmup, window float64) (first, last Wind
 			window = 10 * 60
 		}
 	}
-	mean := func(lo, hi float64) Window {
+	median := func(lo, hi float64) Window {
 		w := Window{FromSec: lo, ToSec: hi}
+		var rss, gr []float64
 		for _, s := range use {
 			if s.AtSec >= lo && s.AtSec <= hi {
-				w.Samples++
-				w.RSSBytes += float64(s.RSSBytes)
-				w.Goroutines += float64(s.Goroutines)
+				rss = append(rss, float64(s.RSSBytes))
+				gr = append(gr, float64(s.Goroutines))
 			}
 		}
+		w.Samples = len(rss)
 		if w.Samples > 0 {
-			w.RSSBytes /= float64(w.Samples)
-			w.Goroutines /= float64(w.Samples)
+			w.RSSBytes, w.Goroutines = quantileF(rss, 0.5), quantileF(gr, 0.5)
 		}
 		return w
 	}
-	return mean(from, from+window), mean(to-window, to)
+	return median(from, from+window), median(to-window, to)
 }
 
 // check applies the goal: 0 lost, 0 reused, 0 out of order, every
