@@ -29,8 +29,11 @@ func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "kernels" {
 		return runBenchKernels(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "chaos" {
+		return runBenchChaos(ctx, env, args[1:])
+	}
 	if len(args) == 0 || (args[0] != "latency" && args[0] != "soak" && args[0] != "scenario" && args[0] != "multicam") {
-		return errors.New("usage: didoedge bench latency|soak|scenario|multicam|kernels [flags]")
+		return errors.New("usage: didoedge bench latency|soak|scenario|multicam|chaos|kernels [flags]")
 	}
 	mode := args[0]
 	if mode == "scenario" {
@@ -313,4 +316,49 @@ func benchInference(providers, library string) (*infer.Config, error) {
 		return nil, fmt.Errorf("--providers %q: %w", providers, err)
 	}
 	return &c, nil
+}
+
+// runBenchChaos is `didoedge bench chaos`: the runtime in a child process
+// against mosquitto and the embedded broker in turn, under a seeded fault
+// script, with persistent subscribers (bench.Chaos).
+func runBenchChaos(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "bench chaos")
+	out := fs.String("out", "", "output directory (report.json, report.md, per-broker logs and records)")
+	models := fs.String("models", "models", "reference models directory")
+	duration := fs.Duration("duration", 10*time.Minute, "total time, split evenly between the brokers")
+	brokers := fs.String("brokers", "mosquitto,embedded", "brokers in turn: mosquitto, embedded")
+	every := fs.Duration("fault-every", 20*time.Second, "one fault every this long")
+	warmup := fs.Duration("warmup", time.Minute, "left out of the RSS and goroutine windows at each broker's start")
+	restartWarmup := fs.Duration("restart-warmup", 30*time.Second, "left out of the RSS and goroutine windows after each runtime (re)start")
+	window := fs.Duration("window", 0, "RSS and goroutine comparison window (0: 10 min when a broker's run has 20 min after the warm-up, else a sixth of it)")
+	sample := fs.Duration("sample", 5*time.Second, "RSS and goroutine sampling period")
+	cams := fs.Int("cameras", 2, "simulated cameras")
+	fps := fs.Float64("fps", 5, "camera frame rate")
+	seed := fs.Int64("seed", 1, "fault script seed")
+	subs := fs.Int("subscribers", 2, "persistent subscribers")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("bench chaos: --out required")
+	}
+	if err := demo.CheckLibrary(); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o := bench.ChaosOptions{ModelsDir: *models, Out: *out, Self: self, Brokers: strings.Split(*brokers, ","), Duration: *duration,
+		FaultEvery: *every, Warmup: *warmup, RestartWarmup: *restartWarmup, Window: *window, Sample: *sample, Cameras: *cams, FPS: *fps, Seed: *seed,
+		Subscribers: *subs, Log: env.log, Progress: env.stdout}
+	rep, err := bench.Chaos(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(env.stdout, rep.Markdown())
+	if !rep.Pass {
+		return errors.New("bench chaos: goal not met (see report.md)")
+	}
+	return nil
 }

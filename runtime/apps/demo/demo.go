@@ -204,6 +204,35 @@ func StartCameras(o Options, width, height, n int) ([]*Camera, error) {
 	return startCameras(o, width, height, n, func(i int) string { name, _, _ := RigCamera(i); return name })
 }
 
+// StartRigCamera serves camera i of the rig (RigCamera) alone on a server
+// of its own, at rtsp://ADDR/<name>: closing its server (and starting it
+// again, on the same port) kills and restores this camera only.
+func StartRigCamera(o Options, width, height, i int) (*Camera, error) {
+	if i < 0 || i >= MaxCameras {
+		return nil, fmt.Errorf("simulated camera %d outside [0, %d)", i, MaxCameras)
+	}
+	o.defaults()
+	name, heading, off := RigCamera(i)
+	sc, err := NewScenarioView(o.Phases, o.FPS, width, height, o.Seed+off, heading)
+	if err != nil {
+		return nil, err
+	}
+	if o.Precompute > 0 {
+		if err := sc.Precompute(o.Precompute); err != nil {
+			return nil, err
+		}
+	}
+	gen := map[string]rtspserver.Generated{name: {Source: sc, FPS: o.FPS, Quality: 85}}
+	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen, Logger: o.Logger, Generated: gen})
+	if err != nil {
+		return nil, fmt.Errorf("simulated camera %s: %w", name, err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("simulated camera %s: %w", name, err)
+	}
+	return &Camera{Server: srv, Scenario: sc, URL: "rtsp://" + srv.Addr() + "/" + name, Name: name, Heading: heading, Seed: o.Seed + off}, nil
+}
+
 func startCameras(o Options, width, height, n int, path func(int) string) ([]*Camera, error) {
 	o.defaults()
 	gen := map[string]rtspserver.Generated{}
@@ -347,6 +376,21 @@ func ConfigFor(o Options, ref *Reference, cameraURL string) (*runconfig.Config, 
 // camera gives the single camera form (alerts.camera front), several a
 // cameras list with the demo's zones for every camera.
 func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runconfig.Config, error) {
+	doc, err := ConfigDoc(o, ref, cams)
+	if err != nil {
+		return nil, err
+	}
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("demo config: %w", err)
+	}
+	return runconfig.Parse("demo defaults", data, ref.Dir)
+}
+
+// ConfigDoc is the YAML document of ConfigForCameras before parsing: a
+// caller that runs the config in another process (bench chaos) edits it
+// and writes it to a file.
+func ConfigDoc(o Options, ref *Reference, cams []*Camera) (map[string]any, error) {
 	o.defaults()
 	if len(cams) == 0 {
 		return nil, errors.New("demo: no cameras")
@@ -435,11 +479,7 @@ func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runconfig.Con
 		}
 		doc["cameras"] = list
 	}
-	data, err := yaml.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("demo config: %w", err)
-	}
-	return runconfig.Parse("demo defaults", data, ref.Dir)
+	return doc, nil
 }
 
 // writeDemoCalibration writes the built-in thresholds without the
