@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -151,7 +152,10 @@ type EpochReport struct {
 	DIDO               float64 `json:"dido"`
 	AUSERMSE, AURGRMSE float64 `json:"-"`
 	SkyAUC, NoGTAUC    float64 `json:"-"`
-	Seconds            float64 `json:"seconds"`
+	// KS holds the 0.5, 0.9 and 0.99 quantiles of K/S over every block of
+	// the validation frames (NaN without validation frames).
+	KS      [3]float64 `json:"-"`
+	Seconds float64    `json:"seconds"`
 }
 
 // CacheReport describes the on-disk cache.
@@ -499,7 +503,8 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 			first = false
 		}
 		st.LastAlea, st.LastEpis, st.LastLoss = a, e, a+e
-		rep := EpochReport{Epoch: epoch + 1, Laplace: a, DIDO: e, AUSERMSE: math.NaN(), AURGRMSE: math.NaN(), SkyAUC: math.NaN(), NoGTAUC: math.NaN()}
+		rep := EpochReport{Epoch: epoch + 1, Laplace: a, DIDO: e, AUSERMSE: math.NaN(), AURGRMSE: math.NaN(), SkyAUC: math.NaN(), NoGTAUC: math.NaN(),
+			KS: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
 		if vc != nil {
 			tv := time.Now()
 			if err := validate(model, vc, layout, grid, &rep); err != nil {
@@ -544,6 +549,7 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 	var rm metrics.SparsMean
 	var sky, nogt metrics.BinaryScores
 	ones, pe := make([]float32, g), make([]float32, g)
+	allKS := make([]float32, 0, vc.n*g)
 	for i := 0; i < vc.n; i++ {
 		if err := vc.read(i, rec); err != nil {
 			return err
@@ -565,6 +571,7 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 			return err
 		}
 		rm.Add(r)
+		allKS = append(allKS, pred.Epistemic[:g]...)
 		for k, e := range rec.errs {
 			ks := pred.Epistemic[k]
 			if e >= 0 {
@@ -589,6 +596,12 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 		}
 	}
 	rep.AUSERMSE, rep.AURGRMSE, _ = rm.Mean()
+	if len(allKS) > 0 {
+		slices.Sort(allKS)
+		for i, q := range []float64{0.5, 0.9, 0.99} {
+			rep.KS[i] = float64(allKS[min(len(allKS)-1, int(q*float64(len(allKS))))])
+		}
+	}
 	if p, n := sky.Counts(); p > 0 && n > 0 {
 		rep.SkyAUC, _ = sky.AUC()
 	}

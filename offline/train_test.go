@@ -170,6 +170,11 @@ func TestTrainSmoke(t *testing.T) {
 	if len(ast.Epochs) != 4 || ast.ValFrames != 2 || math.IsNaN(ast.Epochs[3].AUSERMSE) || math.IsNaN(ast.Epochs[3].SkyAUC) || math.IsNaN(ast.Epochs[3].NoGTAUC) {
 		t.Fatalf("validation reports %+v (%d validation frames)", ast.Epochs, ast.ValFrames)
 	}
+	// The K/S quantiles calibration compares its data with (CheckStranger):
+	// ordered, and inside K/S's range (0, 1].
+	if ks := ast.Epochs[3].KS; !(ks[0] > 0 && ks[0] <= ks[1] && ks[1] <= ks[2] && ks[2] <= 1) {
+		t.Fatalf("validation K/S quantiles %v", ks)
+	}
 	if ast.Contract.Factor != 4 || !ast.Contract.Row || !ast.Contract.Image.IsIdentity() || ast.CacheFPS <= 0 || ast.TrainFPS <= 0 {
 		t.Fatalf("contract %+v, cache %v fps, train %v fps", ast.Contract, ast.CacheFPS, ast.TrainFPS)
 	}

@@ -231,6 +231,10 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 		dataDesc = cfg.Data + " split " + cfg.Split
 	}
 	info := infer.AuxUEInfo{DepthModel: filepath.Base(cfg.DepthModel), DepthModelSHA256: st.DepthSHA256, Data: dataDesc, Frames: st.Frames}
+	if n := len(st.Epochs); n > 0 && st.ValFrames > 0 && !math.IsNaN(st.Epochs[n-1].KS[0]) {
+		ks := st.Epochs[n-1].KS
+		info.Validation = &infer.AuxUEValidation{Frames: st.ValFrames, KSP50: ks[0], KSP90: ks[1], KSP99: ks[2]}
+	}
 	path, spec, err := WriteAuxArtifacts(model, st.Contract, dspec, info, r.Out, r.Name)
 	if err != nil {
 		return AuxSummary{}, err

@@ -26,7 +26,10 @@ type Named struct {
 type MergeOptions struct {
 	// TargetFAR and Coverage as in Options.
 	TargetFAR, Coverage float64
-	Log                 *slog.Logger
+	// Force calibrates on data that look out of distribution for the
+	// AuxUE (CheckStranger) with a warning instead of refusing.
+	Force bool
+	Log   *slog.Logger
 }
 
 // ReadSummary decodes a summary (unknown keys and another format are
@@ -236,6 +239,12 @@ func Merge(sums []Named, o MergeOptions) (*Result, error) {
 		return nil, fmt.Errorf("calibrate merge: no valid pixel in %d frames of %d summaries", m.Frames, len(sums))
 	}
 	slices.Sort(splits)
+	if err := CheckStranger(&m.KS, first.AuxUEValidation); err != nil {
+		if !o.Force {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		o.Log.Warn("calibrating anyway (--force)", "err", err)
+	}
 	res, err := m.calibrate(o, sources, len(sums))
 	if err != nil {
 		return nil, err

@@ -34,7 +34,10 @@ type Options struct {
 	// Coverage is the nominal coverage of the Laplace interval (default 0.9).
 	Coverage  float64
 	MaxFrames int // 0: all the split's frames of each data set
-	Log       *slog.Logger
+	// Force calibrates on data that look out of distribution for the
+	// AuxUE (CheckStranger) with a warning instead of refusing.
+	Force bool
+	Log   *slog.Logger
 }
 
 // Result is the calibration and the figures that justify it.
@@ -101,7 +104,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if sum.Frames == 0 || sum.Pixels == 0 {
 		return nil, fmt.Errorf("calibrate: no valid pixel in the %s frames of %v", split, o.inputs())
 	}
-	res, err := Merge([]Named{{Name: "the run", Summary: sum}}, MergeOptions{TargetFAR: o.TargetFAR, Coverage: o.Coverage, Log: o.Log})
+	res, err := Merge([]Named{{Name: "the run", Summary: sum}}, MergeOptions{TargetFAR: o.TargetFAR, Coverage: o.Coverage, Force: o.Force, Log: o.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -112,6 +112,10 @@ type Summary struct {
 	// when the criterion is not used.
 	QuietKS    [][]float32 `json:"frame_quiet_ks,omitempty"`
 	QuietRatio [][]float32 `json:"frame_quiet_b_over_depth,omitempty"`
+	// AuxUEValidation is the AuxUE spec's record of its own validation
+	// (nil for older AuxUEs): the merge compares the data with it
+	// (CheckStranger).
+	AuxUEValidation *infer.AuxUEValidation `json:"auxue_validation,omitempty"`
 }
 
 // ListingIdentity names the listing a shard was cut from.
@@ -196,6 +200,9 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 		Listing:    ListingIdentity{SHA256: l.sha256, Frames: len(l.entries), Index: o.Index, Count: o.Count},
 		KSZones:    make([]Hist, len(zones)),
 		RatioZones: make([]Hist, len(zones)),
+	}
+	if io := cfg.AuxUE.IO; io != nil && io.AuxUE != nil {
+		sum.AuxUEValidation = io.AuxUE.Validation
 	}
 	for _, z := range zones {
 		sum.Zones = append(sum.Zones, z.Name)

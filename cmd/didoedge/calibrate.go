@@ -103,6 +103,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	data := addDataFlags(fs)
 	mf := addModelFlags(fs)
 	far := fs.Float64("target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
+	force := fs.Bool("force", false, "calibrate even when the frames look out of distribution for the AuxUE (their median K/S above its validation p90)")
 	out := fs.String("out", "", "calibration file to write (YAML)")
 	coverage := fs.Float64("coverage", 0.9, "nominal coverage of the Laplace interval")
 	if err := parseFlags(fs, args); err != nil {
@@ -116,7 +117,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Inputs: data.inputs(), Split: *data.split, TargetFAR: *far,
+	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Inputs: data.inputs(), Split: *data.split, TargetFAR: *far, Force: *force,
 		Coverage: *coverage, MaxFrames: *data.maxFrames, Log: env.log})
 	if err != nil {
 		return err
@@ -173,6 +174,7 @@ func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
 func runCalibrateMerge(_ context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "calibrate merge")
 	far := fs.Float64("target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
+	force := fs.Bool("force", false, "calibrate even when the frames look out of distribution for the AuxUE (their median K/S above its validation p90)")
 	coverage := fs.Float64("coverage", 0.9, "nominal coverage of the Laplace interval")
 	out := fs.String("out", "", "calibration file to write (YAML)")
 	if err := fs.Parse(args); err != nil {
@@ -185,7 +187,7 @@ func runCalibrateMerge(_ context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := calibrate.Merge(sums, calibrate.MergeOptions{TargetFAR: *far, Coverage: *coverage, Log: env.log})
+	res, err := calibrate.Merge(sums, calibrate.MergeOptions{TargetFAR: *far, Coverage: *coverage, Force: *force, Log: env.log})
 	if err != nil {
 		return err
 	}

@@ -216,6 +216,21 @@ type AuxUEInfo struct {
 	GlobalContext    int     `yaml:"global_context_bands,omitempty"`
 	Data             string  `yaml:"data,omitempty"`
 	Frames           int     `yaml:"frames,omitempty"`
+	// Validation describes the AuxUE's epistemic read-out on its own
+	// validation frames (in distribution by construction): calibration
+	// compares its data with it to notice frames the AuxUE has never seen
+	// the like of.
+	Validation *AuxUEValidation `yaml:"validation,omitempty"`
+}
+
+// AuxUEValidation are quantiles of K/S over every block of the AuxUE's
+// validation frames (at its grid), as train auxue measured them after the
+// last epoch.
+type AuxUEValidation struct {
+	Frames int     `yaml:"frames"`
+	KSP50  float64 `yaml:"ks_p50"`
+	KSP90  float64 `yaml:"ks_p90"`
+	KSP99  float64 `yaml:"ks_p99"`
 }
 
 // ParseIOSpec decodes a YAML IO spec, rejecting unknown keys, and
