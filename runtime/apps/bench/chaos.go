@@ -169,6 +169,15 @@ func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 			return nil, fmt.Errorf("bench chaos: broker %q: want mosquitto or embedded", b)
 		}
 	}
+	// Absolute paths: the runtime's config names files that it resolves
+	// against the config file's directory.
+	var err error
+	if o.Out, err = filepath.Abs(o.Out); err != nil {
+		return nil, err
+	}
+	if o.ModelsDir, err = filepath.Abs(o.ModelsDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, err
 	}

@@ -118,8 +118,8 @@ func (ph *chaosPhase) report(obDir string) (*PhaseReport, error) {
 }
 
 func ratioChange(last, first float64) float64 {
-	if first == 0 {
-		return math.NaN()
+	if first == 0 { // no window: check reports it (JSON has no NaN)
+		return 0
 	}
 	return last/first - 1
 }
