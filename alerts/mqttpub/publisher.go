@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,6 +269,33 @@ func (p *Publisher) SetRetained(topic string, payload []byte) {
 	case p.setReady <- struct{}{}:
 	default:
 	}
+}
+
+// ClearRetained clears every retained payload this publisher set on a
+// topic that starts with prefix (a camera removed at run time: its zone
+// states and snapshots): each gets an empty retained payload, which makes
+// the broker drop its retained message, and later connects publish the
+// empty payload again (a broker that kept the old one across a restart
+// drops it then). It returns the topics cleared, sorted.
+func (p *Publisher) ClearRetained(prefix string) []string {
+	p.mu.Lock()
+	var topics []string
+	for topic, payload := range p.retained {
+		if strings.HasPrefix(topic, prefix) && len(payload) > 0 {
+			topics = append(topics, topic)
+		}
+	}
+	slices.Sort(topics)
+	for _, topic := range topics {
+		p.retained[topic] = nil
+		p.toSend = append(p.toSend, retainedMsg{topic, nil})
+	}
+	p.mu.Unlock()
+	select {
+	case p.setReady <- struct{}{}:
+	default:
+	}
+	return topics
 }
 
 // retainedMsg is one retained payload to publish.

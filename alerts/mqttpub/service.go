@@ -133,6 +133,26 @@ func (s *Service) Zones(vehicle, camera string, zones []string) error {
 	return nil
 }
 
+// CameraRemoved forgets a camera removed at run time
+// (alerts.CameraRemovedSink): every retained payload under its topics
+// (zone states, snapshots) is cleared with an empty retained payload, and
+// with Home Assistant discovery its entities' configs too (an empty
+// retained config removes the entity).
+func (s *Service) CameraRemoved(_, camera string, zones []string) error {
+	// The service's topics (the engine's vehicle is the same).
+	cleared := s.pub.ClearRetained(s.topics.Prefix + "/" + s.topics.Vehicle + "/" + camera + "/")
+	var ha []string
+	if s.ha != nil {
+		ha = s.ha.forget(camera)
+		for _, topic := range ha {
+			s.pub.SetRetained(topic, nil)
+		}
+	}
+	s.log.Info("camera removed: retained topics cleared", "camera", camera, "zones", len(zones),
+		"retained_cleared", len(cleared), "discovery_cleared", len(ha))
+	return nil
+}
+
 func (s *Service) closeBroker() {
 	if s.broker != nil {
 		s.broker.Close()

@@ -19,9 +19,18 @@ import (
 // view of the shared models and its counters. Everything but the status,
 // the snapshot and the counters is used from the scheduler goroutine only.
 type cameraPipe struct {
-	p    *Pipeline
-	idx  int
+	p   *Pipeline
+	idx int // its place in the pipeline's cameras (scheduler goroutine)
+	// name is spec.Name, never changed: other goroutines (health,
+	// metrics, the debug page) read it while a reload replaces spec.
+	name string
 	spec runconfig.CameraSpec
+	// removed: Apply removed the camera (scheduler goroutine only); what
+	// its fetcher still sends is ignored.
+	removed bool
+	// es is the engine spec of a camera Apply is adding, validated
+	// before the change and used to build its engine at the commit.
+	es alerts.EngineSpec
 	// src and rtsp change on an in-process restart (cameras.go); srcMu
 	// guards them for the metrics read at scrape time. owned: the pipeline
 	// opened the source from the config (and can open it again).
