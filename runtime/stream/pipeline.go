@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -280,6 +281,10 @@ func (p *Pipeline) Providers() (depth, auxue string) {
 // BrokerAddr is the embedded broker's host:port, "" when publishing to an
 // external broker.
 func (p *Pipeline) BrokerAddr() string { return p.sink.brokerAddr() }
+
+// MQTT is the MQTT service (publisher, outbox, embedded broker): the
+// control set topics subscribe through it (mqttpub.Service.SubscribeControl).
+func (p *Pipeline) MQTT() *mqttpub.Service { return p.sink.svc }
 
 // Topics returns the MQTT topic builder.
 func (p *Pipeline) Topics() alerts.Topics { return p.cfg.AlertsConfig.Topics() }

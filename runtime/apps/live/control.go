@@ -19,6 +19,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // Applier applies a configuration held in memory to the running cameras
@@ -54,6 +55,16 @@ func NewControl(p Applier, cfg *runconfig.Config, enabled bool, log *slog.Logger
 	return &Control{p: p, log: log, enabled: enabled, cfg: cfg}
 }
 
+// RegisterMetrics exports the changes applied and refused
+// (didoedge_live_changes_*) when no live server does (Server.RegisterMetrics
+// exports them otherwise): the MQTT set topics without the live view.
+func (c *Control) RegisterMetrics(m *stream.Metrics) {
+	m.CounterFunc("didoedge_live_changes_applied_total", "Control API, MQTT set topic and parameter changes applied.",
+		func() float64 { return float64(c.applied.Load()) })
+	m.CounterFunc("didoedge_live_changes_refused_total", "Control API, MQTT set topic and parameter changes refused (invalid, or control off).",
+		func() float64 { return float64(c.refused.Load()) })
+}
+
 // Config returns the configuration in force (do not modify it).
 func (c *Control) Config() *runconfig.Config {
 	c.mu.Lock()
@@ -86,7 +97,7 @@ func (c *Control) change(ctx context.Context, what, who string, edit func(cfg *r
 			c.log.Warn("live control: change refused", "change", what, "by", who, "err", err)
 		}
 	}()
-	if !c.enabled {
+	if !c.enabled && !viaMQTT(ctx) {
 		return refuse(http.StatusForbidden, "control is off (live.control: false, the default on a non-loopback live.listen)")
 	}
 	next := cloneConfig(c.cfg)
