@@ -99,6 +99,10 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	} else if ctl != nil {
 		ctl.RegisterMetrics(p.Metrics())
 	}
+	if srv != nil && ctl != nil && cfg.Live.ControlEnabled() && runconfig.IsLoopback(cfg.HTTP.Listen) {
+		// The debug page's camera form: it has no token, so only on loopback.
+		srv.AttachControl(ctl)
+	}
 	if cfg.AlertsConfig.MQTT.SetTopics {
 		if err := ctl.ServeMQTT(ctx, p.MQTT()); err != nil {
 			p.Close()

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,12 @@ func TestControlCameras(t *testing.T) {
 		if code != c.code || !strings.Contains(body, c.msg) {
 			t.Errorf("%s %s %s: %d %s, want %d naming %q", c.method, c.path, c.body, code, body, c.code, c.msg)
 		}
+	}
+	// A page of another site cannot drive the loopback listener.
+	req, _ := http.NewRequest("POST", api+"/cameras", strings.NewReader(`{"name": "rear", "url": "rtsp://127.0.0.1/r"}`))
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Fatalf("POST from another origin: %v %v", resp.StatusCode, err)
 	}
 	if after, _ := os.ReadFile(r.path); string(after) != string(before) {
 		t.Fatalf("refused changes wrote the file:\n%s", after)
