@@ -256,6 +256,7 @@ func (p *Pipeline) setCameras(rs *runState, specs []runconfig.CameraSpec, runnin
 		}
 	}
 	for _, c := range added {
+		c.addedNS.Store(time.Now().UnixNano())
 		c.initSlots()
 		p.startCamera(rs, c)
 		rs.live++

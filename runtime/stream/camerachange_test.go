@@ -170,6 +170,7 @@ func TestCamerasAddedAndRemovedAtRunTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.Replace(string(data), "  outbox: {dir: outbox}\n", "  outbox: {dir: outbox}\n  homeassistant: {discovery: true}\n", 1)
+	text += "pipeline: {camera_restart: 1s}\n"
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -273,11 +274,52 @@ func TestCamerasAddedAndRemovedAtRunTime(t *testing.T) {
 			dc["homeassistant/binary_sensor/didoedge_testcar/didoedge_testcar_rear_r0c0_risk/config"] != ""
 	})
 
+	// A camera without frames yet (nothing listens on its port): its
+	// stall and restart clocks start when it is added, not when Run
+	// started (over camera_restart ago): it is neither degraded nor
+	// restarted at once.
+	dark, err := runconfig.ParseCameraEntry([]byte(`{"name": "dark", "url": "rtsp://127.0.0.1:1/dark"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every change is a reload of every camera: front's episodes end and
+	// open again (on its next frame) at the add and at the removal.
+	frontNew := events.count(alerts.EventNew)["front"]
+	withDark := *p.Config()
+	if err := withDark.AddCamera(dark); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(asked) < 1500*time.Millisecond {
+		time.Sleep(1500*time.Millisecond - time.Since(asked))
+	}
+	if err := p.Apply(ctx, &withDark); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // two ticks
+	h = p.Health()
+	if len(h.Cameras) != 4 || h.Cameras[3].Name != "dark" || h.Cameras[3].State != "ok" || h.Cameras[3].Restarts != 0 {
+		t.Fatalf("a camera added 0.6 s ago without frames: %+v", h.Cameras)
+	}
+	withoutDark := *p.Config()
+	if _, err := withoutDark.RemoveCamera("dark"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(ctx, &withoutDark); err != nil {
+		t.Fatal(err)
+	}
+
 	// Remove front with its two open episodes.
+	waitFor(t, 10*time.Second, "front's episodes open again after two reloads", func() bool {
+		return events.count(alerts.EventNew)["front"] == frontNew+4
+	})
 	open := map[string]bool{}
-	for _, z := range p.CameraZoneStatus("front") {
-		if z.Episode != "" {
-			open[z.Episode] = true
+	for _, ev := range events.snapshot() {
+		switch {
+		case ev.Camera != "front":
+		case ev.Type == alerts.EventNew:
+			open[ev.ID] = true
+		case ev.Type == alerts.EventEnd:
+			delete(open, ev.ID)
 		}
 	}
 	if len(open) != 2 {
@@ -338,7 +380,7 @@ func TestCamerasAddedAndRemovedAtRunTime(t *testing.T) {
 	if _, err := p.Metrics().WriteTo(&metrics); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(metrics.String(), `camera="front"`) || !strings.Contains(metrics.String(), "didoedge_cameras_removed_total 1") {
+	if strings.Contains(metrics.String(), `camera="front"`) || !strings.Contains(metrics.String(), "didoedge_cameras_removed_total 2") {
 		t.Fatalf("metrics after the removal still have front, or no removal counted")
 	}
 	_, frontN := frames.get("front")

@@ -43,7 +43,11 @@ type cameraPipe struct {
 	// and done channel, whether a restart is under way (scheduler only),
 	// when the last began, how many there were, and whether the source
 	// failed (degraded until it is restarted).
-	gen           atomic.Uint64
+	gen atomic.Uint64
+	// addedNS is when Apply started the camera (0: it ran from the
+	// start): its stall and restart clocks count from then, not from
+	// the start of Run.
+	addedNS       atomic.Int64
 	stop          context.CancelFunc
 	stopped       chan struct{}
 	restarting    bool

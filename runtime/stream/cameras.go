@@ -120,7 +120,7 @@ func (p *Pipeline) superviseCameras(now time.Time, rs *runState) {
 		if c.ended || c.restarting {
 			continue
 		}
-		last := max(c.metrics.lastFrame.Load(), p.runStart.Load(), c.lastRestartNS.Load())
+		last := max(c.metrics.lastFrame.Load(), p.runStart.Load(), c.lastRestartNS.Load(), c.addedNS.Load())
 		dead := now.Sub(time.Unix(0, last))
 		if dead < after {
 			continue

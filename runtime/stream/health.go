@@ -178,7 +178,7 @@ func (c *cameraPipe) framesHealth(now time.Time) (bool, string) {
 	stall := c.stallLimit()
 	// A frame the models could not assess still shows the camera alive
 	// (a model fault is reported on its own: modelHealth).
-	last, start := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()), p.runStart.Load()
+	last, start := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()), max(p.runStart.Load(), c.addedNS.Load())
 	age := now.Sub(time.Unix(0, max(last, start)))
 	ok := p.running.Load() && age <= stall
 	if last < start {
