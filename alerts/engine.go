@@ -280,6 +280,9 @@ type Engine struct {
 	// stall faults, reloads): a prepared reload is refused when the engine
 	// changed after it was prepared.
 	version uint64
+	// retired: the camera was removed (PrepareRemove applied); no
+	// further reload or removal is accepted.
+	retired bool
 }
 
 // NewEngine validates the spec and builds an engine that delivers to sink
@@ -681,7 +684,13 @@ type PreparedReload struct {
 	// (level ok), delivered after the end events so that a zone the new
 	// configuration drops keeps no raised retained state.
 	endStates []State
+	// remove: the camera leaves the configuration (PrepareRemove).
+	remove bool
 }
+
+// Removes reports whether the prepared change removes the camera
+// (PrepareRemove) rather than reloading it.
+func (r *PreparedReload) Removes() bool { return r.remove }
 
 // PrepareReload validates spec and builds the engine state it asks for:
 // zones, calibration and timing (identity and stats settings are kept),
@@ -700,6 +709,28 @@ func (e *Engine) PrepareReload(spec EngineSpec, now time.Time) (*PreparedReload,
 	cfg := e.cfg
 	cfg.Timing, cfg.UpdateInterval, cfg.StallAfter = c.Timing, c.UpdateInterval, c.StallAfter
 	r := &PreparedReload{e: e, version: e.version, cfg: cfg, a: a, cal: spec.Calibration, now: now}
+	e.prepareEnds(r, now)
+	return r, nil
+}
+
+// PrepareRemove prepares the removal of the engine's camera from a
+// running configuration: the end events of every open episode (zone
+// risks, a camera or model fault), as PrepareReload, queued by
+// ApplyReloads in the same all-or-nothing batch as the other cameras'
+// end events. Applied, it delivers them and the zones' closing states,
+// then tells the sinks that implement CameraRemovedSink that the camera
+// is gone (the MQTT service clears its retained states and Home Assistant
+// discovery configs); the engine is retired and must not be used again.
+// It changes nothing until applied.
+func (e *Engine) PrepareRemove(now time.Time) *PreparedReload {
+	r := &PreparedReload{e: e, version: e.version, cfg: e.cfg, now: now, remove: true}
+	e.prepareEnds(r, now)
+	return r
+}
+
+// prepareEnds fills r with the end events of every episode open now and
+// the zones' states after them; the engine is not touched.
+func (e *Engine) prepareEnds(r *PreparedReload, now time.Time) {
 	tms := now.UnixMilli()
 	for i := range e.zones {
 		z := e.zones[i] // a copy: the engine is not touched
@@ -719,7 +750,6 @@ func (e *Engine) PrepareReload(spec EngineSpec, now time.Time) (*PreparedReload,
 	if e.mfault.open {
 		r.ends = append(r.ends, e.modelFaultEvent(EventEnd, LevelOK, LevelCritical, tms, e.lastSeq))
 	}
-	return r, nil
 }
 
 // Engine is the engine the reload is for.
@@ -771,6 +801,9 @@ func ApplyReloads(reloads []*PreparedReload) error {
 		if r.e.version != r.version {
 			return fmt.Errorf("%w: camera %q: the engine changed after the reload was prepared; prepare it again", ErrNotApplied, r.e.cfg.Camera)
 		}
+		if r.e.retired {
+			return fmt.Errorf("%w: camera %q was removed", ErrNotApplied, r.e.cfg.Camera)
+		}
 		d := r.e.durableSink()
 		if d == nil {
 			continue
@@ -821,6 +854,14 @@ func (r *PreparedReload) commit(queued BatchSink) error {
 	}
 	e.stalled = false
 	e.mfault.open = false
+	if r.remove {
+		// Retired: every zone ended above; the sinks forget the camera.
+		e.retired = true
+		if cs, ok := e.sink.(CameraRemovedSink); ok {
+			errs = append(errs, cs.CameraRemoved(e.cfg.Vehicle, e.cfg.Camera, e.names))
+		}
+		return errors.Join(errs...)
+	}
 	e.cfg = r.cfg
 	e.install(r.a, r.cal)
 	e.lastFrameAt = r.now // the new configuration's stall clock starts now
@@ -852,7 +893,12 @@ func (e *Engine) Reload(spec EngineSpec, now time.Time) error {
 // Close ends every open episode (a restarted engine knows nothing of them,
 // so no subscriber is left with an episode that never ends). Call it
 // before closing the sinks.
-func (e *Engine) Close(now time.Time) error { return e.endAll(now) }
+func (e *Engine) Close(now time.Time) error {
+	if e.retired {
+		return nil // its episodes ended when it was removed
+	}
+	return e.endAll(now)
+}
 
 // Zones returns the zones in assessment order; the caller must not modify them.
 func (e *Engine) Zones() []Zone { return e.assessor.zones }

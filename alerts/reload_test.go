@@ -149,3 +149,86 @@ func TestApplyReloadsAllOrNothing(t *testing.T) {
 		t.Fatal("a stale reload queued events")
 	}
 }
+
+// removedLog records CameraRemoved calls beside the recorder's events
+// and states.
+type removedLog struct {
+	recorder
+	removed []string // "camera:zone,zone"
+}
+
+func (r *removedLog) CameraRemoved(_, camera string, zones []string) error {
+	r.removed = append(r.removed, camera+":"+strings.Join(zones, ","))
+	return nil
+}
+
+// TestPrepareRemoveAllOrNothing: two cameras over one durable sink, each
+// with an open episode; camera "left" is removed while "front" reloads,
+// in one ApplyReloads. A sink that refuses the batch leaves both as they
+// were (no CameraRemoved). Applied: both end events go in one batch on
+// consecutive seqs, the removed camera's other sink sees its end event,
+// its zone's closing state (ok), then CameraRemoved with its zones; the
+// retired engine's Close delivers nothing more, and a second removal of
+// it is refused.
+func TestPrepareRemoveAllOrNothing(t *testing.T) {
+	q := &batchQueue{}
+	var fs []*fixture
+	var logs []*removedLog
+	for _, name := range []string{"front", "left"} {
+		f := newFixture(t, Timing{})
+		rl := &removedLog{}
+		e, err := NewEngine(EngineSpec{Config: EngineConfig{Vehicle: "van-1", Camera: name, Now: f.clock.now},
+			Zones: f.e.Zones(), Calibration: f.e.Calibration()}, Sinks{q, rl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.e, f.rec = e, &rl.recorder
+		fs, logs = append(fs, f), append(logs, rl)
+		if evs := f.frame(t, 1, 7); len(evs) != 1 || evs[0].Type != EventNew {
+			t.Fatalf("%s: events %+v", name, evs)
+		}
+	}
+	front, left := fs[0], fs[1]
+	reload, err := front.e.PrepareReload(EngineSpec{Config: front.e.Config(), Zones: front.e.Zones(), Calibration: front.e.Calibration()}, front.clock.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove := left.e.PrepareRemove(left.clock.t)
+	if !remove.Removes() || reload.Removes() || len(remove.EndEvents()) != 1 {
+		t.Fatalf("prepared removal: removes %v, reload removes %v, %d end events", remove.Removes(), reload.Removes(), len(remove.EndEvents()))
+	}
+	episode := left.e.ZoneStatus(0).Episode
+	queued, seen := len(q.events), len(logs[1].events)
+	q.full = true
+	if err := ApplyReloads([]*PreparedReload{reload, remove}); !errors.Is(err, ErrNotApplied) {
+		t.Fatalf("removal into a full sink: %v", err)
+	}
+	if len(q.events) != queued || len(logs[1].removed) != 0 || left.e.ZoneStatus(0).Episode != episode {
+		t.Fatalf("a refused removal changed something: queued %d -> %d, removed %v", queued, len(q.events), logs[1].removed)
+	}
+	q.full = false
+	states := len(logs[1].states)
+	if err := ApplyReloads([]*PreparedReload{reload, remove}); err != nil {
+		t.Fatal(err)
+	}
+	ends := q.events[queued:]
+	if q.batches != 1 || len(ends) != 2 || ends[1].Camera != "left" || ends[1].ID != episode || ends[1].Seq != ends[0].Seq+1 {
+		t.Fatalf("end events of the batch: %+v", ends)
+	}
+	if got := logs[1].events[seen:]; len(got) != 1 || got[0].Type != EventEnd || got[0].Seq != ends[1].Seq {
+		t.Fatalf("the removed camera's other sink saw %+v", got)
+	}
+	if st := logs[1].states[states:]; len(st) != 1 || st[0].Zone != "all" || st[0].Level != LevelOK || st[0].EpisodeID != "" {
+		t.Fatalf("closing states of the removed camera: %+v", st)
+	}
+	if !slices.Equal(logs[1].removed, []string{"left:all"}) || len(logs[0].removed) != 0 {
+		t.Fatalf("CameraRemoved calls: front %v, left %v", logs[0].removed, logs[1].removed)
+	}
+	n := len(q.events)
+	if err := left.e.Close(left.clock.t); err != nil || len(q.events) != n {
+		t.Fatalf("Close of a removed engine: err %v, %d events delivered", err, len(q.events)-n)
+	}
+	if err := ApplyReloads([]*PreparedReload{left.e.PrepareRemove(left.clock.t)}); !errors.Is(err, ErrNotApplied) {
+		t.Fatalf("second removal: %v", err)
+	}
+}

@@ -61,6 +61,16 @@ type ZoneSetSink interface {
 	Zones(vehicle, camera string, zones []string) error
 }
 
+// CameraRemovedSink is implemented by sinks that keep per-camera state
+// beyond events (retained zone states, snapshots and Home Assistant
+// discovery on MQTT): when a camera leaves a running configuration
+// (Engine.PrepareRemove applied), after its end events and closing
+// states, the engine calls CameraRemoved with the zones it assessed, and
+// the sink forgets the camera.
+type CameraRemovedSink interface {
+	CameraRemoved(vehicle, camera string, zones []string) error
+}
+
 // Sinks delivers to several sinks in order: put the durable one (the MQTT
 // outbox, which numbers events) before the ones that want the number, and
 // the snapshot renderer before the transport that publishes its JPEG.
@@ -123,6 +133,19 @@ func (ss Sinks) Zones(vehicle, camera string, zones []string) error {
 		if x, ok := s.(ZoneSetSink); ok {
 			if err := x.Zones(vehicle, camera, zones); err != nil {
 				errs = append(errs, &SinkError{Sink: SinkName(s), Op: "zones", Err: err})
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CameraRemoved implements CameraRemovedSink for the sinks that do.
+func (ss Sinks) CameraRemoved(vehicle, camera string, zones []string) error {
+	var errs []error
+	for _, s := range ss {
+		if x, ok := s.(CameraRemovedSink); ok {
+			if err := x.CameraRemoved(vehicle, camera, zones); err != nil {
+				errs = append(errs, &SinkError{Sink: SinkName(s), Op: "camera removed", Err: err})
 			}
 		}
 	}

@@ -391,6 +391,34 @@ func (b *Broker) Subscribe(filter string, fn func(topic string, payload []byte))
 	})
 }
 
+// Message is a publish delivered to an in-process subscription
+// (SubscribeMessages): the publishing client's username ("" for
+// anonymous and the in-process client) and whether it came as a retained
+// message.
+type Message struct {
+	Topic    string
+	Payload  []byte
+	Retained bool
+	Username string
+}
+
+// SubscribeMessages is Subscribe with who published each message: the
+// ACL already refused publishes without a write grant on the topic, so a
+// message here comes from a client allowed to publish it.
+func (b *Broker) SubscribeMessages(filter string, fn func(Message)) error {
+	if err := CheckFilter(filter); err != nil {
+		return fmt.Errorf("subscribe %q: %w", filter, err)
+	}
+	id := int(b.subID.Add(1))
+	return b.server.Subscribe(filter, id, func(cl *mqtt.Client, _ packets.Subscription, pk packets.Packet) {
+		m := Message{Topic: pk.TopicName, Payload: pk.Payload, Retained: pk.FixedHeader.Retain}
+		if cl != nil {
+			m.Username = string(cl.Properties.Username)
+		}
+		fn(m)
+	})
+}
+
 // Close stops the broker and disconnects its clients; the store, if any,
 // is closed with it.
 func (b *Broker) Close() error {

@@ -145,8 +145,8 @@ func (c Config) Validate(topicPrefix string, runtimeClient bool) error {
 			if err := CheckFilter(f); err != nil {
 				return fmt.Errorf("%s.write[%d]: %q: %w", p, j, f, err)
 			}
-			if runtimeClient && reaches(f, topicPrefix) {
-				return fmt.Errorf("%s.write[%d]: %q reaches into topic_prefix %q: only the runtime's own client may publish there", p, j, f, topicPrefix)
+			if runtimeClient && reaches(f, topicPrefix) && !SetTopicFilter(f) {
+				return fmt.Errorf("%s.write[%d]: %q reaches into topic_prefix %q: only the runtime's own client may publish there (except on set topics: a filter whose last level is \"set\")", p, j, f, topicPrefix)
 			}
 		}
 	}
@@ -158,6 +158,17 @@ func (c Config) Validate(topicPrefix string, runtimeClient bool) error {
 
 // reaches reports whether the filter f matches the prefix itself or any
 // topic under it.
+// SetTopicFilter reports whether a write grant reaches only control set
+// topics (mqtt.set_topics: <prefix>/<vehicle>/<camera>/zones/set,
+// <prefix>/<vehicle>/profile/set): its last level is the literal "set".
+// The runtime publishes no topic whose last level is "set" (its results
+// go to .../set/result, which such a filter does not match), so a user
+// granted one can change the vehicle but never forge its alerts.
+func SetTopicFilter(f string) bool {
+	levels := strings.Split(f, "/")
+	return levels[len(levels)-1] == "set"
+}
+
 func reaches(f, prefix string) bool {
 	fl, pl := strings.Split(f, "/"), strings.Split(prefix, "/")
 	for i, l := range fl {

@@ -43,6 +43,13 @@ type Config struct {
 	InFlight int `yaml:"in_flight"`
 	// CloseTimeout bounds the flush on shutdown.
 	CloseTimeout time.Duration `yaml:"close_timeout"`
+	// SetTopics subscribes the control set topics
+	// (<prefix>/<vehicle>/<camera>/zones/set, <prefix>/<vehicle>/profile/set;
+	// docs/alerts.md): with the embedded broker only its users with a
+	// write grant on them can publish there, with an external broker
+	// only when the runtime's connection is authenticated (username or
+	// client certificate), so that the broker authenticates publishers.
+	SetTopics bool `yaml:"set_topics"`
 }
 
 // TLSFiles names PEM files; paths are relative to the config file.
@@ -145,6 +152,10 @@ func (c *ServiceConfig) ResolvePaths(dir string) {
 // Validate checks the connection settings; errors name the key within the
 // section.
 func (m Config) Validate() error {
+	if m.SetTopics && m.Broker != EmbeddedBroker && m.Username == "" && (m.TLS == nil || m.TLS.Cert == "") {
+		return fmt.Errorf("set_topics: the connection to the external broker %s is not authenticated (give mqtt.username or mqtt.tls.cert): without it the broker need not authenticate the clients that publish on the set topics",
+			redact.URL(m.Broker))
+	}
 	if redact.HasUserInfo(m.Broker) {
 		return fmt.Errorf("broker: %q carries credentials in the URL, which would end up in logs: give mqtt.username and mqtt.password_file (or mqtt.password_env) instead",
 			redact.URL(m.Broker))

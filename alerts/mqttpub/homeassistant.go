@@ -115,6 +115,16 @@ func (d *discovery) announce(vehicle, camera string, zones []string) (set []Disc
 	return set, clear, nil
 }
 
+// forget returns the config topics published for camera and forgets
+// them (the camera was removed).
+func (d *discovery) forget(camera string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	topics := d.published[camera]
+	delete(d.published, camera)
+	return topics
+}
+
 // DiscoveryConfigs returns the three discovery configs of every zone of a
 // camera (binary_sensor risk, sensor level, sensor OOD fraction), in zone
 // order. version fills sw_version when not empty.

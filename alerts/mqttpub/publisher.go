@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +73,7 @@ type Publisher struct {
 	toSend   []retainedMsg     // retained payloads set since run last published, in order
 	sending  []retainedMsg     // the list publishRetained is sending (run's goroutine only)
 	setReady chan struct{}     // a retained payload was set
-	subs     map[string]func(payload []byte)
+	subs     map[string]mqtt.MessageHandler
 	closed   bool
 
 	store *ackStore
@@ -111,7 +113,7 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 	log := opts.Logger.With("mqtt", opts.Broker, "client_id", opts.ClientID)
 	p := &Publisher{opts: opts, box: box, log: log, rl: lograte.New(log, 0),
 		retained: map[string][]byte{}, setReady: make(chan struct{}, 1),
-		subs: map[string]func([]byte){}, stop: make(chan struct{}), done: make(chan struct{})}
+		subs: map[string]mqtt.MessageHandler{}, stop: make(chan struct{}), done: make(chan struct{})}
 	p.store = newAckStore()
 	avail := opts.Topics.Availability()
 	if opts.InProcess != nil {
@@ -149,8 +151,8 @@ func Open(opts Options, box *outbox.Outbox) (*Publisher, error) {
 			for topic, payload := range p.retained {
 				c.Publish(topic, 1, true, payload)
 			}
-			for topic, fn := range p.subs {
-				c.Subscribe(topic, 1, messageHandler(fn))
+			for topic, h := range p.subs {
+				c.Subscribe(topic, 1, h)
 			}
 			p.mu.Unlock()
 		}).
@@ -269,6 +271,33 @@ func (p *Publisher) SetRetained(topic string, payload []byte) {
 	}
 }
 
+// ClearRetained clears every retained payload this publisher set on a
+// topic that starts with prefix (a camera removed at run time: its zone
+// states and snapshots): each gets an empty retained payload, which makes
+// the broker drop its retained message, and later connects publish the
+// empty payload again (a broker that kept the old one across a restart
+// drops it then). It returns the topics cleared, sorted.
+func (p *Publisher) ClearRetained(prefix string) []string {
+	p.mu.Lock()
+	var topics []string
+	for topic, payload := range p.retained {
+		if strings.HasPrefix(topic, prefix) && len(payload) > 0 {
+			topics = append(topics, topic)
+		}
+	}
+	slices.Sort(topics)
+	for _, topic := range topics {
+		p.retained[topic] = nil
+		p.toSend = append(p.toSend, retainedMsg{topic, nil})
+	}
+	p.mu.Unlock()
+	select {
+	case p.setReady <- struct{}{}:
+	default:
+	}
+	return topics
+}
+
 // retainedMsg is one retained payload to publish.
 type retainedMsg struct {
 	topic   string
@@ -335,11 +364,32 @@ func (p *Publisher) Subscribe(topic string, fn func(payload []byte)) {
 		}
 		return
 	}
+	p.subscribe(topic, messageHandler(fn))
+}
+
+// subscribe keeps a paho subscription, renewed on every connect.
+func (p *Publisher) subscribe(topic string, h mqtt.MessageHandler) {
 	p.mu.Lock()
-	p.subs[topic] = fn
+	p.subs[topic] = h
 	p.mu.Unlock()
 	if p.client.IsConnectionOpen() {
-		p.client.Subscribe(topic, 1, messageHandler(fn))
+		p.client.Subscribe(topic, 1, h)
+	}
+}
+
+// SubscribeMessages subscribes fn to a topic filter of the external
+// broker (QoS 1, renewed on every connect) with each message's topic and
+// retain flag; fn runs on paho's goroutine and must not block.
+func (p *Publisher) SubscribeMessages(filter string, fn func(topic string, payload []byte, retained bool)) {
+	p.subscribe(filter, func(_ mqtt.Client, m mqtt.Message) { fn(m.Topic(), m.Payload(), m.Retained()) })
+}
+
+// PublishMessage publishes a message that is neither an event nor a
+// state (a control result): QoS 1, not retained, not queued; while
+// disconnected it is lost.
+func (p *Publisher) PublishMessage(topic string, payload []byte) {
+	if p.connected() {
+		p.send(topic, 1, false, payload)
 	}
 }
 

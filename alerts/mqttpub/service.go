@@ -12,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/secret"
 )
 
@@ -132,6 +133,79 @@ func (s *Service) Zones(vehicle, camera string, zones []string) error {
 	}
 	return nil
 }
+
+// CameraRemoved forgets a camera removed at run time
+// (alerts.CameraRemovedSink): every retained payload under its topics
+// (zone states, snapshots) is cleared with an empty retained payload, and
+// with Home Assistant discovery its entities' configs too (an empty
+// retained config removes the entity).
+func (s *Service) CameraRemoved(_, camera string, zones []string) error {
+	// The service's topics (the engine's vehicle is the same).
+	cleared := s.pub.ClearRetained(s.topics.Prefix + "/" + s.topics.Vehicle + "/" + camera + "/")
+	var ha []string
+	if s.ha != nil {
+		ha = s.ha.forget(camera)
+		for _, topic := range ha {
+			s.pub.SetRetained(topic, nil)
+		}
+	}
+	s.log.Info("camera removed: retained topics cleared", "camera", camera, "zones", len(zones),
+		"retained_cleared", len(cleared), "discovery_cleared", len(ha))
+	return nil
+}
+
+// ControlMessage is a message on a control set topic: its topic, payload
+// and who published it (an embedded broker user, or "external broker").
+type ControlMessage struct {
+	Topic   string
+	Payload []byte
+	From    string
+}
+
+// SubscribeControl subscribes fn to a filter of control set topics
+// (mqtt.set_topics). With the embedded broker only clients whose ACL
+// grants write on the topic can have published a message (embedded.users
+// write: a filter ending in "set"); with an external broker the runtime's
+// connection is authenticated (Config.Validate), and the broker's ACL
+// decides who may publish. Retained messages are dropped and logged: a
+// change is applied when it is sent, never replayed when the runtime
+// subscribes again. fn must not block.
+func (s *Service) SubscribeControl(filter string, fn func(ControlMessage)) error {
+	if !s.cfg.MQTT.SetTopics {
+		return errors.New("mqtt.set_topics is off")
+	}
+	drop := func(topic, from string) {
+		s.log.Warn("mqtt control: retained set message ignored (publish set messages without retain)", "topic", topic, "from", from)
+	}
+	if s.broker != nil {
+		return s.broker.SubscribeMessages(filter, func(m broker.Message) {
+			from := "mqtt user " + m.Username
+			if m.Username == "" {
+				from = "mqtt in-process client"
+			}
+			if m.Retained {
+				drop(m.Topic, from)
+				return
+			}
+			fn(ControlMessage{Topic: m.Topic, Payload: m.Payload, From: from})
+		})
+	}
+	s.pub.SubscribeMessages(filter, func(topic string, payload []byte, retained bool) {
+		if retained {
+			drop(topic, "external broker")
+			return
+		}
+		fn(ControlMessage{Topic: topic, Payload: payload, From: "external broker " + redact.URL(s.cfg.MQTT.Broker)})
+	})
+	return nil
+}
+
+// PublishResult publishes a control result (QoS 1, not retained; lost
+// while disconnected).
+func (s *Service) PublishResult(topic string, payload []byte) { s.pub.PublishMessage(topic, payload) }
+
+// Topics returns the topic builder the service publishes under.
+func (s *Service) Topics() alerts.Topics { return s.topics }
 
 func (s *Service) closeBroker() {
 	if s.broker != nil {

@@ -86,12 +86,28 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 		httpAddr = srv.Addr()
 	}
 	reload := p.Reload
+	var ctl *live.Control
+	if lv != nil || cfg.AlertsConfig.MQTT.SetTopics {
+		// One control for the API and the set topics: one configuration in force.
+		ctl = live.NewControl(p, cfg, cfg.Live.ControlEnabled(), env.log)
+		reload = ctl.ReloadFile // SIGHUP replaces the in-memory changes too
+	}
 	if lv != nil {
-		ctl := live.NewControl(p, cfg, cfg.Live.ControlEnabled(), env.log)
 		lv.Attach(p.Cameras(), ctl)
 		lv.RegisterMetrics(p.Metrics())
-		reload = ctl.ReloadFile // SIGHUP replaces the in-memory changes too
 		env.log.Info("live view (Foxglove WebSocket)", "url", "ws://"+lv.Addr()+"/", "control", cfg.Live.ControlEnabled())
+	} else if ctl != nil {
+		ctl.RegisterMetrics(p.Metrics())
+	}
+	if srv != nil && ctl != nil && cfg.Live.ControlEnabled() && runconfig.IsLoopback(cfg.HTTP.Listen) {
+		// The debug page's camera form: it has no token, so only on loopback.
+		srv.AttachControl(ctl)
+	}
+	if cfg.AlertsConfig.MQTT.SetTopics {
+		if err := ctl.ServeMQTT(ctx, p.MQTT()); err != nil {
+			p.Close()
+			return err
+		}
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

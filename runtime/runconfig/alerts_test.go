@@ -65,6 +65,8 @@ func TestParseAlertsErrorsNameKey(t *testing.T) {
 		{"write under prefix", "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['+/v1/#']}]}\n", "a.yaml: embedded.users[0].write[0]: \"+/v1/#\" reaches into topic_prefix \"didoedge\""},
 		{"write everything", "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['#']}]}\n", "a.yaml: embedded.users[0].write[0]: \"#\" reaches into topic_prefix"},
 		{"rate", "embedded: {message_rate: -1}\n", "a.yaml: embedded.message_rate:"},
+		{"write a set topic and more", "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['didoedge/v1/+/zones/#']}]}\n", "a.yaml: embedded.users[0].write[0]: \"didoedge/v1/+/zones/#\" reaches into topic_prefix"},
+		{"set topics unauthenticated", "mqtt: {broker: 'tcp://host:1883', set_topics: true}\n", "a.yaml: mqtt.set_topics: the connection to the external broker tcp://host:1883 is not authenticated"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +85,8 @@ func TestParseAlertsErrorsNameKey(t *testing.T) {
 	for _, doc := range []string{
 		base + "mqtt: {broker: embedded}\nembedded: {users: [{username: u, password_env: X, write: ['cmd/#']}]}\n",
 		base + "embedded: {users: [{username: u, password_env: X, write: ['didoedge/#']}]}\n",
+		// Set topics (mqtt.set_topics): a grant whose last level is "set".
+		base + "mqtt: {broker: embedded, set_topics: true}\nembedded: {users: [{username: u, password_env: X, write: ['didoedge/v1/+/zones/set', 'didoedge/v1/profile/set']}]}\n",
 	} {
 		c, err := ParseAlerts("a.yaml", []byte(doc))
 		if err != nil {
@@ -90,6 +94,9 @@ func TestParseAlertsErrorsNameKey(t *testing.T) {
 		} else if r := c.Embedded.Users[0].Read; len(r) != 1 || r[0] != "didoedge/#" {
 			t.Errorf("default read grant %v, want [didoedge/#]", r)
 		}
+	}
+	if _, err := ParseAlerts("a.yaml", []byte(base+"mqtt: {broker: 'tcp://host:1883', username: u, password_env: X, set_topics: true}\n")); err != nil {
+		t.Errorf("set topics on an authenticated external broker: %v", err)
 	}
 	for _, missing := range []struct{ doc, want string }{
 		{"camera: front\ngrid: {rows: 1, cols: 1}\noutbox: {dir: /x}\n", "a.yaml: vehicle:"},

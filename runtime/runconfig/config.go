@@ -56,6 +56,9 @@ type Config struct {
 	// Path is the file Load read ("" when parsed from memory); SIGHUP
 	// re-reads it.
 	Path string `yaml:"-"`
+	// dir anchors relative paths (the file's directory, or Parse's dir):
+	// cameras added at run time resolve theirs against it.
+	dir string
 }
 
 // CameraConfig selects the frame source: an RTSP URL or an image sequence.
@@ -235,6 +238,7 @@ func Parse(name string, data []byte, dir string) (*Config, error) {
 
 // finish applies defaults, resolves paths and validates every section.
 func (c *Config) finish(name, dir string) error {
+	c.dir = dir
 	abs := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

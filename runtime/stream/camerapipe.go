@@ -19,9 +19,18 @@ import (
 // view of the shared models and its counters. Everything but the status,
 // the snapshot and the counters is used from the scheduler goroutine only.
 type cameraPipe struct {
-	p    *Pipeline
-	idx  int
+	p   *Pipeline
+	idx int // its place in the pipeline's cameras (scheduler goroutine)
+	// name is spec.Name, never changed: other goroutines (health,
+	// metrics, the debug page) read it while a reload replaces spec.
+	name string
 	spec runconfig.CameraSpec
+	// removed: Apply removed the camera (scheduler goroutine only); what
+	// its fetcher still sends is ignored.
+	removed bool
+	// es is the engine spec of a camera Apply is adding, validated
+	// before the change and used to build its engine at the commit.
+	es alerts.EngineSpec
 	// src and rtsp change on an in-process restart (cameras.go); srcMu
 	// guards them for the metrics read at scrape time. owned: the pipeline
 	// opened the source from the config (and can open it again).
@@ -34,7 +43,11 @@ type cameraPipe struct {
 	// and done channel, whether a restart is under way (scheduler only),
 	// when the last began, how many there were, and whether the source
 	// failed (degraded until it is restarted).
-	gen           atomic.Uint64
+	gen atomic.Uint64
+	// addedNS is when Apply started the camera (0: it ran from the
+	// start): its stall and restart clocks count from then, not from
+	// the start of Run.
+	addedNS       atomic.Int64
 	stop          context.CancelFunc
 	stopped       chan struct{}
 	restarting    bool

@@ -13,18 +13,25 @@ import (
 
 // runState is what Run shares with the cameras' goroutines: their parent
 // context, the channel of their frames and errors, the results of source
-// restarts, and a wait group of every goroutine of every camera.
+// restarts, and a wait group of every goroutine of every camera; and the
+// scheduler's own state (its goroutine only): which cameras have a frame,
+// and how many have a source that did not end.
 type runState struct {
 	camCtx    context.Context
 	got       chan fetch
 	restarted chan restartResult
 	wg        sync.WaitGroup
+
+	sched scheduler
+	live  int
 }
 
 // fetch is one frame a camera's fetcher got, or its source's error; gen is
-// the fetcher's generation (a restart starts a new one).
+// the fetcher's generation (a restart starts a new one). The camera is a
+// pointer, not an index: cameras added or removed at run time move the
+// others' indexes while their notifications wait in the channel.
 type fetch struct {
-	cam   int
+	cam   *cameraPipe
 	gen   uint64
 	frame *camera.Frame
 	err   error
@@ -33,7 +40,7 @@ type fetch struct {
 // restartResult is a camera's new source after an in-process restart
 // (src nil: the same source again), or why none could be opened.
 type restartResult struct {
-	cam  int
+	cam  *cameraPipe
 	src  camera.Source
 	rtsp *camera.RTSPSource
 	err  error
@@ -81,14 +88,14 @@ func (c *cameraPipe) fetchLoop(ctx context.Context, src camera.Source, gen uint6
 		if err := src.Next(ctx, &s.frame); err != nil {
 			c.free <- s
 			select {
-			case got <- fetch{cam: c.idx, gen: gen, err: err}:
+			case got <- fetch{cam: c, gen: gen, err: err}:
 			case <-ctx.Done():
 			}
 			return
 		}
 		c.stage(s)
 		select {
-		case got <- fetch{cam: c.idx, gen: gen}:
+		case got <- fetch{cam: c, gen: gen}:
 		case <-ctx.Done():
 			return
 		}
@@ -113,7 +120,7 @@ func (p *Pipeline) superviseCameras(now time.Time, rs *runState) {
 		if c.ended || c.restarting {
 			continue
 		}
-		last := max(c.metrics.lastFrame.Load(), p.runStart.Load(), c.lastRestartNS.Load())
+		last := max(c.metrics.lastFrame.Load(), p.runStart.Load(), c.lastRestartNS.Load(), c.addedNS.Load())
 		dead := now.Sub(time.Unix(0, last))
 		if dead < after {
 			continue
@@ -130,7 +137,7 @@ func (p *Pipeline) superviseCameras(now time.Time, rs *runState) {
 		rs.wg.Go(func() {
 			stop()
 			<-stopped
-			r := restartResult{cam: idx}
+			r := restartResult{cam: c}
 			switch {
 			case owned:
 				r.src, r.rtsp, r.err = openSource(spec, log)
@@ -145,8 +152,11 @@ func (p *Pipeline) superviseCameras(now time.Time, rs *runState) {
 // restarted installs a restarted camera's source and starts it again.
 // Scheduler goroutine only.
 func (p *Pipeline) restarted(rs *runState, r restartResult) {
-	c := p.cams[r.cam]
+	c := r.cam
 	c.restarting = false
+	if c.removed {
+		return // removed while its source was being reopened
+	}
 	if r.err != nil {
 		p.log.Error("camera restart failed; trying again", "camera", c.spec.Name, "err", r.err, "retry_in", p.restartAfter())
 		return

@@ -79,7 +79,8 @@ func (p *Pipeline) Health() Health {
 		add("loop", "", false, true, "scheduler not running")
 	}
 	live, newest := 0, time.Duration(-1)
-	for _, c := range p.cams {
+	cams := p.cameras().list
+	for _, c := range cams {
 		ok, detail := c.framesHealth(now)
 		degraded := !ok || c.srcErr.Load()
 		if c.srcErr.Load() {
@@ -92,7 +93,7 @@ func (p *Pipeline) Health() Health {
 		if mok, mdetail := c.modelHealth(); !mok { // modelfault.go
 			degraded, detail = true, mdetail+"; "+detail
 		}
-		ch := CameraHealth{Name: c.spec.Name, State: "ok", Ready: p.ready.Load() && c.ready(), LastFrameAgeMS: -1,
+		ch := CameraHealth{Name: c.name, State: "ok", Ready: p.ready.Load() && c.ready(), LastFrameAgeMS: -1,
 			Restarts: c.restarts.Load(), Detail: detail}
 		if last := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()); last != 0 {
 			age := now.Sub(time.Unix(0, last))
@@ -103,15 +104,15 @@ func (p *Pipeline) Health() Health {
 		}
 		if degraded {
 			ch.State = "degraded"
-			h.Degraded = append(h.Degraded, "camera "+c.spec.Name)
+			h.Degraded = append(h.Degraded, "camera "+c.name)
 		}
 		if alive {
 			live++
 		}
 		h.Cameras = append(h.Cameras, ch)
-		add("camera", c.spec.Name, !degraded, false, detail)
+		add("camera", c.name, !degraded, false, detail)
 	}
-	framesDetail := strconv.Itoa(live) + " of " + strconv.Itoa(len(p.cams)) + " cameras with frames within their stall limit (alerts.events.camera_stall)"
+	framesDetail := strconv.Itoa(live) + " of " + strconv.Itoa(len(cams)) + " cameras with frames within their stall limit (alerts.events.camera_stall)"
 	if live == 0 && newest >= 0 {
 		framesDetail = fmt.Sprintf("no camera processed a frame for %s (limit %s, alerts.events.camera_stall)", newest.Round(time.Millisecond), limit)
 	} else if live == 0 {
@@ -148,7 +149,7 @@ func (p *Pipeline) Health() Health {
 // when no camera had a frame, or the scheduler did not go round, for it.
 func (p *Pipeline) stallLimit() time.Duration {
 	limit := time.Duration(0)
-	for _, c := range p.cams {
+	for _, c := range p.cameras().list {
 		limit = max(limit, c.stallLimit())
 	}
 	return limit
@@ -177,7 +178,7 @@ func (c *cameraPipe) framesHealth(now time.Time) (bool, string) {
 	stall := c.stallLimit()
 	// A frame the models could not assess still shows the camera alive
 	// (a model fault is reported on its own: modelHealth).
-	last, start := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()), p.runStart.Load()
+	last, start := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()), max(p.runStart.Load(), c.addedNS.Load())
 	age := now.Sub(time.Unix(0, max(last, start)))
 	ok := p.running.Load() && age <= stall
 	if last < start {

@@ -171,6 +171,9 @@ func (m *CameraMetrics) countEvent(ev *alerts.Event) {
 // own with the Go and process collectors. /metrics serves Registry.
 type Metrics struct {
 	Reloads atomic.Uint64 // successful SIGHUP reloads
+	// CamerasAdded and CamerasRemoved count cameras Apply started and
+	// stopped at run time.
+	CamerasAdded, CamerasRemoved atomic.Uint64
 
 	reg *prometheus.Registry
 
@@ -197,6 +200,14 @@ func (m *Metrics) AddCamera(name string) *CameraMetrics {
 	m.cams = append(m.cams, c)
 	m.mu.Unlock()
 	return c
+}
+
+// RemoveCamera drops a camera's counters (a camera removed at run time):
+// its series leave the next scrape.
+func (m *Metrics) RemoveCamera(c *CameraMetrics) {
+	m.mu.Lock()
+	m.cams = slices.DeleteFunc(slices.Clone(m.cams), func(x *CameraMetrics) bool { return x == c })
+	m.mu.Unlock()
 }
 
 // Cameras returns every camera's counters, in config order.
@@ -283,6 +294,8 @@ var (
 	descRestarts = prometheus.NewDesc("didoedge_camera_restarts_total",
 		"In-process restarts of the camera's source after pipeline.camera_restart without a frame.", camLabel, nil)
 	descReloads  = prometheus.NewDesc("didoedge_config_reloads_total", "Successful SIGHUP reloads of zones and thresholds.", nil, nil)
+	descAdded    = prometheus.NewDesc("didoedge_cameras_added_total", "Cameras started at run time (control API, SIGHUP).", nil, nil)
+	descRemoved  = prometheus.NewDesc("didoedge_cameras_removed_total", "Cameras stopped and removed at run time (control API, SIGHUP).", nil, nil)
 	descProvider = prometheus.NewDesc("didoedge_provider_info", "Execution provider in use per model (value 1).",
 		[]string{"model", "provider"}, nil)
 )
@@ -293,7 +306,7 @@ type metricsCollector Metrics
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFrames, descDropped, descInvalid, descErrors, descFPS, descUp, descStage, descLatency,
-		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts, descFaults} {
+		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts, descFaults, descAdded, descRemoved} {
 		ch <- d
 	}
 }
@@ -304,6 +317,8 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	counter(descReloads, m.Reloads.Load())
+	counter(descAdded, m.CamerasAdded.Load())
+	counter(descRemoved, m.CamerasRemoved.Load())
 	m.mu.Lock()
 	for model, provider := range m.providers {
 		ch <- prometheus.MustNewConstMetric(descProvider, prometheus.GaugeValue, 1, model, provider())

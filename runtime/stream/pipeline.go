@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -66,15 +67,19 @@ type FrameTiming struct {
 // goroutine, the scheduler, serves the cameras round-robin, each with the
 // newest frame it has; a camera without a frame is skipped, so a slow or
 // dead camera never holds the others back. Create it with New, drive it
-// with Run; Reload, Watch, View, Events and Metrics are safe to call from
-// other goroutines.
+// with Run; Reload, Apply (which also adds and removes cameras), Watch,
+// View, Events and Metrics are safe to call from other goroutines.
 type Pipeline struct {
 	cfg  *runconfig.Config
 	log  *slog.Logger
 	opts Options
 
+	// cams are the cameras in config order, owned by the scheduler
+	// goroutine (Run): Apply adds and removes cameras there, between two
+	// batches. Other goroutines read the immutable list that set holds
+	// (cameras()), replaced after every change.
 	cams    []*cameraPipe
-	byName  map[string]*cameraPipe
+	set     atomic.Pointer[camSet]
 	models  *Models // owns the sessions; cams[i].models are views of it
 	sink    *alertSink
 	metrics *Metrics
@@ -160,7 +165,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	// p is not the named result: "return nil, err" must not clear it before
 	// the deferred cleanup runs.
 	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: NewMetrics(), reloadReq: make(chan reloadRequest),
-		rl: lograte.New(log, 0), byName: map[string]*cameraPipe{}}
+		rl: lograte.New(log, 0)}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -174,14 +179,14 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
 	for i, cs := range specs {
-		c := &cameraPipe{p: p, idx: i, spec: cs, metrics: p.metrics.AddCamera(cs.Name), rl: p.rl}
+		c := &cameraPipe{p: p, idx: i, name: cs.Name, spec: cs, metrics: p.metrics.AddCamera(cs.Name), rl: p.rl}
 		if c.engine, err = p.sink.newEngine(engineSpecs[i], c.handleEvent); err != nil {
 			return nil, fmt.Errorf("%s: %w", cs.Key, err)
 		}
 		c.stallNS.Store(int64(cs.Alerts.Events.CameraStall))
 		p.cams = append(p.cams, c)
-		p.byName[cs.Name] = c
 	}
+	p.publishCameras()
 	models, err := OpenPipelineModels(ctx, cfg, len(specs), log)
 	if err != nil {
 		return nil, err
@@ -241,7 +246,7 @@ func (p *Pipeline) registerMetrics() {
 		func() float64 { return b2f(p.Health().OK) })
 	m.Gauge("didoedge_degraded", "1 while something a restart of the unit would not mend is down: a camera (didoedge_camera_degraded) or the outbox (didoedge_outbox_write_fault).",
 		func() float64 { return b2f(len(p.Health().Degraded) > 0) })
-	m.Gauge("didoedge_cameras", "Cameras configured.", func() float64 { return float64(len(p.cams)) })
+	m.Gauge("didoedge_cameras", "Cameras configured (added and removed at run time included).", func() float64 { return float64(len(p.cameras().list)) })
 	// The transports register their own: MQTT publisher, outbox, embedded
 	// broker (with its store), snapshot renderer.
 	m.Register(p.sink.svc.Collectors()...)
@@ -277,21 +282,20 @@ func (p *Pipeline) Providers() (depth, auxue string) {
 // external broker.
 func (p *Pipeline) BrokerAddr() string { return p.sink.brokerAddr() }
 
+// MQTT is the MQTT service (publisher, outbox, embedded broker): the
+// control set topics subscribe through it (mqttpub.Service.SubscribeControl).
+func (p *Pipeline) MQTT() *mqttpub.Service { return p.sink.svc }
+
 // Topics returns the MQTT topic builder.
 func (p *Pipeline) Topics() alerts.Topics { return p.cfg.AlertsConfig.Topics() }
 
 // Camera is the first camera's name (the only one of a single-camera
 // configuration).
-func (p *Pipeline) Camera() string { return p.cams[0].spec.Name }
+func (p *Pipeline) Camera() string { return p.cameras().list[0].name }
 
-// Cameras lists the camera names in config order.
-func (p *Pipeline) Cameras() []string {
-	names := make([]string, len(p.cams))
-	for i, c := range p.cams {
-		names[i] = c.spec.Name
-	}
-	return names
-}
+// Cameras lists the camera names in config order (as they are now:
+// Apply adds and removes cameras).
+func (p *Pipeline) Cameras() []string { return p.cameras().names() }
 
 // readyWindow is how recent a camera's last frame must be for /readyz.
 const readyWindow = 2 * time.Second
@@ -302,7 +306,7 @@ func (p *Pipeline) Ready() bool {
 	if !p.ready.Load() {
 		return false
 	}
-	for _, c := range p.cams {
+	for _, c := range p.cameras().list {
 		if !c.ready() {
 			return false
 		}
@@ -313,9 +317,10 @@ func (p *Pipeline) Ready() bool {
 // CameraReady reports, per camera in config order, whether it had a frame
 // assessed within the last 2 seconds.
 func (p *Pipeline) CameraReady() map[string]bool {
-	out := make(map[string]bool, len(p.cams))
-	for _, c := range p.cams {
-		out[c.spec.Name] = p.ready.Load() && c.ready()
+	cams := p.cameras().list
+	out := make(map[string]bool, len(cams))
+	for _, c := range cams {
+		out[c.name] = p.ready.Load() && c.ready()
 	}
 	return out
 }
@@ -346,7 +351,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	// taken when a newer one is staged is dropped (counted from the
 	// sequence gap). got carries notifications (a slot is ready) and the
 	// sources' errors.
-	rs := &runState{camCtx: camCtx, got: make(chan fetch, numSlots*len(p.cams)), restarted: make(chan restartResult, len(p.cams))}
+	rs := &runState{camCtx: camCtx, got: make(chan fetch, numSlots*len(p.cams)), restarted: make(chan restartResult, len(p.cams)),
+		sched: scheduler{ready: make([]bool, len(p.cams))}, live: len(p.cams)}
 	for _, c := range p.cams {
 		c.initSlots()
 		p.startCamera(rs, c)
@@ -364,21 +370,20 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	p.running.Store(true)
 	defer p.running.Store(false)
 	p.ready.Store(true)
-	s := scheduler{ready: make([]bool, len(p.cams))}
-	live := len(p.cams)
+	s := &rs.sched
 	handle := func(r fetch) {
-		c := p.cams[r.cam]
-		if r.gen != c.gen.Load() {
-			return // from a fetcher stopped by a restart
+		c := r.cam
+		if c.removed || r.gen != c.gen.Load() {
+			return // from a fetcher stopped by a restart or a removal
 		}
 		if r.err == nil {
-			s.ready[r.cam] = true
+			s.ready[c.idx] = true
 			return
 		}
 		if errors.Is(r.err, io.EOF) {
 			p.log.Info("camera source ended", "camera", c.spec.Name)
 			c.ended = true
-			live--
+			rs.live--
 			return
 		}
 		if ctx.Err() != nil {
@@ -393,7 +398,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	batch := make([]int, 0, p.batch)
 	for {
 		p.loopNS.Store(time.Now().UnixNano())
-		if live == 0 && s.next() < 0 {
+		if rs.live == 0 && s.next() < 0 {
 			return nil
 		}
 		// Control first: a tick or a reload waits for at most one batch.
@@ -406,7 +411,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			case now := <-tick.C:
 				p.tick(now, rs)
 			case req := <-p.reloadReq:
-				req.reply <- p.apply(req.cfg)
+				req.reply <- p.apply(req.cfg, rs)
 			case r := <-got:
 				handle(r)
 			case r := <-rs.restarted:
@@ -422,7 +427,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 			p.tick(now, rs)
 			continue
 		case req := <-p.reloadReq:
-			req.reply <- p.apply(req.cfg)
+			req.reply <- p.apply(req.cfg, rs)
 			continue
 		case r := <-got:
 			handle(r)
@@ -550,20 +555,27 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 }
 
 // Apply swaps in the zones, ignore masks, calibrations and event settings
-// of cfg on every camera at once, between two batches: the one entry
-// point of run-time changes (SIGHUP re-reads the file and calls it; a
-// control API can hand it an edited copy of Config()). It is all or
-// nothing: every camera's new engine state is built and validated first,
-// then the end events of every open episode (a reload starts the zones at
-// ok) are queued in one batch, and only when all of that worked does any
-// camera change: its engine, its stored spec (Config()), its debug page
-// zones, the recording metadata and the reload counter together. If
-// anything fails (a zone or calibration error, which names its file and
-// key; a camera no longer in cfg; an outbox that cannot queue the end
-// events: full, disk full), nothing changes anywhere, the log says why,
-// and the error is returned. Settings that need a restart (sources,
-// cameras added, models, transports) are not applied; a warning names
-// them. It blocks until the pipeline applied or refused cfg, or ctx ends.
+// of cfg on every camera at once, and starts the cameras cfg adds and
+// stops those it drops, between two batches: the one entry point of
+// run-time changes (SIGHUP re-reads the file and calls it; the control
+// API hands it an edited copy of Config()). It is all or nothing: every
+// camera's new engine state is built and validated first, and every
+// added camera's source, models view and engine spec too; then the end
+// events of every open episode (a reload starts the zones at ok; a
+// removed camera's episodes end) are queued in one batch, and only when
+// all of that worked does any camera change: its engine, its stored spec
+// (Config()), its debug page zones, the recording metadata and the reload
+// counter together; a removed camera's fetcher stops, its retained MQTT
+// states (and Home Assistant configs) are cleared, its metrics series
+// go; an added camera gets its engine, metrics, health entry, live view
+// channels and recorder camera, and its fetcher starts (camerachange.go).
+// If anything fails (a zone or calibration error, which names its file
+// and key; a source that cannot be opened; an outbox that cannot queue
+// the end events: full, disk full), nothing changes anywhere, the log
+// says why, and the error is returned. Settings that need a restart (a
+// running camera's source, models, transports) are not applied; a
+// warning names them. It blocks until the pipeline applied or refused
+// cfg, or ctx ends.
 func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
 	if cfg == nil {
 		return errors.New("apply: no configuration")
@@ -593,74 +605,6 @@ func (p *Pipeline) reloadFailed(err error) error {
 	return err
 }
 
-// apply runs Apply on the scheduler goroutine: prepare every camera, then
-// commit all (alerts.ApplyReloads), then the runtime's own copies.
-func (p *Pipeline) apply(cfg *runconfig.Config) error {
-	specs, err := cfg.CameraSpecs()
-	if err != nil {
-		return p.reloadFailed(err)
-	}
-	byName := map[string]runconfig.CameraSpec{}
-	for _, cs := range specs {
-		byName[cs.Name] = cs
-	}
-	now := time.Now()
-	next := make([]runconfig.CameraSpec, len(p.cams))
-	prepared := make([]*alerts.PreparedReload, len(p.cams))
-	var sources []string
-	for i, c := range p.cams {
-		cs, ok := byName[c.spec.Name]
-		if !ok {
-			return p.reloadFailed(fmt.Errorf("reload: camera %q is no longer in the config; adding or removing cameras needs a restart", c.spec.Name))
-		}
-		es, err := cs.EngineSpec()
-		if err != nil {
-			return p.reloadFailed(err)
-		}
-		if prepared[i], err = c.engine.PrepareReload(es, now); err != nil {
-			return p.reloadFailed(fmt.Errorf("%s: %w", c.spec.Key, err))
-		}
-		if cs.Source != c.spec.Source {
-			sources = append(sources, cs.Key)
-		}
-		// The source stays the running one; Key follows the new file.
-		next[i] = c.spec
-		next[i].Alerts, next[i].Key, next[i].ZoneKey = cs.Alerts, cs.Key, cs.ZoneKey
-	}
-	ident, err := p.rec.identity(cfg, calibrations(next)) // recording.go
-	if err != nil {
-		return p.reloadFailed(fmt.Errorf("record: the new calibration cannot be identified in the recording: %w", err))
-	}
-	if err := alerts.ApplyReloads(prepared); err != nil {
-		if errors.Is(err, alerts.ErrNotApplied) {
-			return p.reloadFailed(err)
-		}
-		// Every engine was reloaded; a sink could not take a state or
-		// the zone announcement.
-		p.rl.Warn("reload sinks", "reload applied; a sink failed on the new zones' states", "err", err)
-	}
-	for i, c := range p.cams {
-		c.spec = next[i]
-		c.stallNS.Store(int64(c.spec.Alerts.Events.CameraStall))
-		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
-		p.log.Info("reloaded zones and thresholds", "camera", c.spec.Name, "zones", len(c.engine.Zones()),
-			"calibration", c.spec.Alerts.Calibration, "episodes_ended", len(prepared[i].EndEvents()))
-	}
-	p.rec.setIdentity(ident) // recording.go: files name every camera's new calibration
-	p.applied.Store(cfg)
-	p.metrics.Reloads.Add(1)
-	if p.sink.restartOnly(cfg.AlertsConfig) {
-		p.log.Warn("reload: only zones, calibration and events are reloaded; vehicle, topic_prefix, mqtt, outbox, snapshots and homeassistant changes need a restart")
-	}
-	if len(sources) > 0 {
-		p.log.Warn("reload: camera source changes need a restart", "cameras", sources)
-	}
-	if len(specs) != len(p.cams) {
-		p.log.Warn("reload: added cameras need a restart")
-	}
-	return nil
-}
-
 // addEvent keeps an event record for the debug page.
 func (p *Pipeline) addEvent(rec EventRecord) {
 	p.eventsMu.Lock()
@@ -674,12 +618,12 @@ func (p *Pipeline) addEvent(rec EventRecord) {
 
 // ZoneStatus returns each zone's level, fused signals and episode of the
 // first camera after its last assessed frame (nil before the first).
-func (p *Pipeline) ZoneStatus() []alerts.ZoneStatus { return p.cams[0].zoneStatus() }
+func (p *Pipeline) ZoneStatus() []alerts.ZoneStatus { return p.cameras().list[0].zoneStatus() }
 
 // CameraZoneStatus is ZoneStatus of the named camera; nil for an unknown
 // camera.
 func (p *Pipeline) CameraZoneStatus(name string) []alerts.ZoneStatus {
-	c, ok := p.byName[name]
+	c, ok := p.cameras().byName[name]
 	if !ok {
 		return nil
 	}
@@ -725,8 +669,8 @@ func (p *Pipeline) closeModels() error {
 	if p.models == nil {
 		return nil
 	}
-	for i, c := range p.cams {
-		if i > 0 && c.models != nil {
+	for _, c := range p.cams {
+		if c.models != nil && c.models != p.models {
 			c.models.Close() // a view: releases nothing but its reference
 		}
 	}

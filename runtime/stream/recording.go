@@ -96,6 +96,31 @@ func newRecorderHook(cfg *runconfig.Config, specs []runconfig.CameraSpec, log *s
 	return h, nil
 }
 
+// addCamera makes a camera added at run time known: its own intrinsics
+// become its recorded calibration (as at start). Scheduler goroutine.
+func (h *recorderHook) addCamera(cs runconfig.CameraSpec) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if in := cs.Source.Intrinsics; in != nil && h.intr == nil {
+		h.cams[cs.Name] = *in
+	}
+}
+
+// removeCamera forgets a camera removed at run time (a camera added again
+// under its name sends its intrinsics again). Scheduler goroutine.
+func (h *recorderHook) removeCamera(name string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.cams, name)
+	delete(h.size, name)
+}
+
 // modelIdentity is the didoedge.models metadata of a run: sha256 of the
 // depth model, the AuxUE and every camera's calibration file.
 func modelIdentity(cfg *runconfig.Config, cams []record.CameraFile) (map[string]string, error) {

@@ -57,19 +57,19 @@ const watchWindow = 2 * time.Second
 // page's grid shows them all).
 func (p *Pipeline) Watch() {
 	now := time.Now().UnixNano()
-	for _, c := range p.cams {
+	for _, c := range p.cameras().list {
 		c.watchNS.Store(now)
 	}
 }
 
 // View calls fn with the first camera's latest snapshot under a read
 // lock; fn must not keep references to its slices.
-func (p *Pipeline) View(fn func(*Snapshot)) { p.cams[0].view(fn) }
+func (p *Pipeline) View(fn func(*Snapshot)) { p.cameras().list[0].view(fn) }
 
 // ViewCamera is View of the named camera; it reports false for an unknown
 // camera.
 func (p *Pipeline) ViewCamera(name string, fn func(*Snapshot)) bool {
-	c, ok := p.byName[name]
+	c, ok := p.cameras().byName[name]
 	if ok {
 		c.view(fn)
 	}

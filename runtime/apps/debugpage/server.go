@@ -64,6 +64,7 @@ type Server struct {
 	ln      net.Listener
 	done    chan struct{}
 	handler atomic.Pointer[http.Handler]
+	control atomic.Pointer[http.Handler] // the control API (AttachControl); nil: off
 	started time.Time
 	grace   time.Duration
 }
@@ -114,8 +115,44 @@ func Listen(ctx context.Context, addr string, grace time.Duration, log *slog.Log
 
 // Attach serves the pipeline's endpoints from now on.
 func (s *Server) Attach(p Pipeline) {
-	h := Handler(p)
+	page := Handler(p)
+	mux := http.NewServeMux()
+	mux.Handle("/", page)
+	mux.HandleFunc("POST /api/cameras", s.serveControl)
+	mux.HandleFunc("DELETE /api/cameras/{camera}", s.serveControl)
+	var h http.Handler = mux
 	s.handler.Store(&h)
+}
+
+// AttachControl lets the page add and remove cameras through the control
+// API (live.Control, which serves POST /api/cameras and DELETE
+// /api/cameras/{camera}, validates, applies and counts each change). Only
+// attach it where the control API itself may be used without a token:
+// the debug page has none (cmd/didoedge attaches it to a loopback
+// listener with live.control on).
+func (s *Server) AttachControl(ctl http.Handler) { s.control.Store(&ctl) }
+
+// serveControl forwards a camera change to the control API. A browser
+// page of another origin must not drive it on the user's behalf: a
+// request whose Origin is not this server is refused, and a POST must be
+// application/json (which another origin cannot send without a CORS
+// preflight, which this server does not grant).
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	ctl := s.control.Load()
+	if ctl == nil {
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]string{
+			"error": "the control API is off on this page: it needs live.listen with live.control on, and a loopback http.listen"})
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		writeJSONStatus(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf("origin %q is not this page's", o)})
+		return
+	}
+	if r.Method == http.MethodPost && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		writeJSONStatus(w, http.StatusUnsupportedMediaType, map[string]string{"error": "Content-Type: application/json required"})
+		return
+	}
+	(*ctl).ServeHTTP(w, r)
 }
 
 func (s *Server) startingHandler() http.Handler {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -14,8 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // Applier applies a configuration held in memory to the running cameras
@@ -51,6 +55,16 @@ func NewControl(p Applier, cfg *runconfig.Config, enabled bool, log *slog.Logger
 	return &Control{p: p, log: log, enabled: enabled, cfg: cfg}
 }
 
+// RegisterMetrics exports the changes applied and refused
+// (didoedge_live_changes_*) when no live server does (Server.RegisterMetrics
+// exports them otherwise): the MQTT set topics without the live view.
+func (c *Control) RegisterMetrics(m *stream.Metrics) {
+	m.CounterFunc("didoedge_live_changes_applied_total", "Control API, MQTT set topic and parameter changes applied.",
+		func() float64 { return float64(c.applied.Load()) })
+	m.CounterFunc("didoedge_live_changes_refused_total", "Control API, MQTT set topic and parameter changes refused (invalid, or control off).",
+		func() float64 { return float64(c.refused.Load()) })
+}
+
 // Config returns the configuration in force (do not modify it).
 func (c *Control) Config() *runconfig.Config {
 	c.mu.Lock()
@@ -83,7 +97,7 @@ func (c *Control) change(ctx context.Context, what, who string, edit func(cfg *r
 			c.log.Warn("live control: change refused", "change", what, "by", who, "err", err)
 		}
 	}()
-	if !c.enabled {
+	if !c.enabled && !viaMQTT(ctx) {
 		return refuse(http.StatusForbidden, "control is off (live.control: false, the default on a non-loopback live.listen)")
 	}
 	next := cloneConfig(c.cfg)
@@ -204,24 +218,14 @@ func cameraIndex(cfg *runconfig.Config, name string) (int, bool) {
 	return 0, false
 }
 
-// zonesKey is the config key that holds a camera's zones.
-func zonesKey(i int) []any {
-	if i < 0 {
-		return []any{"alerts"}
-	}
-	return []any{"cameras", i}
-}
-
 // SetZones replaces a camera's zones (zones, grid and ignore masks).
 func (c *Control) SetZones(ctx context.Context, camera string, zs ZoneSetJSON, persist bool, who string) error {
 	set := zs.zoneSet()
-	var idx int
 	edit := func(cfg *runconfig.Config) error {
 		i, ok := cameraIndex(cfg, camera)
 		if !ok {
 			return refuse(http.StatusNotFound, "no camera %q", camera)
 		}
-		idx = i
 		if p, ok := cfg.Profiles[cfg.Profile]; ok && p.Cameras[camera].HasZones() {
 			return refuse(http.StatusConflict, "camera %s: its zones come from profile %q (profiles.%s.cameras.%s); switch the profile off first",
 				camera, cfg.Profile, cfg.Profile, camera)
@@ -239,7 +243,12 @@ func (c *Control) SetZones(ctx context.Context, camera string, zs ZoneSetJSON, p
 	var pf func(*yamlDoc) error
 	if persist {
 		pf = func(d *yamlDoc) error {
-			base := zonesKey(idx)
+			// The camera's place in the file, by name: cameras added or
+			// removed in memory only move the indexes.
+			base, err := d.cameraPath(camera)
+			if err != nil {
+				return err
+			}
 			for _, kv := range []struct {
 				key string
 				v   any
@@ -253,6 +262,81 @@ func (c *Control) SetZones(ctx context.Context, camera string, zs ZoneSetJSON, p
 		}
 	}
 	return c.change(ctx, "zones of camera "+camera, who, edit, pf)
+}
+
+// AddCamera adds a camera at run time from its cameras item (JSON, or
+// YAML: the keys of a cameras: item of the file, unknown ones refused):
+// validated as the file's loader validates it, then started by the
+// pipeline through the same all-or-nothing path as every change. With
+// persist the item (as sent) is appended to the file's cameras list (a
+// single camera file becomes a list first).
+func (c *Control) AddCamera(ctx context.Context, body []byte, persist bool, who string) error {
+	e, err := runconfig.ParseCameraEntry(body)
+	if err != nil {
+		c.refused.Add(1)
+		c.log.Warn("live control: change refused", "change", "add camera", "by", who, "err", err)
+		return refuse(http.StatusBadRequest, "camera: %w", err)
+	}
+	edit := func(cfg *runconfig.Config) error {
+		if err := cfg.AddCamera(e); err != nil {
+			if errors.Is(err, runconfig.ErrCameraExists) {
+				return refuse(http.StatusConflict, "%w", err)
+			}
+			return refuse(http.StatusUnprocessableEntity, "%w", err)
+		}
+		return nil
+	}
+	var pf func(*yamlDoc) error
+	if persist {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(body, &doc); err != nil || len(doc.Content) == 0 {
+			return refuse(http.StatusBadRequest, "camera: %v", err)
+		}
+		item := doc.Content[0]
+		blockStyle(item)
+		pf = func(d *yamlDoc) error { return d.addCamera(item) }
+	}
+	return c.change(ctx, "add camera "+e.Name, who, edit, pf)
+}
+
+// RemoveCamera removes a camera at run time: its open episodes end
+// (end events queued with every other change's, all or nothing), its
+// retained MQTT states and Home Assistant configs are cleared, its
+// metrics series go. Its threshold overrides and profile entries go with
+// it; with persist also from the file.
+func (c *Control) RemoveCamera(ctx context.Context, camera string, persist bool, who string) error {
+	edit := func(cfg *runconfig.Config) error {
+		if _, err := cfg.RemoveCamera(camera); err != nil {
+			switch {
+			case errors.Is(err, runconfig.ErrNoCamera):
+				return refuse(http.StatusNotFound, "%w", err)
+			case errors.Is(err, runconfig.ErrLastCamera):
+				return refuse(http.StatusConflict, "%w", err)
+			}
+			return refuse(http.StatusUnprocessableEntity, "%w", err)
+		}
+		return nil
+	}
+	var pf func(*yamlDoc) error
+	if persist {
+		pf = func(d *yamlDoc) error {
+			if err := d.removeCamera(camera); err != nil {
+				return err
+			}
+			if err := d.set([]any{"thresholds", camera}, nil, false); err != nil {
+				return err
+			}
+			if ps := d.get("profiles"); ps != nil && ps.Kind == yaml.MappingNode {
+				for k := 0; k+1 < len(ps.Content); k += 2 {
+					if err := d.set([]any{"profiles", ps.Content[k].Value, "cameras", camera}, nil, false); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+	}
+	return c.change(ctx, "remove camera "+camera, who, edit, pf)
 }
 
 // Profiles returns the active profile and the names of all.
@@ -289,6 +373,17 @@ func (c *Control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, cams)
+	})
+	mux.HandleFunc("POST /api/cameras", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "request body: "+err.Error())
+			return
+		}
+		c.reply(w, c.AddCamera(r.Context(), body, persist, who))
+	})
+	mux.HandleFunc("DELETE /api/cameras/{camera}", func(w http.ResponseWriter, r *http.Request) {
+		c.reply(w, c.RemoveCamera(r.Context(), r.PathValue("camera"), persist, who))
 	})
 	mux.HandleFunc("GET /api/cameras/{camera}/zones", func(w http.ResponseWriter, r *http.Request) {
 		cams, _ := c.Cameras()

@@ -366,6 +366,13 @@ func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveWS)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		// A browser page of another site must not change the vehicle on
+		// the user's behalf (a loopback listener without a token): the
+		// same origins as the WebSocket.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.originAllowed(r) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("live: origin %q may not change the configuration (without a token only Foxglove and pages of this machine may)", r.Header.Get("Origin")))
+			return
+		}
 		ctl := s.control()
 		if ctl == nil {
 			httpError(w, http.StatusServiceUnavailable, "the control API is not attached (starting, or no pipeline)")
