@@ -24,6 +24,7 @@ done
 
 # CPU builds: npm's onnxruntime-node (Microsoft's), x64 and arm64.
 ORT_VERSION=1.29.0
+VERSITYGW_VERSION=v1.8.0
 ORT_TGZ_SHA256=cfdfb45ec4044b1fdca43e5d2e180fb6817e649ff8ad1e0dfc90e18e51b67037
 ORT_X64_SHA256=89688f5cf51c7e31befbb7b9101bc027799009b18d1baa9a5b1146a72e69538d
 ORT_ARM64_SHA256=a27d21126db312aa8f02f3d5eaebe466e991f51f469882e6d0407d5a8b64afda
@@ -120,6 +121,16 @@ fi
 # Foxglove's MCAP reader (@mcap/core 2.2.2, @mcap/support, @foxglove/schemas), the independent
 # reader of the recording tests (internal/mcapcheck): exactly the lock file's versions.
 if [ "$mode" = test ]; then
+  # The S3-compatible server the object-storage tests start (Versity
+  # Gateway, Apache-2.0, posix backend), built from the Go module proxy:
+  # about 3 minutes on 2 cores the first time (internal/objstore/s3test).
+  vgw=third_party/versitygw/$VERSITYGW_VERSION
+  if [ ! -x "$vgw/versitygw" ] || [ "$(cat "$vgw/VERSION" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
+    echo "deps: building Versity Gateway $VERSITYGW_VERSION (go install, a few minutes)"
+    mkdir -p "$vgw"
+    GOBIN="$PWD/$vgw" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+    echo "$VERSITYGW_VERSION" > "$vgw/VERSION"
+  fi
   mc=internal/mcapcheck/testdata/node
   if ! cmp -s "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"; then
     echo "deps: installing the MCAP test reader (npm ci in $mc)"

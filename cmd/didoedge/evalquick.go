@@ -5,7 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
+	iofs "io/fs"
 	"path/filepath"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 // `eval-quick shard` and `eval-quick merge` split it.
 func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "merge" {
-		return runEvalQuickMerge(env, args[1:])
+		return runEvalQuickMerge(ctx, env, args[1:])
 	}
 	shard := len(args) > 0 && args[0] == "shard"
 	name := "eval-quick"
@@ -43,7 +44,8 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	index := fs.Int("index", -1, "shard: index (default: $"+envShardIndex+", else 0)")
 	count := fs.Int("count", 0, "shard: number of shards (default: $"+envShardCount+", else 1)")
-	out := fs.String("out", "", "shard: statistics file to write (JSON); "+calibrate.IndexPlaceholder+" is replaced by the index")
+	out := fs.String("out", "", "shard: statistics file to write (JSON, a path or s3:// URL); "+calibrate.IndexPlaceholder+" is replaced by the index")
+	report := fs.String("report", "", "also write what is printed to this file or s3:// object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,12 +59,23 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	cfg := offline.QuickConfig{Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Indoor: *indoor,
 		Models: *models, DepthModel: *depth, DepthSpec: specBeside(*depth, *depthSpec), AuxUEModel: *aux, AuxUESpec: specBeside(*aux, *auxSpec),
 		Inference: inf, Split: *split, MaxFrames: *maxFrames, MaxIndoor: *maxIndoor, Log: env.log}
+	for _, f := range []struct {
+		flag, loc string
+		fsys      *iofs.FS
+	}{{"--data", *data, &cfg.DataFS}, {"--indoor", *indoor, &cfg.IndoorFS}, {"--kitti-depth", *kittiDepth, &cfg.KITTIDepthFS}} {
+		if f.loc == "" {
+			continue
+		}
+		if *f.fsys, err = env.store().DirFS(ctx, f.loc); err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.loc, err)
+		}
+	}
 	if !shard {
 		res, err := offline.QuickEval(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		return res.Write(env.stdout, *asJSON)
+		return printReport(ctx, env, *report, func(w io.Writer) error { return res.Write(w, *asJSON) })
 	}
 	if *out == "" {
 		return fmt.Errorf("eval-quick shard: --out FILE is required")
@@ -75,8 +88,12 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	path := calibrate.SummaryPath(*out, *index)
-	if err := writeFileAtomic(path, st.Write); err != nil {
-		return err
+	var buf bytes.Buffer
+	if err := st.Write(&buf); err != nil {
+		return fmt.Errorf("eval-quick shard %s: %w", path, err)
+	}
+	if err := env.store().WriteFile(ctx, path, buf.Bytes()); err != nil {
+		return fmt.Errorf("eval-quick shard: %w", err)
 	}
 	fmt.Fprintf(env.stdout, "eval-quick shard %d of %d: %d outdoor and %d indoor frames of %d; wrote %s\n",
 		*index, *count, st.Frames, st.Indoor, st.Listing.Frames, path)
@@ -84,26 +101,26 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // runEvalQuickMerge prints the merged figures of eval-quick shards.
-func runEvalQuickMerge(env *cliEnv, args []string) error {
+func runEvalQuickMerge(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "eval-quick merge")
+	report := fs.String("report", "", "also write the merged figures (JSON) to this file or s3:// object")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("usage: didoedge eval-quick merge SUMMARY|DIR...")
+		return fmt.Errorf("usage: didoedge eval-quick merge [--report FILE] SUMMARY|DIR...")
 	}
-	files, err := expandJSON(fs.Args())
+	files, err := env.store().Expand(ctx, fs.Args(), ".json")
 	if err != nil {
-		return err
+		return fmt.Errorf("eval-quick merge: %w", err)
 	}
 	var stats []*offline.QuickStats
 	for _, f := range files {
-		r, err := os.Open(f)
+		data, err := env.store().ReadFile(ctx, f)
 		if err != nil {
-			return err
+			return fmt.Errorf("eval-quick merge: %w", err)
 		}
-		s, err := offline.ReadQuickStats(r, f)
-		r.Close()
+		s, err := offline.ReadQuickStats(bytes.NewReader(data), f)
 		if err != nil {
 			return err
 		}
@@ -113,8 +130,6 @@ func runEvalQuickMerge(env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(env.stdout)
-	enc.SetIndent("", "  ")
 	var buf bytes.Buffer
 	if err := m.QuickResult.Write(&buf, true); err != nil {
 		return err
@@ -125,7 +140,27 @@ func runEvalQuickMerge(env *cliEnv, args []string) error {
 	}
 	fields["auc_tie_bound"] = m.AUCBound
 	fields["shards"] = m.Shards
-	return enc.Encode(fields)
+	return printReport(ctx, env, *report, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(fields)
+	})
+}
+
+// printReport prints what write writes and, when report names a file or
+// an s3:// object, writes the same there.
+func printReport(ctx context.Context, env *cliEnv, report string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	if report != "" {
+		if err := env.store().WriteFile(ctx, report, buf.Bytes()); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+	}
+	_, err := env.stdout.Write(buf.Bytes())
+	return err
 }
 
 // specBeside is spec, or the model's path with .yaml when spec is empty
