@@ -319,6 +319,7 @@ func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, pr
 			return nil, fmt.Errorf("train auxue: %w", err)
 		}
 		t1 := time.Now()
+		models.FrameFocal(s.Intrinsics.Fx, s.Width)
 		dp, err := models.RunDepth(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			c.Close()

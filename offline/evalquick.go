@@ -196,6 +196,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if err != nil {
 			return res, err
 		}
+		models.FrameFocal(s.Intrinsics.Fx, s.Width)
 		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)
@@ -344,6 +345,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if err != nil {
 			return res, err
 		}
+		models.FrameFocal(s.Intrinsics.Fx, s.Width)
 		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.Name, err)

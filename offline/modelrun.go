@@ -22,6 +22,7 @@ import (
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
 
+	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -49,7 +50,11 @@ type ImageRunConfig struct {
 	// The depth model and its AuxUE with their IO specs.
 	Depth, DepthSpec, AuxUE, AuxUESpec string
 	Inference                          infer.Config
-	Log                                *slog.Logger
+	// Intrinsics of the camera that took the images (nil: unknown); they
+	// scale to each image's size, and a depth model with canonical_focal
+	// needs them.
+	Intrinsics *intrinsics.Intrinsics
+	Log        *slog.Logger
 }
 
 // MapStats summarizes one map over its valid pixels.
@@ -79,20 +84,31 @@ type ImageSummary struct {
 	Depth         MapStats          `json:"depth"`
 	Scale         MapStats          `json:"scale"`
 	Epistemic     MapStats          `json:"epistemic"`
+	// Intrinsics are the camera's, scaled to this image (nil: none given).
+	Intrinsics *intrinsics.Intrinsics `json:"intrinsics,omitempty"`
+	// FocalFactor is what a canonical-camera depth output was multiplied
+	// by (f_input / canonical_focal); 0 when the output does not need it.
+	FocalFactor float64 `json:"focal_factor,omitempty"`
 }
 
 // ImageRunSummary is summary.json.
 type ImageRunSummary struct {
-	DepthModel  string            `json:"depth_model"`
-	DepthSHA256 string            `json:"depth_sha256"`
-	AuxUEModel  string            `json:"auxue_model"`
-	AuxUESHA256 string            `json:"auxue_sha256"`
-	Provider    string            `json:"provider"`
-	Input       string            `json:"model_input"`
-	Resize      string            `json:"resize"`
-	Relative    bool              `json:"relative"`
-	Encoding    map[string]string `json:"encoding"`
-	Images      []ImageSummary    `json:"images"`
+	DepthModel  string `json:"depth_model"`
+	DepthSHA256 string `json:"depth_sha256"`
+	AuxUEModel  string `json:"auxue_model"`
+	AuxUESHA256 string `json:"auxue_sha256"`
+	Provider    string `json:"provider"`
+	Input       string `json:"model_input"`
+	Resize      string `json:"resize"`
+	Relative    bool   `json:"relative"`
+	// Depth is the depth output read and its meaning, as the spec says
+	// (or the finest map, when the spec names none).
+	DepthOutput string                 `json:"depth_output"`
+	Meaning     string                 `json:"depth_meaning"`
+	InputType   string                 `json:"input_type"`
+	Intrinsics  *intrinsics.Intrinsics `json:"intrinsics,omitempty"`
+	Encoding    map[string]string      `json:"encoding"`
+	Images      []ImageSummary         `json:"images"`
 }
 
 // ListImages expands a directory or a glob into image files, sorted.
@@ -181,7 +197,13 @@ func RunImages(ctx context.Context, cfg ImageRunConfig) (*ImageRunSummary, error
 	rel := models.Relative()
 	sum := &ImageRunSummary{DepthModel: cfg.Depth, DepthSHA256: ds.SHA256(), AuxUEModel: cfg.AuxUE, AuxUESHA256: as.SHA256(),
 		Provider: ds.Provider(), Input: fmt.Sprintf("%dx%d", iw, ih), Resize: ds.Spec().ResizeMode(), Relative: rel,
-		Encoding: map[string]string{"depth": EncodingDepth, "scale": EncodingScale, "epistemic": EncodingEpistemic}}
+		Encoding:    map[string]string{"depth": EncodingDepth, "scale": EncodingScale, "epistemic": EncodingEpistemic},
+		DepthOutput: ds.Spec().Depth.Name, Meaning: ds.Spec().Depth.Meaning, InputType: ds.InputType(0), Intrinsics: cfg.Intrinsics}
+	if in := cfg.Intrinsics; in != nil {
+		if err := models.SetFocal(in.Fx, in.Width); err != nil {
+			return nil, fmt.Errorf("model run: %w", err)
+		}
+	}
 	if rel {
 		sum.Encoding["depth"], sum.Encoding["scale"] = EncodingRelativeDepth, EncodingRelativeScale
 	}
@@ -204,6 +226,13 @@ func RunImages(ctx context.Context, cfg ImageRunConfig) (*ImageRunSummary, error
 		}
 		seen[base] = true
 		is := ImageSummary{Image: p, Width: w, Height: h, Size: fmt.Sprintf("%dx%d", w, h), Files: map[string]string{}}
+		if in := cfg.Intrinsics; in != nil {
+			sc := in.Scaled(w, h)
+			is.Intrinsics = &sc
+		}
+		if models.NeedsFocal() {
+			is.FocalFactor = models.FocalFactor()
+		}
 		depthValid := func(v float32) bool { return v > 0 && v-v == 0 }
 		if rel {
 			depthValid = func(v float32) bool { return v-v == 0 }
@@ -435,7 +464,22 @@ func (s *ImageRunSummary) Write(w io.Writer, out string) {
 	if s.Relative {
 		kind = "relative (depth: relative inverse depth; scale: b/depth)"
 	}
-	fmt.Fprintf(w, "%d images through %s (input %s, %s, %s) and %s on %s\n", len(s.Images), s.DepthModel, s.Input, s.Resize, kind, s.AuxUEModel, s.Provider)
+	fmt.Fprintf(w, "%d images through %s (input %s %s, %s, depth output %q read as %s: %s) and %s on %s\n", len(s.Images), s.DepthModel, s.Input, s.InputType, s.Resize,
+		s.DepthOutput, s.Meaning, kind, s.AuxUEModel, s.Provider)
+	if s.Intrinsics != nil {
+		fmt.Fprintf(w, "camera intrinsics %s; scaled to each image: fx' = fx W/W_calib, cx' = (cx + 0.5) W/W_calib - 0.5 (likewise y)\n", s.Intrinsics)
+		for _, is := range s.Images {
+			if is.Intrinsics != nil {
+				fmt.Fprintf(w, "  %-28s %s", filepath.Base(is.Image), is.Intrinsics)
+				if is.FocalFactor > 0 {
+					fmt.Fprintf(w, "  canonical-camera depth x %.6g", is.FocalFactor)
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	} else {
+		fmt.Fprintln(w, "camera intrinsics: none given (--intrinsics fx,fy,cx,cy[,width,height] or --intrinsics-file)")
+	}
 	fmt.Fprintf(w, "%-28s %-11s %10s %10s %10s %10s\n", "image", "size", "depth p50", "b p50", "K/S mean", "K/S p95")
 	for _, is := range s.Images {
 		fmt.Fprintf(w, "%-28s %-11s %10.4g %10.4g %10.4g %10.4g\n", filepath.Base(is.Image), is.Size, is.Depth.P50, is.Scale.P50, is.Epistemic.Mean, is.Epistemic.P95)

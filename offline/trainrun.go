@@ -87,7 +87,7 @@ func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
 		r.ExportWidth = 640
 	}
 	if h := cfg.Net.Height; h != 0 && h != 192 && !r.Untrained && r.FromCheckpoint == "" {
-		return DepthSummary{}, fmt.Errorf("height %d: training renders 192-row frames; use --untrained (or --from-checkpoint of a %d-row network)", h, h)
+		return DepthSummary{}, fmt.Errorf("network height %d: training renders 192-row frames; export it untrained or from a checkpoint of that height", h)
 	}
 	start := time.Now()
 	var net *depthnet.Net

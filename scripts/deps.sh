@@ -119,8 +119,17 @@ if [ "$gpu" = 1 ] && ! gpu_ok; then
   gpu_ok || { echo "deps: GPU build sha256 mismatch in $gdest" >&2; exit 1; }
 fi
 # Foxglove's MCAP reader (@mcap/core 2.2.2, @mcap/support, @foxglove/schemas), the independent
-# reader of the recording tests (internal/mcapcheck): exactly the lock file's versions.
+# reader of the recording tests (internal/mcapcheck), and Foxglove's WebSocket client
+# (@foxglove/ws-protocol 0.8.0, @foxglove/schemas), the live view's (runtime/apps/live):
+# exactly the lock files' versions.
 if [ "$mode" = test ]; then
+  for mc in internal/mcapcheck/testdata/node runtime/apps/live/testdata/node; do
+    if ! cmp -s "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"; then
+      echo "deps: installing a Node test peer (npm ci in $mc)"
+      (cd "$mc" && npm ci --ignore-scripts --no-audit --no-fund --silent)
+      cp "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"
+    fi
+  done
   # The S3-compatible server the object-storage tests start (Versity
   # Gateway, Apache-2.0, posix backend), built from the Go module proxy:
   # about 3 minutes on 2 cores the first time (internal/objstore/s3test).
@@ -130,12 +139,6 @@ if [ "$mode" = test ]; then
     mkdir -p "$vgw"
     GOBIN="$PWD/$vgw" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
     echo "$VERSITYGW_VERSION" > "$vgw/VERSION"
-  fi
-  mc=internal/mcapcheck/testdata/node
-  if ! cmp -s "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"; then
-    echo "deps: installing the MCAP test reader (npm ci in $mc)"
-    (cd "$mc" && npm ci --ignore-scripts --no-audit --no-fund --silent)
-    cp "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"
   fi
 fi
 if [ "$gpu" = 1 ]; then

@@ -224,6 +224,7 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
+		models.FrameFocal(smp.Intrinsics.Fx, smp.Width)
 		maps, err := models.Infer(ctx, smp.RGB, smp.Width, smp.Height)
 		if errors.Is(err, infer.ErrInvalidOutput) {
 			o.Log.Warn("skipping frame with non-finite model outputs", "frame", smp.Name)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -29,6 +30,8 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	recDir := fs.String("record", "", "record MCAP files (Foxglove; didoedge replay) into this directory")
 	recMode := fs.String("record-mode", record.ModeEvent, "with --record: event (a clip per episode) or continuous")
 	recFormat := fs.String("record-format", "jpeg", "with --record: jpeg, or png (lossless: replays reproduce the events exactly)")
+	foxglove := fs.String("foxglove", "", "serve the live view (Foxglove WebSocket, control API) on this address, e.g. 127.0.0.1:8765")
+	foxgloveToken := fs.String("foxglove-token-file", "", "with --foxglove on a non-loopback address: file holding the clients' token")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -88,6 +91,12 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) error {
 	if *recDir != "" {
 		if cfg.Record, err = demo.RecordConfig(*recMode, *recDir, *recFormat, spec.Input.Width, spec.Input.Height, *seed); err != nil {
 			return fmt.Errorf("demo --record: %w", err)
+		}
+	}
+	if *foxglove != "" {
+		cfg.Live = runconfig.LiveConfig{Listen: *foxglove, TokenFile: *foxgloveToken}
+		if err := cfg.Live.Finish("--foxglove"); err != nil {
+			return err
 		}
 	}
 	// The console's printers stop before the command returns.

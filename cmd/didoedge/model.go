@@ -8,17 +8,18 @@ import (
 	"os"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/cross/smoke"
 	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 const modelUsage = `usage:
-  didoedge model inspect FILE
+  didoedge model inspect FILE [--probe [--spec FILE] [--image FILE | --seed N] [--size HxW] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]]
   didoedge model expose FILE --tensor NAME --out FILE2
   didoedge model batch FILE --out FILE2
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
-  didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --providers cpu --config FILE --library FILE]
+  didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE --providers cpu --config FILE --library FILE]
   didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --depth-spec FILE --config FILE --library FILE]
   didoedge model compare DIR1 DIR2 [--tol 1e-3]`
 
@@ -30,7 +31,7 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	switch args[0] {
 	case "inspect":
-		return runModelInspect(env, args[1:])
+		return runModelInspect(ctx, env, args[1:])
 	case "expose":
 		return runModelExpose(env, args[1:])
 	case "batch":
@@ -49,8 +50,16 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 	return fmt.Errorf("unknown subcommand %q (want inspect, expose, batch, export-test, run or compare)", args[0])
 }
 
-func runModelInspect(env *cliEnv, args []string) error {
+func runModelInspect(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "model inspect")
+	probe := fs.Bool("probe", false, "run the depth model on a frame and describe its output (range, sign, resolution, bottom-to-top trend), propose the spec lines and check --spec against them")
+	spec := fs.String("spec", "", "with --probe: the model's IO spec to check (default: guess the input, read the finest output raw)")
+	image := fs.String("image", "", "with --probe: run on this PNG/JPEG (default: a simulated road frame whose depth is known)")
+	seed := fs.Int64("seed", 1, "with --probe: seed of the simulated frame")
+	size := fs.String("size", "", "with --probe and no --spec: HxW of an input with dynamic sides (default 192x640)")
+	providers := fs.String("providers", "cpu", "with --probe: execution providers in order")
+	intr := fs.String("intrinsics", "", "with --probe: the camera's fx,fy,cx,cy[,width,height] (a canonical_focal model's metres)")
+	intrFile := fs.String("intrinsics-file", "", "with --probe: the camera's intrinsics from a KITTI calibration or a ROS CameraInfo YAML")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -62,7 +71,27 @@ func runModelInspect(env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	return s.Write(env.stdout)
+	if err := s.Write(env.stdout); err != nil || !*probe {
+		return err
+	}
+	cfg := offline.ProbeConfig{Model: pos[0], Spec: *spec, Image: *image, SimSeed: *seed, Log: env.log}
+	if *size != "" {
+		if cfg.Height, cfg.Width, err = parseSize(*size); err != nil {
+			return fmt.Errorf("flag -size: %w", err)
+		}
+	}
+	if cfg.Intrinsics, err = intrinsicsFlags(*intr, *intrFile); err != nil {
+		return err
+	}
+	if cfg.Inference, err = providerConfig(*providers, ""); err != nil {
+		return fmt.Errorf("flag -providers: %w", err)
+	}
+	fmt.Fprintln(env.stdout, "\nprobe:")
+	rep, err := offline.Probe(ctx, cfg)
+	if rep != nil {
+		rep.Write(env.stdout)
+	}
+	return err
 }
 
 func runModelExpose(env *cliEnv, args []string) error {
@@ -124,6 +153,28 @@ func runModelBatch(env *cliEnv, args []string) error {
 	env.log.Info("batch dimension made dynamic", "model", pos[0], "out", *out,
 		"declarations", edit.Declarations, "broadcast_constants", len(edit.Broadcasts))
 	return nil
+}
+
+// intrinsicsFlags reads --intrinsics or --intrinsics-file (exclusive);
+// nil when neither is given.
+func intrinsicsFlags(list, file string) (*intrinsics.Intrinsics, error) {
+	switch {
+	case list != "" && file != "":
+		return nil, errors.New("--intrinsics and --intrinsics-file are exclusive")
+	case list != "":
+		in, err := intrinsics.ParseList(list)
+		if err != nil {
+			return nil, fmt.Errorf("flag -intrinsics: %w", err)
+		}
+		return &in, nil
+	case file != "":
+		in, err := intrinsics.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("flag -intrinsics-file: %w", err)
+		}
+		return &in, nil
+	}
+	return nil, nil
 }
 
 // parseInterleaved parses flags that may come before or after positional
@@ -189,7 +240,13 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 	depthSpec := fs.String("depth-spec", "", "IO spec YAML of the depth model (e.g. models/depth.yaml); sets the frame size")
 	config := fs.String("config", "", "YAML config whose inference section selects library and providers (default: CPU)")
 	library := fs.String("library", "", "ONNX Runtime library (overrides the config's library key)")
+	intr := fs.String("intrinsics", "", "with --images: the camera's fx,fy,cx,cy[,width,height] in pixels (of images width x height; scaled to each image)")
+	intrFile := fs.String("intrinsics-file", "", "with --images: the camera's intrinsics from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
 	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	in, err := intrinsicsFlags(*intr, *intrFile)
 	if err != nil {
 		return err
 	}
@@ -213,7 +270,7 @@ func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 		sum, err := offline.RunImages(ctx, offline.ImageRunConfig{Images: *images, Out: *out, Depth: *depth,
-			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Log: env.log})
+			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Intrinsics: in, Log: env.log})
 		if err != nil {
 			return err
 		}

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/record"
@@ -14,7 +11,7 @@ import (
 // runRecord dispatches the recording subcommands.
 func runRecord(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
-		return errors.New("usage: didoedge record export FILE --kitti DIR [--camera ID] [--every N] [--drive NAME] [--intrinsics fx,fy,cx,cy]")
+		return errors.New("usage: didoedge record export FILE --kitti DIR [--camera ID] [--every N] [--drive NAME] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]")
 	}
 	return runRecordExport(ctx, env, args[1:])
 }
@@ -28,7 +25,8 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	every := fs.Int("every", 1, "keep one frame in N")
 	drive := fs.String("drive", "", "drive name (default: the file name)")
 	split := fs.String("split", "val", "split of the frames (calibrate reads val)")
-	intr := fs.String("intrinsics", "", "fx,fy,cx,cy when the recording has no camera_calibration channel")
+	intr := fs.String("intrinsics", "", "fx,fy,cx,cy[,width,height] when the recording has no camera_calibration channel")
+	intrFile := fs.String("intrinsics-file", "", "the same from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
 	// FILE may come before or after the flags.
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -39,20 +37,14 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	file := pos[0]
 	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split}
-	if *intr != "" {
-		parts := strings.Split(*intr, ",")
-		var v [4]float64
-		if len(parts) != 4 {
-			return fmt.Errorf("--intrinsics %q: want fx,fy,cx,cy", *intr)
-		}
-		for i, p := range parts {
-			x, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-			if err != nil {
-				return fmt.Errorf("--intrinsics %q: %w", *intr, err)
-			}
-			v[i] = x
-		}
-		o.Intrinsics = &record.Intrinsics{Fx: v[0], Fy: v[1], Cx: v[2], Cy: v[3]}
+	in, err := intrinsicsFlags(*intr, *intrFile)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		// Of frames width x height when given: export scales them to the
+		// recording's frames.
+		o.Intrinsics = &record.Intrinsics{Fx: in.Fx, Fy: in.Fy, Cx: in.Cx, Cy: in.Cy, Width: in.Width, Height: in.Height}
 	}
 	res, err := export.KITTI(ctx, file, o)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/apps/debugpage"
+	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
@@ -66,6 +67,15 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 		}
 		defer srv.Close()
 	}
+	var lv *live.Server
+	if cfg.Live.Enabled() {
+		var err error
+		if lv, err = live.Listen(ctx, cfg.Live, live.Options{Logger: env.log, Intrinsics: cfg.Record.Intrinsics}); err != nil {
+			return err
+		}
+		defer lv.Close()
+		opts.Tap = lv
+	}
 	p, err := stream.New(ctx, cfg, opts)
 	if err != nil {
 		return err
@@ -74,6 +84,14 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	if srv != nil {
 		srv.Attach(p)
 		httpAddr = srv.Addr()
+	}
+	reload := p.Reload
+	if lv != nil {
+		ctl := live.NewControl(p, cfg, cfg.Live.ControlEnabled(), env.log)
+		lv.Attach(p.Cameras(), ctl)
+		lv.RegisterMetrics(p.Metrics())
+		reload = ctl.ReloadFile // SIGHUP replaces the in-memory changes too
+		env.log.Info("live view (Foxglove WebSocket)", "url", "ws://"+lv.Addr()+"/", "control", cfg.Live.ControlEnabled())
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -86,7 +104,7 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 			case <-hup:
 				env.log.Info("SIGHUP: reloading zones and thresholds", "config", cfg.Path)
 				// A failed reload is logged once, by the pipeline.
-				p.Reload(ctx)
+				reload(ctx)
 			}
 		}
 	}()

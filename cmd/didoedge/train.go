@@ -53,6 +53,9 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 		Drives: *drives, FramesPerDrive: *frames, LR: *lr, Log: env.log}
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width, cfg.Net.Height = uint64(*seed), *width, *height
+	if *height != 192 && !*untrained && *fromCkpt == "" {
+		return fmt.Errorf("--height %d: training renders 192-row frames; use --untrained (or --from-checkpoint of a %d-row network)", *height, *height)
+	}
 	sum, err := offline.DepthRun{Train: cfg, Out: *out, Checkpoint: *ckpt, FromCheckpoint: *fromCkpt, Untrained: *untrained,
 		ExportWidth: *exportWidth, Args: args}.Run(ctx)
 	if err != nil {
@@ -145,12 +148,14 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	return writeSummary(env, *summary, sum)
 }
 
-// providerConfig turns "tensorrt,cuda,cpu" into an inference config.
+// providerConfig parses a --providers list ("cuda,cpu"; a name followed
+// by ":required" is marked required: "cuda:required") and --library.
 func providerConfig(list, library string) (infer.Config, error) {
 	c := infer.Config{Library: library}
 	for _, p := range strings.Split(list, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			c.Providers = append(c.Providers, infer.ProviderConfig{Name: p})
+			name, req := strings.CutSuffix(p, ":required")
+			c.Providers = append(c.Providers, infer.ProviderConfig{Name: name, Required: req})
 		}
 	}
 	return c, c.Validate()

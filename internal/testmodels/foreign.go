@@ -22,6 +22,9 @@ const Python = "/usr/bin/python3"
 //	       mean/std, Resize to 192x640; the reference; Resize to 256x256;
 //	       output "predicted_depth" (1,256,256) = A/d + B (relative
 //	       inverse depth: an arbitrary affine map of 1/d).
+//	negdisp: the reference's input; output "disp" (1,1,96,320) = NegDispA / d
+//	       at half resolution (2x2 mean of d first): PyDNet-like negative
+//	       disparity, larger = farther.
 //	nhwc:  input "pixel_values" (N,192,640,3) NHWC BGR, already normalized
 //	       with ImageNet mean/std (in BGR order); Transpose, Gather to RGB;
 //	       the reference; outputs "brightness" (1,1,1,1), then "depth_m"
@@ -65,6 +68,19 @@ if kind == "midas":
        [numpy_helper.from_array(np.array([1, 1, 256, 256], np.int64), "size_out"), numpy_helper.from_array(np.array(a, np.float32), "ka"),
         numpy_helper.from_array(np.array(b, np.float32), "kb"), numpy_helper.from_array(np.array([1], np.int64), "axis1")], "post")
     outputs = ["predicted_depth"]
+elif kind == "negdisp":
+    post = model([
+        helper.make_node("AveragePool", [ref_out], ["d_half"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Reciprocal", ["d_half"], ["inv"]),
+        helper.make_node("Mul", ["inv", "ka"], ["disp"]),
+    ], [helper.make_tensor_value_info(ref_out, TensorProto.FLOAT, [1, 1, 192, 640])],
+       [helper.make_tensor_value_info("disp", TensorProto.FLOAT, [1, 1, 96, 320])],
+       [numpy_helper.from_array(np.array(a, np.float32), "ka")], "post")
+    m = compose.merge_models(ref, post, io_map=[(ref_out, ref_out)], outputs=["disp"])
+    m.producer_name = "python3-onnx test (negdisp)"
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, out_path)
+    sys.exit(0)
 else:
     pre = model([
         helper.make_node("Transpose", ["pixel_values"], ["nchw_bgr"], perm=[0, 3, 1, 2]),
@@ -109,6 +125,13 @@ input: {name: pixel_values, layout: NHWC, height: 192, width: 640, color: bgr, m
 depth: {name: depth_m, meaning: metric_depth}
 `
 
+// NegDispSpec is the right spec of the negdisp model: relative, the sign
+// flipped so that larger is nearer.
+const NegDispSpec = `# PyDNet-like: negative disparity at half resolution
+input: {name: image, height: 192, width: 640, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}
+depth: {name: disp, meaning: relative, scale: -1}
+`
+
 // Foreign builds a foreign model ("midas" or "nhwc") around the reference
 // depth graph at reference (a depth.onnx written by `didoedge train
 // depth`) into dir, writes the spec a user would write beside it, and
@@ -125,13 +148,20 @@ func Foreign(tb testing.TB, kind, reference, dir string) (model, spec string) {
 		tb.Fatal(err)
 	}
 	model = filepath.Join(dir, kind+".onnx")
-	out, err := exec.Command(Python, "-c", foreignScript, kind, reference, model, "37.5", "-0.2").CombinedOutput()
+	a := "37.5"
+	if kind == "negdisp" {
+		a = "-0.3"
+	}
+	out, err := exec.Command(Python, "-c", foreignScript, kind, reference, model, a, "-0.2").CombinedOutput()
 	if err != nil {
 		tb.Fatalf("build the %s model with python3-onnx: %v\n%s", kind, err, out)
 	}
 	text := MiDaSSpec
-	if kind == "nhwc" {
+	switch kind {
+	case "nhwc":
 		text = NHWCSpec
+	case "negdisp":
+		text = NegDispSpec
 	}
 	spec = strings.TrimSuffix(model, ".onnx") + ".yaml"
 	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {

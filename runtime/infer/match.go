@@ -28,7 +28,7 @@ func (s IOSpec) wantInputShapes() []ort.Shape {
 // the spec's size) and the output shapes as declared (dynamic dims as -1,
 // batch set to 1). On mismatch the error lists the spec and the model side
 // by side.
-func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) ([]ort.Shape, []ort.Shape, error) {
+func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) (_, _ []ort.Shape, inTypes, outTypes []ort.TensorElementDataType, _ error) {
 	var problems []string
 	want := spec.wantInputShapes()
 	inNames := spec.inputNames()
@@ -41,8 +41,15 @@ func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) ([]ort.Shape,
 		switch {
 		case in == nil:
 			problems = append(problems, fmt.Sprintf("%s: the model has no input %q", key, name))
-		case in.OrtValueType != ort.ONNXTypeTensor || in.DataType != ort.TensorElementDataTypeFloat:
-			problems = append(problems, fmt.Sprintf("%s: input %q is %s, want a float32 tensor", key, in.Name, describe(*in)))
+		case in.OrtValueType != ort.ONNXTypeTensor || !inputTypeOK(spec, i, in.DataType):
+			want := "a float32 tensor"
+			if i == 0 && !spec.IsAuxUE() {
+				want = "a float32, float16 or uint8 tensor"
+			}
+			problems = append(problems, fmt.Sprintf("%s: input %q is %s, want %s", key, in.Name, describe(*in), want))
+		case in.DataType == ort.TensorElementDataTypeUint8 && !rawPixels(spec):
+			problems = append(problems, fmt.Sprintf("input.pixel_range: input %q is uint8 (raw pixels 0..255): write pixel_range: 255 and no mean or std (the spec gives pixel_range %g, mean %v, std %v)",
+				in.Name, spec.pixelRange(), spec.Input.Mean, spec.Input.Std))
 		case len(in.Dimensions) != len(want[i]):
 			problems = append(problems, fmt.Sprintf("%s: input %q has shape %v, the spec gives %s %v", key, in.Name, in.Dimensions, layoutName(spec, i), want[i]))
 		default:
@@ -52,6 +59,11 @@ func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) ([]ort.Shape,
 					break
 				}
 			}
+		}
+	}
+	for _, name := range inNames {
+		if in := findInfo(inputs, name); in != nil {
+			inTypes = append(inTypes, in.DataType)
 		}
 	}
 	for _, in := range inputs {
@@ -67,10 +79,11 @@ func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) ([]ort.Shape,
 		case out == nil:
 			problems = append(problems, fmt.Sprintf("%s: the model has no output %q", roles[i], name))
 			continue
-		case out.OrtValueType != ort.ONNXTypeTensor || out.DataType != ort.TensorElementDataTypeFloat:
-			problems = append(problems, fmt.Sprintf("%s: output %q is %s, want a float32 tensor", roles[i], name, describe(*out)))
+		case out.OrtValueType != ort.ONNXTypeTensor || (out.DataType != ort.TensorElementDataTypeFloat && out.DataType != ort.TensorElementDataTypeFloat16):
+			problems = append(problems, fmt.Sprintf("%s: output %q is %s, want a float32 or float16 tensor", roles[i], name, describe(*out)))
 			continue
 		}
+		outTypes = append(outTypes, out.DataType)
 		sh := out.Dimensions.Clone()
 		if len(sh) > 0 && sh[0] < 0 {
 			sh[0] = 1
@@ -78,9 +91,38 @@ func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) ([]ort.Shape,
 		shapes = append(shapes, sh)
 	}
 	if len(problems) > 0 {
-		return nil, nil, mismatch(spec, inputs, outputs, problems)
+		return nil, nil, nil, nil, mismatch(spec, inputs, outputs, problems)
 	}
-	return want, shapes, nil
+	return want, shapes, inTypes, outTypes, nil
+}
+
+// inputTypeOK reports whether input i may have element type t: a depth
+// model's image takes float32, float16 or uint8 (converted from the
+// normalized float32 frame); everything else float32.
+func inputTypeOK(spec IOSpec, i int, t ort.TensorElementDataType) bool {
+	if t == ort.TensorElementDataTypeFloat {
+		return true
+	}
+	return i == 0 && !spec.IsAuxUE() && elemSize(t) > 0
+}
+
+// rawPixels reports whether the spec feeds pixels 0..255 unchanged, what a
+// uint8 input holds.
+func rawPixels(spec IOSpec) bool {
+	if spec.pixelRange() != 255 {
+		return false
+	}
+	for _, m := range spec.means() {
+		if m != 0 {
+			return false
+		}
+	}
+	for _, s := range spec.stds() {
+		if s != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkOutputShapes checks the concrete output shapes against the roles:
@@ -193,7 +235,7 @@ func needsProbe(shapes []ort.Shape) bool {
 
 // probeOutputShapes runs the model once on zeros (CPU) to learn the concrete
 // output shapes for the fixed input shapes.
-func probeOutputShapes(data []byte, inNames []string, inShapes []ort.Shape, outNames []string) ([]ort.Shape, error) {
+func probeOutputShapes(data []byte, inNames []string, inShapes []ort.Shape, inTypes []ort.TensorElementDataType, outNames []string) ([]ort.Shape, error) {
 	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(data, inNames, outNames, nil)
 	if err != nil {
 		return nil, fmt.Errorf("probe output shapes: %w", err)
@@ -208,7 +250,13 @@ func probeOutputShapes(data []byte, inNames []string, inShapes []ort.Shape, outN
 		}
 	}()
 	for i, sh := range inShapes {
-		t, err := ort.NewEmptyTensor[float32](sh)
+		var t ort.Value
+		var err error
+		if i < len(inTypes) && elemSize(inTypes[i]) > 0 {
+			t, err = ort.NewCustomDataTensor(sh, make([]byte, int(sh.FlattenedSize())*elemSize(inTypes[i])), inTypes[i])
+		} else {
+			t, err = ort.NewEmptyTensor[float32](sh)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("probe output shapes: %w", err)
 		}
@@ -230,4 +278,59 @@ func probeOutputShapes(data []byte, inNames []string, inShapes []ort.Shape, outN
 		shapes[i] = v.GetShape().Clone()
 	}
 	return shapes, nil
+}
+
+// finestOutput picks a depth model's depth output when its spec names
+// none: among the float outputs that are one map (MapShape) and are not
+// named as features, the largest H x W, the finest of a multi-scale
+// export; the first in the model's order on a tie. Dynamic shapes are
+// learned from one probe run at the spec's input size.
+func finestOutput(data []byte, spec IOSpec, inputs, outputs []ort.InputOutputInfo) (string, error) {
+	var cands []string
+	var shapes []ort.Shape
+	dynamic := false
+	for _, out := range outputs {
+		if out.OrtValueType != ort.ONNXTypeTensor || (out.DataType != ort.TensorElementDataTypeFloat && out.DataType != ort.TensorElementDataTypeFloat16) {
+			continue
+		}
+		named := false
+		for _, f := range spec.Features {
+			named = named || f.Name == out.Name
+		}
+		if named || len(out.Dimensions) < 2 || len(out.Dimensions) > 4 {
+			continue
+		}
+		sh := out.Dimensions.Clone()
+		if sh[0] < 0 {
+			sh[0] = 1
+		}
+		cands, shapes = append(cands, out.Name), append(shapes, sh)
+		dynamic = dynamic || needsProbe([]ort.Shape{sh})
+	}
+	if len(cands) == 0 {
+		return "", fmt.Errorf("empty, and the model has no float output of rank 2 to 4 to take as the depth map (outputs %s); name it", describeAll(outputs))
+	}
+	if dynamic {
+		var types []ort.TensorElementDataType
+		for _, n := range spec.inputNames() {
+			if in := findInfo(inputs, n); in != nil {
+				types = append(types, in.DataType)
+			}
+		}
+		var err error
+		if shapes, err = probeOutputShapes(data, spec.inputNames(), spec.wantInputShapes(), types, cands); err != nil {
+			return "", fmt.Errorf("empty: %w", err)
+		}
+	}
+	best, bestArea := "", 0
+	for i, sh := range shapes {
+		h, w, err := MapShape(sh)
+		if err == nil && h*w > bestArea {
+			best, bestArea = cands[i], h*w
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("empty, and no output of %s is one map (H,W), (1,H,W), (1,1,H,W) or (1,H,W,1); name it", describeAll(outputs))
+	}
+	return best, nil
 }

@@ -55,8 +55,12 @@ type Session struct {
 	outMaps   [][2]int // (h, w) of the map outputs (depth, scale, epistemic); 0 otherwise
 	nonFinite []int
 	pixels    PixelTransform
-	release   func() error
-	sha       string
+	// inCast and outCast are the model's own tensors of the inputs and
+	// outputs that are not float32 (nil entries for float32 ones).
+	inCast, outCast []*cast
+	inTypes         []ort.TensorElementDataType
+	release         func() error
+	sha             string
 	// Execution provider state (faults.go): the configured list, the index
 	// of the one in use, ONNX Runtime's node placement, the fault policy's
 	// counters, and the model and settings a rebuild needs.
@@ -173,10 +177,19 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	if err != nil {
 		return fmt.Errorf("load model %q: not a loadable ONNX model: %w", s.path, err)
 	}
-	inShapes, outShapes, err := matchSpec(s.spec, inputs, outputs)
+	if !s.spec.IsAuxUE() && s.spec.Depth.Name == "" {
+		name, err := finestOutput(data, s.spec, inputs, outputs)
+		if err != nil {
+			return fmt.Errorf("model %q: depth.name: %w", s.path, err)
+		}
+		s.spec.Depth.Name = name
+		log.Info("depth output chosen: the finest map", "model", s.path, "output", name)
+	}
+	inShapes, outShapes, inTypes, outTypes, err := matchSpec(s.spec, inputs, outputs)
 	if err != nil {
 		return fmt.Errorf("model %q does not match its io spec: %w", s.path, err)
 	}
+	s.inTypes = inTypes
 	var fixed string
 	s.dynamic, fixed = batchDynamic(s.spec, inputs, outputs)
 	if s.maxBatch > 1 && !s.dynamic {
@@ -190,7 +203,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	s.outNames = s.spec.outputNames()
 	s.pixels = s.spec.Pixels()
 	if needsProbe(outShapes) {
-		if outShapes, err = probeOutputShapes(data, s.spec.inputNames(), inShapes, s.outNames); err != nil {
+		if outShapes, err = probeOutputShapes(data, s.spec.inputNames(), inShapes, inTypes, s.outNames); err != nil {
 			return fmt.Errorf("model %q: %w", s.path, err)
 		}
 	}
@@ -207,6 +220,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	if so.SkipAlpha && s.spec.IsAuxUE() && s.spec.Alpha.Name != "" {
 		// alpha is the last output (outputNames).
 		s.outNames, outShapes = s.outNames[:len(s.outNames)-1], outShapes[:len(outShapes)-1]
+		outTypes = outTypes[:len(outTypes)-1]
 	}
 	s.inShared = make([]bool, len(inShapes))
 	for i, sh := range inShapes {
@@ -224,6 +238,13 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		}
 		s.inputs = append(s.inputs, t)
 		s.inPer = append(s.inPer, int(sh.FlattenedSize()))
+		var c *cast
+		if inTypes[i] != ort.TensorElementDataTypeFloat {
+			if c, err = newCast(inTypes[i], full, int(sh.FlattenedSize())); err != nil {
+				return fmt.Errorf("model %q: input %v: %w", s.path, sh, err)
+			}
+		}
+		s.inCast = append(s.inCast, c)
 	}
 	roles := s.spec.outputRoles()
 	s.outMaps = make([][2]int, len(outShapes))
@@ -234,6 +255,13 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		}
 		s.outputs = append(s.outputs, t)
 		s.outPer = append(s.outPer, int(sh.FlattenedSize()))
+		var c *cast
+		if outTypes[i] != ort.TensorElementDataTypeFloat {
+			if c, err = newCast(outTypes[i], withBatch(sh, s.maxBatch), int(sh.FlattenedSize())); err != nil {
+				return fmt.Errorf("model %q: output %q: %w", s.path, s.outNames[i], err)
+			}
+		}
+		s.outCast = append(s.outCast, c)
 		if roles[i] == RoleDepth || roles[i] == RoleScale || roles[i] == RoleEpistemic {
 			h, w, _ := MapShape(sh)
 			s.outMaps[i] = [2]int{h, w}
@@ -309,11 +337,16 @@ func (s *Session) open(p ProviderConfig, batch int) error {
 	return nil
 }
 
-// inValues and outValues are the session's tensors as the binding's values.
+// inValues and outValues are the session's tensors as the binding's
+// values: the model's own tensor (cast) for an input or output that is not
+// float32, the float32 tensor otherwise.
 func (s *Session) inValues() []ort.Value {
 	v := make([]ort.Value, len(s.inputs))
 	for i, t := range s.inputs {
 		v[i] = t
+		if c := s.inCast[i]; c != nil {
+			v[i] = c.full
+		}
 	}
 	return v
 }
@@ -322,6 +355,9 @@ func (s *Session) outValues() []ort.Value {
 	v := make([]ort.Value, len(s.outputs))
 	for i, t := range s.outputs {
 		v[i] = t
+		if c := s.outCast[i]; c != nil {
+			v[i] = c.full
+		}
 	}
 	return v
 }
@@ -429,25 +465,35 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 		}
 		s.bindings = append(s.bindings, b)
 		var vals []*ort.Tensor[float32]
-		bind := func(name string, full *ort.Tensor[float32], per int, input bool) error {
-			t, err := ort.NewTensor(withBatch(full.GetShape(), n), full.GetData()[:n*per])
-			if err != nil {
-				return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+		bind := func(name string, full *ort.Tensor[float32], c *cast, per int, input bool) error {
+			var v ort.Value
+			if c != nil {
+				t, err := c.view(n)
+				if err != nil {
+					return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+				}
+				v = t
+			} else {
+				t, err := ort.NewTensor(withBatch(full.GetShape(), n), full.GetData()[:n*per])
+				if err != nil {
+					return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
+				}
+				vals = append(vals, t)
+				v = t
 			}
-			vals = append(vals, t)
 			if input {
-				return b.BindInput(name, t)
+				return b.BindInput(name, v)
 			}
-			return b.BindOutput(name, t)
+			return b.BindOutput(name, v)
 		}
 		for i, t := range s.inputs {
-			if err := bind(inNames[i], t, s.inPer[i], true); err != nil {
+			if err := bind(inNames[i], t, s.inCast[i], s.inPer[i], true); err != nil {
 				s.batchVals = append(s.batchVals, vals)
 				return err
 			}
 		}
 		for i, t := range s.outputs {
-			if err := bind(s.outNames[i], t, s.outPer[i], false); err != nil {
+			if err := bind(s.outNames[i], t, s.outCast[i], s.outPer[i], false); err != nil {
 				s.batchVals = append(s.batchVals, vals)
 				return err
 			}
@@ -550,11 +596,21 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 	if n < 1 || n > s.maxBatch {
 		return Frame{}, fmt.Errorf("run model %q: batch of %d frames, the session takes 1 to %d", s.path, n, s.maxBatch)
 	}
+	for i, c := range s.inCast {
+		if c != nil {
+			c.from(s.inputs[i].GetData(), n)
+		}
+	}
 	t0 := time.Now()
 	if err := s.runPolicy(n); err != nil {
 		return Frame{}, err
 	}
 	run := time.Since(t0)
+	for i, c := range s.outCast {
+		if c != nil {
+			c.into(s.outputs[i].GetData(), n)
+		}
+	}
 	var total int
 	for i := range s.nonFinite {
 		s.nonFinite[i] = 0
@@ -620,8 +676,13 @@ func (s *Session) DynamicBatch() bool { return s.dynamic }
 // InputShape returns the first input's shape of one frame: (1,C,H,W) or (1,H,W,C).
 func (s *Session) InputShape() []int64 { return s.inShapes[0] }
 
-// Spec returns the IO spec the session was opened with.
+// Spec returns the IO spec the session was opened with (an empty depth
+// name resolved to the output chosen).
 func (s *Session) Spec() IOSpec { return s.spec }
+
+// InputType names the element type the model takes for input i
+// (float32, float16 or uint8).
+func (s *Session) InputType(i int) string { return typeName(s.inTypes[i]) }
 
 // SHA256 is the model file's sha256 (hex).
 func (s *Session) SHA256() string { return s.sha }
@@ -767,38 +828,20 @@ func (s *Session) DepthSlotInto(slot int, dst []float32) (invalid int, err error
 	if len(dst) != len(src) {
 		return 0, fmt.Errorf("model %q: depth buffer has %d values, output %q has %d", s.path, len(dst), s.outNames[0], len(src))
 	}
-	k := s.spec.scale()
-	switch s.spec.Depth.Meaning {
-	case MeaningRelative:
-		for i, v := range src {
-			d := v * k
-			if d-d != 0 {
-				d = 0
-				invalid++
-			}
-			dst[i] = d
-		}
-		return invalid, nil
-	case MeaningMetricDepth:
-		for i, v := range src {
-			d := v * k
-			if d-d != 0 || d <= 0 {
-				d = 0
-				invalid++
-			}
-			dst[i] = d
-		}
-		return invalid, nil
+	return s.spec.Depth.Readout(1).Apply(dst, src), nil
+}
+
+// DepthSlotReadout is DepthSlotInto through a given read-out (a
+// camera-dependent output's focal factor folded in: Models).
+func (s *Session) DepthSlotReadout(slot int, dst []float32, r Readout) (invalid int, err error) {
+	if s.spec.IsAuxUE() {
+		return 0, fmt.Errorf("model %q: an AuxUE has no depth output", s.path)
 	}
-	for i, v := range src {
-		d := k / v
-		if d-d != 0 || d <= 0 {
-			d = 0
-			invalid++
-		}
-		dst[i] = d
+	src := s.OutputSlot(0, slot)
+	if len(dst) != len(src) {
+		return 0, fmt.Errorf("model %q: depth buffer has %d values, output %q has %d", s.path, len(dst), s.outNames[0], len(src))
 	}
-	return invalid, nil
+	return r.Apply(dst, src), nil
 }
 
 // Close releases the session, its tensors and its reference on the ONNX
@@ -811,6 +854,12 @@ func (s *Session) Close() error {
 		errs = append(errs, t.Destroy())
 	}
 	s.outputs = nil
+	for _, c := range append(s.inCast, s.outCast...) {
+		if c != nil {
+			errs = append(errs, c.destroy())
+		}
+	}
+	s.inCast, s.outCast = nil, nil
 	for _, t := range s.inputs {
 		errs = append(errs, t.Destroy())
 	}

@@ -46,8 +46,23 @@ const (
 	MeaningInverseDepth = "inverse_depth" // depth = scale / value
 	// MeaningRelative is affine-invariant inverse depth (MiDaS, Depth
 	// Anything): value = s/depth + t with s > 0 and t unknown per frame.
-	// Metres come only from aligning a frame to ground truth (Align).
+	// Metres come only from aligning a frame to ground truth (Align). An
+	// output that grows with depth (negative disparity) is declared with a
+	// negative scale: the read-out scale*value is then larger = nearer.
 	MeaningRelative = "relative"
+	// MeaningSigmoidDisparity is monodepth2's and Lite-Mono's output: a
+	// sigmoid s in [0,1] mapped to inverse depth between max_depth and
+	// min_depth, 1/d = 1/max_depth + (1/min_depth - 1/max_depth) s, and d
+	// times scale (5.4 for monodepth2's stereo models).
+	MeaningSigmoidDisparity = "sigmoid_disparity"
+)
+
+// Input element types, read from the model (the spec needs no key): the
+// runtime normalizes into float32 and converts for the model.
+const (
+	TypeFloat32 = "float32"
+	TypeFloat16 = "float16"
+	TypeUint8   = "uint8" // raw pixels 0..255: pixel_range 255, no mean/std
 )
 
 // Units of an AuxUE's depth input and scale output.
@@ -129,13 +144,44 @@ type InputSpec struct {
 	// Resize fits a camera frame of another size: stretch (default) or
 	// letterbox. The maps come back at the frame's size either way.
 	Resize string `yaml:"resize,omitempty"`
+	// Multiple is the multiple that a model with dynamic sides needs of
+	// height and width (14 for ViT patches); 0 = none. The spec's sides
+	// are checked against it so that a wrong size fails with the key, not
+	// inside the model's first Reshape.
+	Multiple int `yaml:"multiple,omitempty"`
 }
 
-// OutputSpec is the depth output and how to read it.
+// OutputSpec is the depth output and how to read it: one closed-form map
+// of the raw value v per meaning (OutputSpec.Read), with k = scale (0
+// means 1; negative flips the sign) and t = shift:
+//
+//	metric_depth       d = k v + t        (x f_input / canonical_focal when set)
+//	disparity,
+//	inverse_depth      d = k / (v + t)    (x f_input / canonical_focal when set)
+//	sigmoid_disparity  d = k / (1/max_depth + (1/min_depth - 1/max_depth) v)
+//	relative           r = k v       (relative inverse depth, larger = nearer)
+//
+// An empty name takes the model's finest map output (the largest H x W),
+// the convention of multi-scale exports.
 type OutputSpec struct {
-	Name    string  `yaml:"name"`
+	Name    string  `yaml:"name,omitempty"`
 	Meaning string  `yaml:"meaning,omitempty"`
 	Scale   float32 `yaml:"scale,omitempty"` // 0 means 1
+	// Shift is added to the raw value (disparity, inverse_depth: a
+	// disparity offset such as Middlebury's doffs) or to the depth
+	// (metric_depth, metres).
+	Shift float32 `yaml:"shift,omitempty"`
+	// MinDepth and MaxDepth bound a sigmoid_disparity output (metres).
+	MinDepth float32 `yaml:"min_depth,omitempty"`
+	MaxDepth float32 `yaml:"max_depth,omitempty"`
+	// CanonicalFocal makes a metric output camera-dependent: the model
+	// predicts the depth a camera of this focal length (pixels, at the
+	// model input) would see, and the read-out multiplies it by f_input /
+	// canonical_focal, f_input the camera's fx scaled into the input (the
+	// camera's intrinsics are then required). Metric3D: metric_depth with
+	// 1000; Depth Pro's canonical inverse depth: inverse_depth with the
+	// input width (d = f_px / (W c)).
+	CanonicalFocal float32 `yaml:"canonical_focal,omitempty"`
 }
 
 // TensorSpec names an AuxUE tensor; Units applies to depth_input and scale.
@@ -316,6 +362,19 @@ func (s IOSpec) Validate() error {
 	default:
 		add("input.resize: %q is not one of stretch, letterbox", in.Resize)
 	}
+	if m := in.Multiple; m < 0 || m > maxSide {
+		add("input.multiple: %d is out of range [0, %d]", m, maxSide)
+	} else if m > 1 {
+		for _, side := range []struct {
+			key string
+			n   int
+		}{{"height", in.Height}, {"width", in.Width}} {
+			if side.n > 0 && side.n%m != 0 {
+				lo := side.n / m * m
+				add("input.%s: %d is not a multiple of %d (input.multiple); use %d or %d", side.key, side.n, m, max(lo, m), lo+m)
+			}
+		}
+	}
 	seen := map[string]string{}
 	if in.Name != "" {
 		seen[in.Name] = "input"
@@ -339,15 +398,11 @@ func (s IOSpec) Validate() error {
 }
 
 func (s IOSpec) validateDepth(name func(key, n string), add func(string, ...any)) {
-	name("depth", s.Depth.Name)
-	switch s.Depth.Meaning {
-	case MeaningMetricDepth, MeaningDisparity, MeaningInverseDepth, MeaningRelative:
-	default:
-		add("depth.meaning: %q is not one of metric_depth, disparity, inverse_depth, relative", s.Depth.Meaning)
+	if s.Depth.Name != "" {
+		// Empty: the model's finest map output, resolved on load.
+		name("depth", s.Depth.Name)
 	}
-	if !(s.Depth.Scale >= 0) || !finite32(s.Depth.Scale) {
-		add("depth.scale: %g must be positive and finite (0 means 1)", s.Depth.Scale)
-	}
+	s.Depth.validate(add)
 	for i, f := range s.Features {
 		name(fmt.Sprintf("features[%d]", i), f.Name)
 	}
@@ -424,6 +479,47 @@ func (s IOSpec) validateAuxUE(name func(key, n string), add func(string, ...any)
 				add("auxue.%s: %g must be non-negative and finite", v.key, v.f)
 			}
 		}
+	}
+}
+
+// validate checks the output transform's keys against its meaning.
+func (o OutputSpec) validate(add func(string, ...any)) {
+	switch o.Meaning {
+	case MeaningMetricDepth, MeaningDisparity, MeaningInverseDepth, MeaningRelative, MeaningSigmoidDisparity:
+	default:
+		add("depth.meaning: %q is not one of metric_depth, disparity, inverse_depth, sigmoid_disparity, relative", o.Meaning)
+		return
+	}
+	for _, v := range []struct {
+		key string
+		f   float32
+	}{{"scale", o.Scale}, {"shift", o.Shift}, {"min_depth", o.MinDepth}, {"max_depth", o.MaxDepth}, {"canonical_focal", o.CanonicalFocal}} {
+		if !finite32(v.f) {
+			add("depth.%s: %g is not finite", v.key, v.f)
+		}
+	}
+	if o.Shift != 0 && (o.Meaning == MeaningRelative || o.Meaning == MeaningSigmoidDisparity) {
+		add("depth.shift: %g: a %s output takes no shift (relative: the alignment finds it per frame; sigmoid_disparity: min_depth and max_depth place it)", o.Shift, o.Meaning)
+	}
+	if o.Meaning == MeaningSigmoidDisparity {
+		if !(o.MinDepth > 0 && o.MaxDepth > o.MinDepth) {
+			add("depth.min_depth %g and depth.max_depth %g: sigmoid_disparity needs 0 < min_depth < max_depth (monodepth2: 0.1 and 100)", o.MinDepth, o.MaxDepth)
+		}
+	} else if o.MinDepth != 0 || o.MaxDepth != 0 {
+		add("depth.min_depth, depth.max_depth: only meaning sigmoid_disparity has them, not %s", o.Meaning)
+	}
+	if o.CanonicalFocal != 0 {
+		if o.Meaning == MeaningRelative || o.Meaning == MeaningSigmoidDisparity {
+			add("depth.canonical_focal: only meanings metric_depth, disparity and inverse_depth have it, not %s", o.Meaning)
+		} else if !(o.CanonicalFocal > 0) {
+			add("depth.canonical_focal: %g must be positive (Metric3D: 1000)", o.CanonicalFocal)
+		}
+	}
+	if o.Scale < 0 && o.Meaning == MeaningSigmoidDisparity {
+		add("depth.scale: %g: a sigmoid_disparity depth factor must be positive", o.Scale)
+	}
+	if r := o.Readout(1); !finite32(r.A) || !finite32(r.B) || r.A == 0 {
+		add("depth: scale %g, shift %g, min_depth %g, max_depth %g give the read-out constants %g and %g, out of float32's range", o.Scale, o.Shift, o.MinDepth, o.MaxDepth, r.A, r.B)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -38,6 +39,16 @@ type Config struct {
 	Pipeline  PipelineConfig `yaml:"pipeline"`
 	// Record is the MCAP recorder (docs/recording.md); off by default.
 	Record record.Config `yaml:"record"`
+	// Live is the Foxglove WebSocket live view and control API
+	// (docs/live.md); off by default.
+	Live LiveConfig `yaml:"live"`
+	// Thresholds override each camera's calibration thresholds, by
+	// camera name (the control API and Foxglove parameters write them).
+	Thresholds map[string]Thresholds `yaml:"thresholds"`
+	// Profiles are named sets of zone, threshold and event overrides;
+	// Profile names the active one ("" none).
+	Profiles map[string]Profile `yaml:"profiles"`
+	Profile  string             `yaml:"profile"`
 
 	// AlertsConfig is the parsed alerts section, with relative paths
 	// resolved against the config file's directory.
@@ -58,6 +69,18 @@ type CameraConfig struct {
 	RequestTimeout time.Duration `yaml:"request_timeout"` // RTSP requests (5s)
 	// Sequence plays a directory of PNG/JPEG images instead of RTSP.
 	Sequence *SequenceConfig `yaml:"sequence"`
+	// Intrinsics are the camera's fx, fy, cx, cy in pixels, of frames
+	// width x height when given (they scale with the frame: package
+	// camera/intrinsics), else of the frames as they come. A depth model
+	// with canonical_focal (Metric3D) needs them; the recorder records
+	// them as the camera's calibration when the record section gives none.
+	Intrinsics *intrinsics.Intrinsics `yaml:"intrinsics"`
+	// IntrinsicsFile reads them from a KITTI calibration (P_rect_02 of
+	// calib_cam_to_cam.txt, or P2) or a ROS CameraInfo YAML (K); exclusive
+	// with intrinsics.
+	IntrinsicsFile string `yaml:"intrinsics_file"`
+	// intrinsicsRead: Intrinsics hold what IntrinsicsFile gave.
+	intrinsicsRead bool
 }
 
 // CameraEntry is one camera of the cameras list.
@@ -85,6 +108,10 @@ type CameraSpec struct {
 	// for messages; ZoneKey prefixes its zone errors ("alerts" for the
 	// single camera form).
 	Key, ZoneKey string
+	// Thresholds override the calibration file's (thresholds: and the
+	// active profile); ThresholdsKey names them in errors.
+	Thresholds    Thresholds
+	ThresholdsKey string
 }
 
 // EngineSpec loads the camera's calibration and resolves its zones.
@@ -97,7 +124,13 @@ func (cs CameraSpec) EngineSpec() (alerts.EngineSpec, error) {
 		}
 		err = fmt.Errorf("%s: %w", key, err)
 	}
-	return spec, err
+	if err != nil {
+		return spec, err
+	}
+	if err := cs.Thresholds.apply(&spec.Calibration, spec.Zones, cs.ThresholdsKey); err != nil {
+		return alerts.EngineSpec{}, err
+	}
+	return spec, nil
 }
 
 // SequenceConfig is an image-sequence source.
@@ -205,10 +238,12 @@ func (c *Config) finish(name, dir string) error {
 	if c.Camera.Sequence != nil {
 		abs(&c.Camera.Sequence.Dir)
 	}
+	abs(&c.Camera.IntrinsicsFile)
 	for i := range c.Cameras {
 		if q := c.Cameras[i].Sequence; q != nil {
 			abs(&q.Dir)
 		}
+		abs(&c.Cameras[i].IntrinsicsFile)
 		abs(&c.Cameras[i].Calibration)
 	}
 	if c.Inference.Library != "" {
@@ -252,7 +287,7 @@ func (c *Config) finish(name, dir string) error {
 			}
 			seen[e.Name] = i
 		}
-		add(e.CameraConfig.validate(key))
+		add(c.Cameras[i].CameraConfig.validate(key))
 	}
 	if err := c.Inference.Validate(); err != nil {
 		add(fmt.Errorf("inference.%w", err))
@@ -264,6 +299,14 @@ func (c *Config) finish(name, dir string) error {
 	add(c.AuxUE.resolve("auxue", infer.KindAuxUE))
 	if a := c.AuxUE.IO; a != nil && len(c.AuxUE.Inputs) == 0 && c.Depth.IO != nil {
 		c.AuxUE.Inputs = infer.DefaultAuxInputs(*c.Depth.IO, *a)
+	}
+	if c.Depth.IO != nil && c.Depth.IO.Depth.NeedsFocal() {
+		for _, cam := range c.cameraSources() {
+			if cam.src.Intrinsics == nil && cam.src.IntrinsicsFile == "" {
+				add(fmt.Errorf("%s.intrinsics: the depth model %q reads depth for a canonical camera (depth.canonical_focal %g): give the camera's intrinsics or intrinsics_file",
+					cam.key, c.Depth.Model, c.Depth.IO.Depth.CanonicalFocal))
+			}
+		}
 	}
 	if c.Depth.IO != nil && c.AuxUE.IO != nil {
 		if err := infer.CheckPair(*c.Depth.IO, *c.AuxUE.IO, c.AuxUE.Inputs); err != nil {
@@ -292,6 +335,8 @@ func (c *Config) finish(name, dir string) error {
 	c.Record = c.Record.WithDefaults()
 	c.Record.ResolvePaths(dir)
 	add(c.Record.Validate("record"))
+	abs(&c.Live.TokenFile)
+	add(c.Live.Finish("live"))
 	if err := c.parseAlerts(name, dir); err != nil {
 		errs = append(errs, err)
 	} else if specs, err := c.CameraSpecs(); err != nil {
@@ -311,14 +356,65 @@ func (c *Config) finish(name, dir string) error {
 			}
 		}
 	}
+	if len(errs) == 0 {
+		add(c.validateOverrides())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
 
+// cameraSources lists the camera sections with their keys.
+func (c *Config) cameraSources() []struct {
+	key string
+	src *CameraConfig
+} {
+	var out []struct {
+		key string
+		src *CameraConfig
+	}
+	if len(c.Cameras) == 0 {
+		return append(out, struct {
+			key string
+			src *CameraConfig
+		}{"camera", &c.Camera})
+	}
+	for i := range c.Cameras {
+		out = append(out, struct {
+			key string
+			src *CameraConfig
+		}{fmt.Sprintf("cameras[%d]", i), &c.Cameras[i].CameraConfig})
+	}
+	return out
+}
+
+// validateIntrinsics checks the camera's intrinsics, or reads them from
+// intrinsics_file into Intrinsics (the file's name stays).
+func (c *CameraConfig) validateIntrinsics(key string) error {
+	switch {
+	case c.intrinsicsRead:
+	case c.Intrinsics != nil && c.IntrinsicsFile != "":
+		return fmt.Errorf("%s: intrinsics and intrinsics_file are exclusive", key)
+	case c.Intrinsics != nil:
+		if err := c.Intrinsics.Validate(); err != nil {
+			return fmt.Errorf("%s.intrinsics: %w", key, err)
+		}
+	case c.IntrinsicsFile != "":
+		in, err := intrinsics.ReadFile(c.IntrinsicsFile)
+		if err != nil {
+			return fmt.Errorf("%s.intrinsics_file: %w", key, err)
+		}
+		c.Intrinsics, c.intrinsicsRead = &in, true
+	}
+	return nil
+}
+
 // validate checks a camera source; key is "camera" or "cameras[i]".
 func (c *CameraConfig) validate(key string) error {
+	if err := c.validateIntrinsics(key); err != nil {
+		return err
+	}
 	switch {
 	case c.URL == "" && c.Sequence == nil:
 		return fmt.Errorf("%s: give url (RTSP) or sequence (image directory)", key)
@@ -505,8 +601,11 @@ func (c *Config) ReloadCameras() ([]CameraSpec, AlertsConfig, error) {
 // CameraSpecs returns the cameras of the configuration, in order: the
 // camera section as one camera named alerts.camera, or the cameras list,
 // each with the alerts section's zones and calibration unless it gives
-// its own.
-func (c *Config) CameraSpecs() ([]CameraSpec, error) {
+// its own, then the thresholds section and the active profile applied.
+func (c *Config) CameraSpecs() ([]CameraSpec, error) { return c.SpecsWithProfile(c.Profile) }
+
+// baseSpecs are the cameras before thresholds and profiles.
+func (c *Config) baseSpecs() ([]CameraSpec, error) {
 	if len(c.Cameras) == 0 {
 		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts"}}, nil
 	}

@@ -65,6 +65,7 @@ type cameraPipe struct {
 	watchNS  atomic.Int64 // when a debug client last asked for data
 	lastSnap time.Time
 	snap     Snapshot
+	tap      TapFrame // the frame as handed to Options.Tap (tap.go)
 }
 
 // numSlots: one being filled, one ready, one in the models.
@@ -255,6 +256,7 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	c.p.rec.frame(c.spec.Name, f, maps) // recording.go: never blocks
 	t5 := time.Now()
 	c.copyStatus()
+	c.tapFrame(f, maps) // tap.go: only while the live viewer wants this camera
 	m.Stages[StageAlerts].Observe(t5.Sub(t4))
 	m.Latency.Observe(t5.Sub(f.Capture))
 	m.frameDone(t5)

@@ -33,6 +33,9 @@ type Options struct {
 	// frame of any camera with its timing; benchmarks use it. It must not
 	// block.
 	OnFrame func(FrameTiming)
+	// Tap, when set, sees the assessed frames it wants and every alert
+	// event and zone state (the live Foxglove server; tap.go).
+	Tap Tap
 }
 
 // FrameTiming is the timing of one assessed frame.
@@ -71,7 +74,7 @@ type Pipeline struct {
 	sink      *alertSink
 	metrics   *Metrics
 
-	reloadReq chan chan error
+	reloadReq chan reloadRequest
 	eventsMu  sync.Mutex
 	eventLog  []EventRecord
 	ready     atomic.Bool
@@ -146,7 +149,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	}
 	// p is not the named result: "return nil, err" must not clear it before
 	// the deferred cleanup runs.
-	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: NewMetrics(), reloadReq: make(chan chan error),
+	p := &Pipeline{cfg: cfg, log: log, opts: opts, metrics: NewMetrics(), reloadReq: make(chan reloadRequest),
 		rl: lograte.New(log, 0), byName: map[string]*cameraPipe{}}
 	defer func() {
 		if err != nil {
@@ -157,7 +160,7 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	if p.rec, err = newRecorderHook(cfg, specs, log); err != nil { // recording (recording.go)
 		return nil, err
 	}
-	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, p.rec.sinks()...); err != nil {
+	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, append(p.rec.sinks(), tapSinks(opts.Tap)...)...); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
 	for i, cs := range specs {
@@ -193,6 +196,13 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 		if i > 0 {
 			if c.models, err = mo.Share(); err != nil {
 				return nil, fmt.Errorf("%s: %w", c.spec.Key, err)
+			}
+		}
+		if in := c.spec.Source.Intrinsics; in != nil {
+			// The camera's fx, for a depth read-out that depends on it
+			// (canonical_focal); it follows the frame size.
+			if err = c.models.SetFocal(in.Fx, in.Width); err != nil {
+				return nil, fmt.Errorf("%s.intrinsics: %w", c.spec.Key, err)
 			}
 		}
 		if i < len(opts.Sources) {
@@ -404,8 +414,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 				return nil
 			case now := <-tick.C:
 				p.tick(now)
-			case reply := <-p.reloadReq:
-				reply <- p.reload()
+			case r := <-p.reloadReq:
+				r.reply <- p.reload(r.cfg)
 			case r := <-got:
 				if err := handle(r); err != nil {
 					return err
@@ -420,8 +430,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		case now := <-tick.C:
 			p.tick(now)
 			continue
-		case reply := <-p.reloadReq:
-			reply <- p.reload()
+		case r := <-p.reloadReq:
+			r.reply <- p.reload(r.cfg)
 			continue
 		case r := <-got:
 			if err := handle(r); err != nil {
@@ -527,10 +537,31 @@ func (p *Pipeline) tick(now time.Time) {
 // Reload re-reads the config file and swaps in every camera's zones and
 // calibration between two frames (SIGHUP). It blocks until the pipeline
 // applied it or ctx ends.
-func (p *Pipeline) Reload(ctx context.Context) error {
+func (p *Pipeline) Reload(ctx context.Context) error { return p.requestReload(ctx, nil) }
+
+// Apply swaps in the zones, calibrations and event settings of cfg, a
+// configuration held in memory (the live control API and Foxglove
+// parameters build it), between two frames, through the same path as a
+// SIGHUP reload: every camera's new engine spec is built first, and
+// nothing changes when one fails. cfg must name the running cameras.
+func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
+	if cfg == nil {
+		return errors.New("apply: no configuration")
+	}
+	return p.requestReload(ctx, cfg)
+}
+
+// reloadRequest asks the scheduler for a reload: of cfg, or of the
+// config file when cfg is nil.
+type reloadRequest struct {
+	cfg   *runconfig.Config
+	reply chan error
+}
+
+func (p *Pipeline) requestReload(ctx context.Context, cfg *runconfig.Config) error {
 	reply := make(chan error, 1)
 	select {
-	case p.reloadReq <- reply:
+	case p.reloadReq <- reloadRequest{cfg: cfg, reply: reply}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -542,14 +573,15 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 	}
 }
 
-// reload applies a re-read config to every camera, or to none: every
-// camera's new engine spec is built before any engine changes.
-func (p *Pipeline) reload() error {
+// reload applies a configuration (cfg, or the config file re-read when
+// cfg is nil) to every camera, or to none: every camera's new engine spec
+// is built before any engine changes.
+func (p *Pipeline) reload(cfg *runconfig.Config) error {
 	fail := func(err error) error {
 		p.log.Error("reload failed; keeping the current zones and thresholds", "err", err)
 		return err
 	}
-	specs, section, err := p.cfg.ReloadCameras()
+	specs, section, err := reloadSource(p.cfg, cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -588,6 +620,16 @@ func (p *Pipeline) reload() error {
 	p.rec.reloaded(p.cfg, p.cameraCalibrations())
 	p.metrics.Reloads.Add(1)
 	return nil
+}
+
+// reloadSource returns the cameras and alerts section a reload applies:
+// those of cfg when given, else those of the running config's file.
+func reloadSource(running, cfg *runconfig.Config) ([]runconfig.CameraSpec, runconfig.AlertsConfig, error) {
+	if cfg == nil {
+		return running.ReloadCameras()
+	}
+	specs, err := cfg.CameraSpecs()
+	return specs, cfg.AlertsConfig, err
 }
 
 // addEvent keeps an event record for the debug page.

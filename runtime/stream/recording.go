@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/didoedge/didoedge/camera/intrinsics"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,11 @@ const (
 type recorderHook struct {
 	rec  *record.Recorder
 	log  *slog.Logger
-	intr []float64 // fx, fy, cx, cy of the camera frames; nil: unknown
+	intr []float64 // record.intrinsics: fx, fy, cx, cy of every camera's frames; nil: per camera
+	// cams are the cameras' own intrinsics (camera.intrinsics or
+	// intrinsics_file), used when record.intrinsics is empty; scaled to
+	// each frame size (camera/intrinsics).
+	cams map[string]intrinsics.Intrinsics
 
 	mu   sync.Mutex
 	size map[string][2]int // camera -> frame size the intrinsics were sent for
@@ -81,7 +86,13 @@ func newRecorderHook(cfg *runconfig.Config, specs []runconfig.CameraSpec, log *s
 		return nil, err
 	}
 	log.Info("recording", "mode", cfg.Record.Mode, "dir", cfg.Record.Dir, "frame_format", cfg.Record.FrameFormat, "maps", cfg.Record.Maps)
-	return &recorderHook{rec: rec, log: log, intr: cfg.Record.Intrinsics, size: map[string][2]int{}}, nil
+	h := &recorderHook{rec: rec, log: log, intr: cfg.Record.Intrinsics, size: map[string][2]int{}, cams: map[string]intrinsics.Intrinsics{}}
+	for _, cs := range specs {
+		if in := cs.Source.Intrinsics; in != nil && h.intr == nil {
+			h.cams[cs.Name] = *in
+		}
+	}
+	return h, nil
 }
 
 // modelIdentity is the didoedge.models metadata of a run: sha256 of the
@@ -128,7 +139,7 @@ func (h *recorderHook) frame(cameraID string, f *camera.Frame, m alerts.Maps) {
 		return
 	}
 	t0 := time.Now()
-	if h.intr != nil {
+	if h.intr != nil || len(h.cams) > 0 {
 		h.setCamera(cameraID, f.Width, f.Height)
 	}
 	h.rec.Frame(&record.Frame{Camera: cameraID, Seq: f.Seq, Capture: f.Capture, Width: f.Width, Height: f.Height, RGB: f.RGB,
@@ -144,7 +155,15 @@ func (h *recorderHook) setCamera(cameraID string, w, ht int) {
 	if h.size[cameraID] == [2]int{w, ht} {
 		return
 	}
-	in := record.Intrinsics{Width: w, Height: ht, Fx: h.intr[0], Fy: h.intr[1], Cx: h.intr[2], Cy: h.intr[3]}
+	var in record.Intrinsics
+	if h.intr != nil {
+		in = record.Intrinsics{Width: w, Height: ht, Fx: h.intr[0], Fy: h.intr[1], Cx: h.intr[2], Cy: h.intr[3]}
+	} else if ci, ok := h.cams[cameraID]; ok {
+		s := ci.Scaled(w, ht)
+		in = record.Intrinsics{Width: w, Height: ht, Fx: s.Fx, Fy: s.Fy, Cx: s.Cx, Cy: s.Cy}
+	} else {
+		return
+	}
 	if err := h.rec.SetCamera(cameraID, in); err != nil {
 		h.log.Warn("recording: camera intrinsics not recorded", "camera", cameraID, "err", err)
 		return

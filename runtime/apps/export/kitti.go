@@ -190,6 +190,12 @@ func scanRecording(path string, o Options) (Result, error) {
 		res.Intrinsics = in
 	case o.Intrinsics != nil:
 		res.Intrinsics = *o.Intrinsics
+		if in := res.Intrinsics; in.Width > 0 && in.Height > 0 && (in.Width != res.Width || in.Height != res.Height) {
+			// Given for frames of another size: the same rule as above.
+			sx, sy := float64(res.Width)/float64(in.Width), float64(res.Height)/float64(in.Height)
+			res.Intrinsics = record.Intrinsics{Width: res.Width, Height: res.Height, Fx: in.Fx * sx, Fy: in.Fy * sy,
+				Cx: (in.Cx+0.5)*sx - 0.5, Cy: (in.Cy+0.5)*sy - 0.5}
+		}
 	default:
 		return res, fmt.Errorf("export %s: camera %s has no %s channel: give the intrinsics", path, cam, mcaprec.CalibrationStream)
 	}
