@@ -27,7 +27,7 @@ import (
 var identity = map[string]string{"vehicle": "van-07", "camera": "front", "model": "sha256:abc", "calibration": "sha256:def"}
 
 // clip writes a file of n pseudo-random bytes and returns its SHA-256.
-func clip(t *testing.T, path string, n int, seed uint64) [32]byte {
+func clip(t testing.TB, path string, n int, seed uint64) [32]byte {
 	t.Helper()
 	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(seed, 7))

