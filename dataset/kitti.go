@@ -2,10 +2,11 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,12 @@ import (
 // %010d.png, selected by Eigen-style split lists (ParseSplitList). The
 // intrinsics come from RawDir/<date>/calib_cam_to_cam.txt (P_rect_02 or
 // P_rect_03), or from the focal column of BTS-style lists.
+//
+// RawFS and DepthFS read the two roots when set (an S3 prefix); RawDir and
+// DepthDir then only name them in messages.
 type KITTI struct {
 	RawDir, DepthDir string
+	RawFS, DepthFS   fs.FS
 
 	mu    sync.Mutex
 	calib map[string]Intrinsics
@@ -31,21 +36,22 @@ func (k *KITTI) Load(it Item) (*Sample, error) {
 	if it.Side == 'r' {
 		cam = "image_03"
 	}
-	rgbPath := it.RGBPath
-	if rgbPath == "" {
-		rgbPath = filepath.Join(it.Drive, cam, "data", fmt.Sprintf("%010d.png", it.Frame))
+	rgbName := it.RGBPath
+	if rgbName == "" {
+		rgbName = fsJoin(it.Drive, cam, "data", fmt.Sprintf("%010d.png", it.Frame))
 	}
-	rgbPath = filepath.Join(k.RawDir, rgbPath)
-	w, h, rgb, err := readRGB(rgbPath)
+	rgbPath := display(k.RawDir, rgbName)
+	w, h, rgb, err := readRGB(k.rawFS(), k.RawDir, rgbName)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sample{Drive: it.Drive, Frame: it.Frame, Name: fmt.Sprintf("%s/%s/%010d", it.Drive, cam, it.Frame),
 		Width: w, Height: h, RGB: rgb}
-	if depthPath, err := k.depthPath(it, cam); err != nil {
+	if depthName, err := k.depthPath(it, cam); err != nil {
 		return nil, err
-	} else if depthPath != "" {
-		dw, dh, d, err := readDepth(depthPath, KITTIDepthScale)
+	} else if depthName != "" {
+		depthPath := display(k.DepthDir, depthName)
+		dw, dh, d, err := readDepth(k.depthFS(), k.DepthDir, depthName, KITTIDepthScale)
 		if err != nil {
 			return nil, err
 		}
@@ -62,22 +68,23 @@ func (k *KITTI) Load(it Item) (*Sample, error) {
 	return s, nil
 }
 
+func (k *KITTI) rawFS() fs.FS   { return dirFS(k.RawFS, k.RawDir) }
+func (k *KITTI) depthFS() fs.FS { return dirFS(k.DepthFS, k.DepthDir) }
+
+// depthPath is the name of it's ground truth in depthFS ("" for none).
 func (k *KITTI) depthPath(it Item, cam string) (string, error) {
 	if it.RGBPath != "" {
-		if it.DepthPath == "" {
-			return "", nil
-		}
-		return filepath.Join(k.DepthDir, it.DepthPath), nil
+		return it.DepthPath, nil
 	}
-	base := filepath.Base(it.Drive)
-	rel := filepath.Join(base, "proj_depth", "groundtruth", cam, fmt.Sprintf("%010d.png", it.Frame))
+	base := path.Base(it.Drive)
+	rel := fsJoin(base, "proj_depth", "groundtruth", cam, fmt.Sprintf("%010d.png", it.Frame))
 	var tried []string
 	for _, sub := range []string{"", "train", "val"} {
-		p := filepath.Join(k.DepthDir, sub, rel)
-		if _, err := os.Stat(p); err == nil {
+		p := fsJoin(sub, rel)
+		if exists(k.depthFS(), p) {
 			return p, nil
 		}
-		tried = append(tried, p)
+		tried = append(tried, display(k.DepthDir, p))
 	}
 	return "", fmt.Errorf("no ground truth for %s frame %d (tried %s)", it.Drive, it.Frame, strings.Join(tried, ", "))
 }
@@ -87,23 +94,23 @@ func (k *KITTI) intrinsics(it Item, cam string, w, h int) (Intrinsics, error) {
 	if i := strings.Index(it.Drive, "/"); i > 0 {
 		date = it.Drive[:i]
 	}
-	path := filepath.Join(k.RawDir, date, "calib_cam_to_cam.txt")
-	key := path + "#" + cam
+	name := fsJoin(date, "calib_cam_to_cam.txt")
+	path := display(k.RawDir, name)
+	key := name + "#" + cam
 	k.mu.Lock()
 	in, ok := k.calib[key]
 	k.mu.Unlock()
 	if ok {
 		return in, nil
 	}
-	f, err := os.Open(path)
+	data, err := readFile(k.rawFS(), k.RawDir, name)
 	if err != nil {
 		if it.Focal > 0 {
 			return Intrinsics{Fx: it.Focal, Fy: it.Focal, Cx: float64(w-1) / 2, Cy: float64(h-1) / 2}, nil
 		}
 		return Intrinsics{}, fmt.Errorf("intrinsics of %s: %w", it.Drive, err)
 	}
-	defer f.Close()
-	vals, err := ParseKITTICalib(f, path)
+	vals, err := ParseKITTICalib(bytes.NewReader(data), path)
 	if err != nil {
 		return Intrinsics{}, err
 	}

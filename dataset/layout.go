@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,14 +38,15 @@ func SplitNames() [3]string { return [3]string{"train", "val", "test"} }
 // FramePaths are the files of one frame relative to the data-set root.
 type FramePaths struct{ RGB, Sparse, Dense, Semantic string }
 
-// SimFramePaths returns the layout's paths of frame index of drive.
+// SimFramePaths returns the layout's paths of frame index of drive,
+// slash-separated (fs.FS names; filepath.Join takes them as they are).
 func SimFramePaths(drive string, index int) FramePaths {
 	name := fmt.Sprintf("%010d.png", index)
 	return FramePaths{
-		RGB:      filepath.Join(drive, "image_02", "data", name),
-		Sparse:   filepath.Join(drive, "proj_depth", "groundtruth", "image_02", name),
-		Dense:    filepath.Join(drive, "proj_depth", "dense", "image_02", name),
-		Semantic: filepath.Join(drive, "semantic", "image_02", name),
+		RGB:      path.Join(drive, "image_02", "data", name),
+		Sparse:   path.Join(drive, "proj_depth", "groundtruth", "image_02", name),
+		Dense:    path.Join(drive, "proj_depth", "dense", "image_02", name),
+		Semantic: path.Join(drive, "semantic", "image_02", name),
 	}
 }
 

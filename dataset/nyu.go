@@ -2,9 +2,10 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"sort"
 	"strings"
 )
@@ -20,8 +21,11 @@ import (
 // 256 for maps stored like KITTI's. Intrinsics default to the NYU Kinect
 // colour camera (fx 518.86, fy 519.47, cx 325.58, cy 253.74 at 640x480)
 // scaled to the image size.
+//
+// FS reads the root when set (an S3 prefix); Dir then only names it.
 type NYU struct {
 	Dir        string
+	FS         fs.FS
 	DepthScale float64
 	Intrinsics *Intrinsics
 }
@@ -29,26 +33,28 @@ type NYU struct {
 // Items lists the frames of a split file, or every rgb/*.png (sorted) when
 // split is "".
 func (n *NYU) Items(split string) ([]Item, error) {
+	fsys := dirFS(n.FS, n.Dir)
 	if split == "" {
-		paths, err := filepath.Glob(filepath.Join(n.Dir, "rgb", "*.png"))
+		// fs.Glob lists rgb/ through ReadDir: one paginated listing on S3.
+		paths, err := fs.Glob(fsys, "rgb/*.png")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list %s: %w", display(n.Dir, "rgb"), err)
 		}
 		sort.Strings(paths)
 		items := make([]Item, len(paths))
 		for i, p := range paths {
-			items[i] = Item{Drive: "nyu", Frame: i, Side: 'l', RGBPath: strings.TrimSuffix(filepath.Base(p), ".png")}
+			items[i] = Item{Drive: "nyu", Frame: i, Side: 'l', RGBPath: strings.TrimSuffix(path.Base(p), ".png")}
 		}
 		return items, nil
 	}
-	path := filepath.Join(n.Dir, SplitsDir, split+".txt")
-	f, err := os.Open(path)
+	name := fsJoin(SplitsDir, split+".txt")
+	splitPath := display(n.Dir, name)
+	data, err := readFile(fsys, n.Dir, name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var items []Item
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	line := 0
 	for sc.Scan() {
 		line++
@@ -57,12 +63,12 @@ func (n *NYU) Items(split string) ([]Item, error) {
 			continue
 		}
 		if strings.ContainsAny(name, "/\\ \t") || name == "." || name == ".." {
-			return nil, fmt.Errorf("split list %q line %d: %q is not a plain file name", path, line, name)
+			return nil, fmt.Errorf("split list %q line %d: %q is not a plain file name", splitPath, line, name)
 		}
 		items = append(items, Item{Drive: "nyu", Frame: len(items), Side: 'l', RGBPath: strings.TrimSuffix(name, ".png")})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("split list %q: %w", path, err)
+		return nil, fmt.Errorf("split list %q: %w", splitPath, err)
 	}
 	return items, nil
 }
@@ -73,14 +79,17 @@ func (n *NYU) Load(it Item) (*Sample, error) {
 	if scale == 0 {
 		scale = 1000
 	}
+	fsys := dirFS(n.FS, n.Dir)
 	name := it.RGBPath
-	rgbPath := filepath.Join(n.Dir, "rgb", name+".png")
-	w, h, rgb, err := readRGB(rgbPath)
+	rgbName := fsJoin("rgb", name+".png")
+	rgbPath := display(n.Dir, rgbName)
+	w, h, rgb, err := readRGB(fsys, n.Dir, rgbName)
 	if err != nil {
 		return nil, err
 	}
-	depthPath := filepath.Join(n.Dir, "depth", name+".png")
-	dw, dh, depth, err := readDepth(depthPath, scale)
+	depthName := fsJoin("depth", name+".png")
+	depthPath := display(n.Dir, depthName)
+	dw, dh, depth, err := readDepth(fsys, n.Dir, depthName, scale)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +97,10 @@ func (n *NYU) Load(it Item) (*Sample, error) {
 		return nil, fmt.Errorf("depth %q is %dx%d but image %q is %dx%d", depthPath, dw, dh, rgbPath, w, h)
 	}
 	s := &Sample{Drive: it.Drive, Frame: it.Frame, Name: name, Width: w, Height: h, RGB: rgb, Sparse: depth}
-	semPath := filepath.Join(n.Dir, "semantic", name+".png")
-	if _, err := os.Stat(semPath); err == nil {
-		sw, sh, sem, err := readLabels(semPath)
+	semName := fsJoin("semantic", name+".png")
+	semPath := display(n.Dir, semName)
+	if exists(fsys, semName) {
+		sw, sh, sem, err := readLabels(fsys, n.Dir, semName)
 		if err != nil {
 			return nil, err
 		}

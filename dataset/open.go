@@ -1,10 +1,11 @@
 package dataset
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -33,13 +34,19 @@ type Set interface {
 	HasGroundTruth() bool
 }
 
-// Source names a data set on disk.
+// Source names a data set: a local directory, or any fs.FS (an S3 prefix).
 type Source struct {
-	Dir    string
+	// Dir names the data set's root: the directory read when FS is nil,
+	// and the name errors and identities give it (an s3:// URL with FS).
+	Dir string
+	// FS, when set, is the data set's root (Dir is then only its name).
+	FS     fs.FS
 	Layout string // LayoutAuto when empty
 	// KITTIDepth is the root of KITTI's annotated depth
 	// (<root>/[train/|val/]<drive>/proj_depth/groundtruth/...); default Dir.
-	KITTIDepth string
+	// KITTIDepthFS reads it when set.
+	KITTIDepth   string
+	KITTIDepthFS fs.FS
 	// NYUDepthScale is the NYU layout's depth PNG scale (default 1000, mm).
 	NYUDepthScale float64
 }
@@ -49,9 +56,10 @@ func Open(src Source) (Set, error) {
 	if src.Dir == "" {
 		return nil, errors.New("data set: no directory given")
 	}
-	st, err := os.Stat(src.Dir)
+	fsys := dirFS(src.FS, src.Dir)
+	st, err := fs.Stat(fsys, ".")
 	if err != nil {
-		return nil, fmt.Errorf("data set: %w", err)
+		return nil, fmt.Errorf("data set %s: %w", src.Dir, unwrapPath(err))
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("data set %q: not a directory", src.Dir)
@@ -59,9 +67,9 @@ func Open(src Source) (Set, error) {
 	layout := src.Layout
 	if layout == "" || layout == LayoutAuto {
 		switch {
-		case exists(filepath.Join(src.Dir, MetaFile)):
+		case exists(fsys, MetaFile):
 			layout = LayoutSim
-		case exists(filepath.Join(src.Dir, "rgb")):
+		case exists(fsys, "rgb"):
 			layout = LayoutNYU
 		default:
 			layout = LayoutKITTI
@@ -69,26 +77,21 @@ func Open(src Source) (Set, error) {
 	}
 	switch layout {
 	case LayoutSim:
-		d, err := OpenSim(src.Dir)
+		d, err := OpenSimFS(fsys, src.Dir)
 		if err != nil {
 			return nil, err
 		}
 		return simSet{d}, nil
 	case LayoutKITTI:
-		depth := src.KITTIDepth
+		depth, depthFS := src.KITTIDepth, src.KITTIDepthFS
 		if depth == "" {
-			depth = src.Dir
+			depth, depthFS = src.Dir, fsys
 		}
-		return &kittiSet{k: &KITTI{RawDir: src.Dir, DepthDir: depth}}, nil
+		return &kittiSet{k: &KITTI{RawDir: src.Dir, DepthDir: depth, RawFS: fsys, DepthFS: dirFS(depthFS, depth)}}, nil
 	case LayoutNYU:
-		return nyuSet{&NYU{Dir: src.Dir, DepthScale: src.NYUDepthScale}}, nil
+		return nyuSet{&NYU{Dir: src.Dir, FS: fsys, DepthScale: src.NYUDepthScale}}, nil
 	}
 	return nil, fmt.Errorf("data set %q: layout %q is not one of auto, sim, kitti, nyu", src.Dir, layout)
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 type simSet struct{ *Sim }
@@ -123,20 +126,28 @@ func (s *kittiSet) HasGroundTruth() bool { return true }
 
 func (s *kittiSet) Load(it Item) (*Sample, error) { return s.k.Load(it) }
 
-// Items reads a split file: the path itself, or DIR/splits/<split>.txt
-// (Eigen-style lines, ParseSplitList).
+// Items reads a split file: a local file of that path, or
+// DIR/splits/<split>.txt in the data set (Eigen-style lines,
+// ParseSplitList).
 func (s *kittiSet) Items(split string) ([]Item, error) {
-	path := split
-	if !exists(path) {
-		path = filepath.Join(s.k.RawDir, SplitsDir, split+".txt")
+	if st, err := os.Stat(split); err == nil && !st.IsDir() {
+		f, err := os.Open(split)
+		if err != nil {
+			return nil, fmt.Errorf("kitti data set %q: split %q: %w", s.k.RawDir, split, err)
+		}
+		defer f.Close()
+		return ParseSplitList(f, split)
 	}
-	f, err := os.Open(path)
+	name := fsJoin(SplitsDir, split+".txt")
+	if !fs.ValidPath(name) {
+		return nil, fmt.Errorf("kitti data set %q: split %q: not a local file nor a name of %s", s.k.RawDir, split, display(s.k.RawDir, SplitsDir))
+	}
+	data, err := readFile(s.k.rawFS(), s.k.RawDir, name)
 	if err != nil {
 		return nil, fmt.Errorf("kitti data set %q: split %q: give a split file (Eigen-style lines) or put it in %s: %w",
-			s.k.RawDir, split, filepath.Join(s.k.RawDir, SplitsDir, "<split>.txt"), err)
+			s.k.RawDir, split, display(s.k.RawDir, fsJoin(SplitsDir, "<split>.txt")), err)
 	}
-	defer f.Close()
-	return ParseSplitList(f, path)
+	return ParseSplitList(bytes.NewReader(data), display(s.k.RawDir, name))
 }
 
 type nyuSet struct{ *NYU }

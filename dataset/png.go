@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 )
@@ -179,39 +180,40 @@ func DecodeLabelPNG(data []byte) (width, height int, labels []uint8, err error) 
 	return width, height, labels, nil
 }
 
-// readRGB, readDepth and readLabels read a file and name it in errors.
-func readRGB(path string) (int, int, []uint8, error) {
-	data, err := os.ReadFile(path)
+// readRGB, readDepth and readLabels read the file name of fsys (the data
+// set rooted at root) and name it in errors.
+func readRGB(fsys fs.FS, root, name string) (int, int, []uint8, error) {
+	data, err := readFile(fsys, root, name)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	w, h, rgb, err := DecodeRGBPNG(data)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("read image %q: %w", path, err)
+		return 0, 0, nil, fmt.Errorf("read image %q: %w", display(root, name), err)
 	}
 	return w, h, rgb, nil
 }
 
-func readDepth(path string, scale float64) (int, int, []float32, error) {
-	data, err := os.ReadFile(path)
+func readDepth(fsys fs.FS, root, name string, scale float64) (int, int, []float32, error) {
+	data, err := readFile(fsys, root, name)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	w, h, d, err := DecodeDepthPNG(data, scale)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("read depth %q: %w", path, err)
+		return 0, 0, nil, fmt.Errorf("read depth %q: %w", display(root, name), err)
 	}
 	return w, h, d, nil
 }
 
-func readLabels(path string) (int, int, []uint8, error) {
-	data, err := os.ReadFile(path)
+func readLabels(fsys fs.FS, root, name string) (int, int, []uint8, error) {
+	data, err := readFile(fsys, root, name)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	w, h, l, err := DecodeLabelPNG(data)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("read labels %q: %w", path, err)
+		return 0, 0, nil, fmt.Errorf("read labels %q: %w", display(root, name), err)
 	}
 	return w, h, l, nil
 }

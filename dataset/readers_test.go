@@ -127,7 +127,11 @@ func TestGenerateAndReadBack(t *testing.T) {
 	// only RGB frames live in image_02/data
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(p)) == "data" {
-			if _, _, _, err := readRGB(p); err != nil {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			if _, _, _, err := readRGB(os.DirFS(dir), dir, filepath.ToSlash(rel)); err != nil {
 				return fmt.Errorf("non-RGB file in data dir: %w", err)
 			}
 		}

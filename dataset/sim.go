@@ -1,11 +1,12 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 func newJSONEncoder(w io.Writer) *json.Encoder {
@@ -16,24 +17,30 @@ func newJSONEncoder(w io.Writer) *json.Encoder {
 
 // Sim is a simulated data set on disk (the layout Generate writes).
 type Sim struct {
+	// Dir names the data set's root in messages (a directory or an s3://
+	// URL); FS reads it.
 	Dir  string
+	FS   fs.FS
 	Meta Meta
 	// known drive names, to reject split lines naming other directories
 	drives map[string]bool
 }
 
 // OpenSim reads DIR/meta.json.
-func OpenSim(dir string) (*Sim, error) {
-	path := filepath.Join(dir, MetaFile)
-	data, err := os.ReadFile(path)
+func OpenSim(dir string) (*Sim, error) { return OpenSimFS(os.DirFS(dir), dir) }
+
+// OpenSimFS reads meta.json at the root of fsys; root names that root in
+// messages.
+func OpenSimFS(fsys fs.FS, root string) (*Sim, error) {
+	data, err := readFile(fsys, root, MetaFile)
 	if err != nil {
 		return nil, fmt.Errorf("open sim data set: %w", err)
 	}
-	m, err := ParseMeta(data, path)
+	m, err := ParseMeta(data, display(root, MetaFile))
 	if err != nil {
 		return nil, err
 	}
-	d := &Sim{Dir: dir, Meta: m, drives: map[string]bool{}}
+	d := &Sim{Dir: root, FS: fsys, Meta: m, drives: map[string]bool{}}
 	for _, dr := range m.Drives {
 		d.drives[dr.Name] = true
 	}
@@ -45,13 +52,13 @@ func (d *Sim) Split(name string) ([]Item, error) {
 	if !isSplit(name) {
 		return nil, fmt.Errorf("unknown split %q (want train, val or test)", name)
 	}
-	path := filepath.Join(d.Dir, SplitsDir, name+".txt")
-	f, err := os.Open(path)
+	name = fsJoin(SplitsDir, name+".txt")
+	path := display(d.Dir, name)
+	data, err := readFile(d.FS, d.Dir, name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	items, err := ParseSplitList(f, path)
+	items, err := ParseSplitList(bytes.NewReader(data), path)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +88,8 @@ func (d *Sim) Load(it Item) (*Sample, error) {
 	}
 	var w, h int
 	var err error
-	path := filepath.Join(d.Dir, p.RGB)
-	if w, h, s.RGB, err = readRGB(path); err != nil {
+	path := display(d.Dir, p.RGB)
+	if w, h, s.RGB, err = readRGB(d.FS, d.Dir, p.RGB); err != nil {
 		return nil, err
 	}
 	if err := check(path, w, h); err != nil {
@@ -91,22 +98,22 @@ func (d *Sim) Load(it Item) (*Sample, error) {
 	if !d.Meta.HasGroundTruth() {
 		return s, nil
 	}
-	path = filepath.Join(d.Dir, p.Sparse)
-	if w, h, s.Sparse, err = readDepth(path, d.Meta.DepthScale); err != nil {
+	path = display(d.Dir, p.Sparse)
+	if w, h, s.Sparse, err = readDepth(d.FS, d.Dir, p.Sparse, d.Meta.DepthScale); err != nil {
 		return nil, err
 	}
 	if err := check(path, w, h); err != nil {
 		return nil, err
 	}
-	path = filepath.Join(d.Dir, p.Dense)
-	if w, h, s.Dense, err = readDepth(path, d.Meta.DepthScale); err != nil {
+	path = display(d.Dir, p.Dense)
+	if w, h, s.Dense, err = readDepth(d.FS, d.Dir, p.Dense, d.Meta.DepthScale); err != nil {
 		return nil, err
 	}
 	if err := check(path, w, h); err != nil {
 		return nil, err
 	}
-	path = filepath.Join(d.Dir, p.Semantic)
-	if w, h, s.Semantic, err = readLabels(path); err != nil {
+	path = display(d.Dir, p.Semantic)
+	if w, h, s.Semantic, err = readLabels(d.FS, d.Dir, p.Semantic); err != nil {
 		return nil, err
 	}
 	if err := check(path, w, h); err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -94,9 +95,11 @@ func openDataFrames(src dataset.Source, split string, max int) (*dataFrames, err
 		}
 		items = picked
 	}
-	abs, err := filepath.Abs(src.Dir)
-	if err != nil {
-		return nil, err
+	abs := src.Dir
+	if src.FS == nil {
+		if abs, err = filepath.Abs(src.Dir); err != nil {
+			return nil, err
+		}
 	}
 	names := sha256.New()
 	for _, it := range items {
@@ -104,7 +107,11 @@ func openDataFrames(src dataset.Source, split string, max int) (*dataFrames, err
 	}
 	id := map[string]any{"dir": abs, "layout": set.Layout(), "split": split, "frames": len(items),
 		"items_sha256": hex.EncodeToString(names.Sum(nil))}
-	if b, err := os.ReadFile(filepath.Join(src.Dir, dataset.MetaFile)); err == nil {
+	fsys := src.FS
+	if fsys == nil {
+		fsys = os.DirFS(src.Dir)
+	}
+	if b, err := fs.ReadFile(fsys, dataset.MetaFile); err == nil {
 		sum := sha256.Sum256(b)
 		id["meta_sha256"] = hex.EncodeToString(sum[:])
 	}

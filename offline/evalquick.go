@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -23,6 +24,9 @@ type QuickConfig struct {
 	// are the positives of the data-set-change AUC.
 	Data, Indoor       string
 	Layout, KITTIDepth string
+	// DataFS, IndoorFS and KITTIDepthFS, when set, read those data sets
+	// (an S3 prefix); the strings above then only name them.
+	DataFS, IndoorFS, KITTIDepthFS fs.FS
 	// Models holds depth.onnx, depth.yaml, auxue.onnx and auxue.yaml; the
 	// four files below, when set, override it (any depth model and its
 	// AuxUE).
@@ -114,7 +118,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	frames, err := openDataFrames(dataset.Source{Dir: cfg.Data, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth}, cfg.Split, 0)
+	frames, err := openDataFrames(dataset.Source{Dir: cfg.Data, FS: cfg.DataFS, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth, KITTIDepthFS: cfg.KITTIDepthFS}, cfg.Split, 0)
 	if err != nil {
 		return res, fmt.Errorf("eval: %w", err)
 	}
@@ -123,7 +127,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	}
 	var ind *dataFrames
 	if cfg.Indoor != "" {
-		if ind, err = openDataFrames(dataset.Source{Dir: cfg.Indoor}, dataset.SplitAll, 0); err != nil {
+		if ind, err = openDataFrames(dataset.Source{Dir: cfg.Indoor, FS: cfg.IndoorFS}, dataset.SplitAll, 0); err != nil {
 			return res, fmt.Errorf("eval: indoor: %w", err)
 		}
 		if cfg.MaxIndoor > 0 && len(ind.items) > cfg.MaxIndoor {

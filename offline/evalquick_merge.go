@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/manifest"
-	"github.com/didoedge/didoedge/internal/shard"
 )
 
 // QuickStatsFormat names QuickStats' format and version.
@@ -260,21 +258,16 @@ func QuickMerge(stats []*QuickStats, names []string) (*QuickMerged, error) {
 	return &r, nil
 }
 
-// QuickMergeFiles reads the eval-quick shard statistics that paths name
-// (files, or directories of *.json) and merges them (QuickMerge).
-func QuickMergeFiles(paths []string) (*QuickMerged, error) {
-	files, err := shard.List(paths)
-	if err != nil {
-		return nil, fmt.Errorf("eval-quick merge: %w", err)
-	}
+// QuickMergeFiles reads the eval-quick shard statistics files (through
+// read: a local file or an object) and merges them (QuickMerge).
+func QuickMergeFiles(files []string, read func(name string) ([]byte, error)) (*QuickMerged, error) {
 	var stats []*QuickStats
 	for _, f := range files {
-		r, err := os.Open(f)
+		data, err := read(f)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("eval-quick merge: %w", err)
 		}
-		s, err := ReadQuickStats(r, f)
-		r.Close()
+		s, err := ReadQuickStats(bytes.NewReader(data), f)
 		if err != nil {
 			return nil, err
 		}

@@ -28,6 +28,7 @@ done
 # arm64 smoke test (cross/smoke-qemu.sh) could not check it; 1.24.1 loads there
 # and gives the amd64 maps. runtime/infer.BundledVersion names both.
 ORT_VERSION=1.29.0
+VERSITYGW_VERSION=v1.8.0
 ORT_TGZ_SHA256=cfdfb45ec4044b1fdca43e5d2e180fb6817e649ff8ad1e0dfc90e18e51b67037
 ORT_X64_SHA256=89688f5cf51c7e31befbb7b9101bc027799009b18d1baa9a5b1146a72e69538d
 ORT_ARM64_VERSION=1.24.1
@@ -141,6 +142,16 @@ if [ "$mode" = test ]; then
       cp "$mc/package-lock.json" "$mc/node_modules/.didoedge-lock"
     fi
   done
+  # The S3-compatible server the object-storage tests start (Versity
+  # Gateway, Apache-2.0, posix backend), built from the Go module proxy:
+  # about 3 minutes on 2 cores the first time (internal/objstore/s3test).
+  vgw=third_party/versitygw/$VERSITYGW_VERSION
+  if [ ! -x "$vgw/versitygw" ] || [ "$(cat "$vgw/VERSION" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
+    echo "deps: building Versity Gateway $VERSITYGW_VERSION (go install, a few minutes)"
+    mkdir -p "$vgw"
+    GOBIN="$PWD/$vgw" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+    echo "$VERSITYGW_VERSION" > "$vgw/VERSION"
+  fi
 fi
 if [ "$gpu" = 1 ]; then
   echo "deps: ok (ONNX Runtime $ORT_VERSION in $dest, GPU build in $gdest)"

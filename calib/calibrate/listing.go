@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -12,9 +13,12 @@ import (
 
 // Input is one data set a calibration reads: a directory in any layout
 // dataset.Open knows (a sim render, real KITTI, NYU, or the KITTI layout
-// `record export` writes from a recording).
+// `record export` writes from a recording). FS, when set, reads it (an S3
+// prefix); Dir then names it in the listing, the identities and errors,
+// so that shards reading the same s3:// URLs agree on the listing.
 type Input struct {
 	Dir, Layout, KITTIDepth string
+	FS, KITTIDepthFS        fs.FS
 }
 
 // entry is one frame of the listing: its data set and item.
@@ -51,7 +55,7 @@ func listInputs(inputs []Input, split string, maxFrames int) (*listing, error) {
 		if i > 0 && in.Dir == l.inputs[i-1].Dir {
 			return nil, fmt.Errorf("calibrate: data set %q given twice (its frames would count twice)", in.Dir)
 		}
-		ds, err := dataset.Open(dataset.Source{Dir: in.Dir, Layout: in.Layout, KITTIDepth: in.KITTIDepth})
+		ds, err := dataset.Open(dataset.Source{Dir: in.Dir, FS: in.FS, Layout: in.Layout, KITTIDepth: in.KITTIDepth, KITTIDepthFS: in.KITTIDepthFS})
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}

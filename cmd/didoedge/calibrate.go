@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -80,12 +81,24 @@ func addDataFlags(fs *flag.FlagSet) *dataFlags {
 	return d
 }
 
-func (d *dataFlags) inputs() []calibrate.Input {
+// inputs resolves --data (local directories or s3:// prefixes, read
+// through an fs.FS) into calibration inputs.
+func (d *dataFlags) inputs(ctx context.Context, env *cliEnv) ([]calibrate.Input, error) {
 	var in []calibrate.Input
 	for _, dir := range d.dirs {
-		in = append(in, calibrate.Input{Dir: dir, Layout: *d.layout, KITTIDepth: *d.kittiDepth})
+		fsys, err := env.store().DirFS(ctx, dir)
+		if err != nil {
+			return nil, fmt.Errorf("--data %s: %w", dir, err)
+		}
+		i := calibrate.Input{Dir: dir, FS: fsys, Layout: *d.layout, KITTIDepth: *d.kittiDepth}
+		if *d.kittiDepth != "" {
+			if i.KITTIDepthFS, err = env.store().DirFS(ctx, *d.kittiDepth); err != nil {
+				return nil, fmt.Errorf("--kitti-depth %s: %w", *d.kittiDepth, err)
+			}
+		}
+		in = append(in, i)
 	}
-	return in
+	return in, nil
 }
 
 // runCalibrate writes the alerts calibration file from in-distribution
@@ -117,17 +130,27 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Inputs: data.inputs(), Split: *data.split, TargetFAR: *far, Force: *force,
+	inputs, err := data.inputs(ctx, env)
+	if err != nil {
+		return err
+	}
+	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Inputs: inputs, Split: *data.split, TargetFAR: *far, Force: *force,
 		Coverage: *coverage, MaxFrames: *data.maxFrames, Log: env.log})
 	if err != nil {
 		return err
 	}
-	return writeCalibration(env, *out, res)
+	return writeCalibration(ctx, env, *out, res)
 }
 
-func writeCalibration(env *cliEnv, out string, res *calibrate.Result) error {
-	if err := alerts.SaveCalibration(out, res.Calibration); err != nil {
-		return err
+// writeCalibration writes the calibration YAML to out (a file or an
+// s3:// object) and prints the summary.
+func writeCalibration(ctx context.Context, env *cliEnv, out string, res *calibrate.Result) error {
+	var buf bytes.Buffer
+	if err := alerts.WriteCalibration(&buf, res.Calibration); err != nil {
+		return fmt.Errorf("%s: %w", out, err)
+	}
+	if err := env.store().WriteFile(ctx, out, buf.Bytes()); err != nil {
+		return fmt.Errorf("write calibration: %w", err)
 	}
 	res.WriteSummary(env.stdout)
 	fmt.Fprintf(env.stdout, "wrote %s\n", out)
@@ -156,14 +179,22 @@ func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	sum, err := calibrate.Shard(ctx, calibrate.ShardOptions{Config: cfg, Inputs: data.inputs(), Split: *data.split,
+	inputs, err := data.inputs(ctx, env)
+	if err != nil {
+		return err
+	}
+	sum, err := calibrate.Shard(ctx, calibrate.ShardOptions{Config: cfg, Inputs: inputs, Split: *data.split,
 		MaxFrames: *data.maxFrames, Index: *index, Count: *count, Log: env.log})
 	if err != nil {
 		return err
 	}
 	path := calibrate.SummaryPath(*out, *index)
-	if err := calibrate.WriteSummaryFile(path, sum); err != nil {
-		return err
+	var buf bytes.Buffer
+	if err := sum.Write(&buf); err != nil {
+		return fmt.Errorf("calibration summary %s: %w", path, err)
+	}
+	if err := env.store().WriteFile(ctx, path, buf.Bytes()); err != nil {
+		return fmt.Errorf("calibration summary: %w", err)
 	}
 	fmt.Fprintf(env.stdout, "shard %d of %d: %d of %d frames, %d pixels (%d with ground truth); wrote %s\n",
 		*index, *count, sum.Frames, sum.Listing.Frames, sum.Pixels, sum.GTPixels, path)
@@ -171,7 +202,7 @@ func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // runCalibrateMerge merges shard summaries into the calibration file.
-func runCalibrateMerge(_ context.Context, env *cliEnv, args []string) error {
+func runCalibrateMerge(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "calibrate merge")
 	far := fs.Float64("target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
 	force := fs.Bool("force", false, "calibrate even when the frames look out of distribution for the AuxUE (their median K/S above its validation p90)")
@@ -183,13 +214,25 @@ func runCalibrateMerge(_ context.Context, env *cliEnv, args []string) error {
 	if *out == "" || fs.NArg() == 0 {
 		return errors.New("usage: didoedge calibrate merge --out FILE [--target-far F] [--coverage C] SUMMARY|DIR...")
 	}
-	sums, err := calibrate.ReadSummaryFiles(fs.Args())
+	files, err := env.store().Expand(ctx, fs.Args(), ".json")
 	if err != nil {
-		return err
+		return fmt.Errorf("calibration summary: %w", err)
+	}
+	var sums []calibrate.Named
+	for _, f := range files {
+		data, err := env.store().ReadFile(ctx, f)
+		if err != nil {
+			return fmt.Errorf("calibration summary: %w", err)
+		}
+		s, err := calibrate.ReadSummary(bytes.NewReader(data), f)
+		if err != nil {
+			return err
+		}
+		sums = append(sums, calibrate.Named{Name: f, Summary: s})
 	}
 	res, err := calibrate.Merge(sums, calibrate.MergeOptions{TargetFAR: *far, Coverage: *coverage, Force: *force, Log: env.log})
 	if err != nil {
 		return err
 	}
-	return writeCalibration(env, *out, res)
+	return writeCalibration(ctx, env, *out, res)
 }

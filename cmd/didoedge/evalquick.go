@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	iofs "io/fs"
 	"path/filepath"
 	"strings"
 
@@ -16,7 +19,7 @@ import (
 // `eval-quick shard` and `eval-quick merge` split it.
 func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "merge" {
-		return runEvalQuickMerge(env, args[1:])
+		return runEvalQuickMerge(ctx, env, args[1:])
 	}
 	sharded := len(args) > 0 && args[0] == "shard"
 	name := "eval-quick"
@@ -41,7 +44,8 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	index := fs.Int("index", -1, "shard: index (default: $"+shard.EnvIndex+", else 0)")
 	count := fs.Int("count", 0, "shard: number of shards (default: $"+shard.EnvCount+", else 1)")
-	out := fs.String("out", "", "shard: statistics file to write (JSON); "+calibrate.IndexPlaceholder+" is replaced by the index")
+	out := fs.String("out", "", "shard: statistics file to write (JSON, a path or s3:// URL); "+calibrate.IndexPlaceholder+" is replaced by the index")
+	report := fs.String("report", "", "also write what is printed to this file or s3:// object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -55,12 +59,23 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	cfg := offline.QuickConfig{Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Indoor: *indoor,
 		Models: *models, DepthModel: *depth, DepthSpec: specBeside(*depth, *depthSpec), AuxUEModel: *aux, AuxUESpec: specBeside(*aux, *auxSpec),
 		Inference: inf, Split: *split, MaxFrames: *maxFrames, MaxIndoor: *maxIndoor, Log: env.log}
+	for _, f := range []struct {
+		flag, loc string
+		fsys      *iofs.FS
+	}{{"--data", *data, &cfg.DataFS}, {"--indoor", *indoor, &cfg.IndoorFS}, {"--kitti-depth", *kittiDepth, &cfg.KITTIDepthFS}} {
+		if f.loc == "" {
+			continue
+		}
+		if *f.fsys, err = env.store().DirFS(ctx, f.loc); err != nil {
+			return fmt.Errorf("%s %s: %w", f.flag, f.loc, err)
+		}
+	}
 	if !sharded {
 		res, err := offline.QuickEval(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		return res.Write(env.stdout, *asJSON)
+		return printReport(ctx, env, *report, func(w io.Writer) error { return res.Write(w, *asJSON) })
 	}
 	if *out == "" {
 		return fmt.Errorf("eval-quick shard: --out FILE is required")
@@ -73,8 +88,12 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	path := calibrate.SummaryPath(*out, *index)
-	if err := shard.WriteFile(path, st.Write); err != nil {
-		return err
+	var buf bytes.Buffer
+	if err := st.Write(&buf); err != nil {
+		return fmt.Errorf("eval-quick shard %s: %w", path, err)
+	}
+	if err := env.store().WriteFile(ctx, path, buf.Bytes()); err != nil {
+		return fmt.Errorf("eval-quick shard: %w", err)
 	}
 	fmt.Fprintf(env.stdout, "eval-quick shard %d of %d: %d outdoor and %d indoor frames of %d; wrote %s\n",
 		*index, *count, st.Frames, st.Indoor, st.Listing.Frames, path)
@@ -82,19 +101,40 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // runEvalQuickMerge prints the merged figures of eval-quick shards.
-func runEvalQuickMerge(env *cliEnv, args []string) error {
+func runEvalQuickMerge(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "eval-quick merge")
+	report := fs.String("report", "", "also write the merged figures (JSON) to this file or s3:// object")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("usage: didoedge eval-quick merge SUMMARY|DIR...")
+		return fmt.Errorf("usage: didoedge eval-quick merge [--report FILE] SUMMARY|DIR...")
 	}
-	m, err := offline.QuickMergeFiles(fs.Args())
+	files, err := env.store().Expand(ctx, fs.Args(), ".json")
+	if err != nil {
+		return fmt.Errorf("eval-quick merge: %w", err)
+	}
+	m, err := offline.QuickMergeFiles(files, func(f string) ([]byte, error) { return env.store().ReadFile(ctx, f) })
 	if err != nil {
 		return err
 	}
-	return m.WriteJSON(env.stdout)
+	return printReport(ctx, env, *report, m.WriteJSON)
+}
+
+// printReport prints what write writes and, when report names a file or
+// an s3:// object, writes the same there.
+func printReport(ctx context.Context, env *cliEnv, report string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	if report != "" {
+		if err := env.store().WriteFile(ctx, report, buf.Bytes()); err != nil {
+			return fmt.Errorf("--report: %w", err)
+		}
+	}
+	_, err := env.stdout.Write(buf.Bytes())
+	return err
 }
 
 // specBeside is spec, or the model's path with .yaml when spec is empty

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/didoedge/didoedge/internal/objstore"
 )
 
 // command is one subcommand: run receives the arguments after its name.
@@ -25,6 +27,18 @@ type cliEnv struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	// objects resolves local paths and s3:// URLs; made from the process
+	// environment on first use when nil.
+	objects *objstore.Store
+}
+
+// store returns the location resolver (objects, or one from the
+// environment).
+func (e *cliEnv) store() *objstore.Store {
+	if e.objects == nil {
+		e.objects = objstore.FromEnvironment(e.log)
+	}
+	return e.objects
 }
 
 // commands lists every subcommand. Add one line per new subcommand.

@@ -1,0 +1,307 @@
+package upload
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/didoedge/didoedge/internal/objstore"
+)
+
+// ErrBudget is returned by Enqueue when the file would take the queue
+// above its byte budget; the file is left where it was.
+var ErrBudget = errors.New("upload queue: byte budget reached")
+
+// item is one queued file; its sidecar is the JSON of it.
+type item struct {
+	Seq    uint64 `json:"seq"`
+	Key    string `json:"key"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// PartMD5 are the hex MD5s of the parts (one for a single PUT): the
+	// ETag the server must report is computed from them.
+	PartMD5  []string          `json:"part_md5"`
+	PartSize int64             `json:"part_size"`
+	Meta     map[string]string `json:"meta"`
+	// UploadID is the multipart upload in progress ("" before it starts).
+	UploadID string `json:"upload_id,omitempty"`
+}
+
+func (it *item) multipart() bool { return len(it.PartMD5) > 1 }
+
+// etag is the ETag S3 gives the object: the MD5 of a single PUT, or the
+// MD5 of the concatenated part MD5s, "-", the part count.
+func (it *item) etag() string {
+	if !it.multipart() {
+		return it.PartMD5[0]
+	}
+	h := md5.New()
+	for _, p := range it.PartMD5 {
+		b, _ := hex.DecodeString(p)
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(it.PartMD5))
+}
+
+// Stats are the queue's counters; Queued and QueuedBytes are its present
+// content, the rest count since Open.
+type Stats struct {
+	Queued, QueuedBytes     int64
+	Uploaded, UploadedBytes int64
+	Refused                 int64 // Enqueue over the budget
+	Failures                int64 // failed attempts (retried)
+	ResumedParts            int64 // parts found on the server after a restart, not sent again
+	AlreadyThere            int64 // items whose object was complete and verified before sending
+}
+
+// Queue is a durable upload queue in a directory.
+type Queue struct {
+	cfg    Config
+	loc    objstore.Location
+	client *objstore.Client
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	seq   uint64
+	bytes int64
+	count int64
+	wake  chan struct{}
+
+	uploaded, uploadedBytes, refused, failures, resumed, already atomic.Int64
+}
+
+const (
+	dataExt    = ".data"
+	sidecarExt = ".json"
+)
+
+// Open opens (or creates) the queue in cfg.Dir and recovers it after a
+// crash: a sidecar without its data file is an enqueue that never
+// finished (its file is still where it was) or an upload whose local
+// delete was cut short; either way it is removed. client may be nil for a
+// process that only enqueues.
+func Open(cfg Config, client *objstore.Client, log *slog.Logger) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	loc, _ := objstore.ParseURL(cfg.Target)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("upload queue %s: %w", cfg.Dir, err)
+	}
+	q := &Queue{cfg: cfg, loc: loc, client: client, log: log, wake: make(chan struct{}, 1)}
+	items, err := q.scan()
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		q.bytes += it.Size
+		q.count++
+		q.seq = max(q.seq, it.Seq)
+	}
+	return q, nil
+}
+
+func (q *Queue) dataPath(seq uint64) string {
+	return filepath.Join(q.cfg.Dir, fmt.Sprintf("%020d%s", seq, dataExt))
+}
+func (q *Queue) sidecarPath(seq uint64) string {
+	return filepath.Join(q.cfg.Dir, fmt.Sprintf("%020d%s", seq, sidecarExt))
+}
+
+// scan reads the queue's items in order, removing temporary files and
+// sidecars without data.
+func (q *Queue) scan() ([]*item, error) {
+	ents, err := os.ReadDir(q.cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("upload queue %s: %w", q.cfg.Dir, err)
+	}
+	var items []*item
+	for _, e := range ents {
+		name := e.Name()
+		full := filepath.Join(q.cfg.Dir, name)
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			os.Remove(full)
+		case strings.HasSuffix(name, sidecarExt):
+			it, err := readSidecar(full)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := os.Stat(q.dataPath(it.Seq)); errors.Is(err, os.ErrNotExist) {
+				os.Remove(full)
+				continue
+			}
+			items = append(items, it)
+		}
+	}
+	slices.SortFunc(items, func(a, b *item) int { return int(a.Seq - b.Seq) })
+	return items, nil
+}
+
+func readSidecar(path string) (*item, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("upload queue: %w", err)
+	}
+	var it item
+	if err := json.Unmarshal(b, &it); err != nil {
+		return nil, fmt.Errorf("upload queue: sidecar %s: %w", path, err)
+	}
+	if it.Key == "" || len(it.PartMD5) == 0 || it.Size < 0 {
+		return nil, fmt.Errorf("upload queue: sidecar %s: incomplete", path)
+	}
+	return &it, nil
+}
+
+// writeSidecar replaces it's sidecar atomically and durably (temporary
+// file, fsync, rename, fsync of the directory).
+func (q *Queue) writeSidecar(it *item) error {
+	b, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(q.cfg.Dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("upload queue: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), q.sidecarPath(it.Seq))
+	}
+	if err == nil {
+		err = syncDir(q.cfg.Dir)
+	}
+	if err != nil {
+		return fmt.Errorf("upload queue: sidecar of %s: %w", it.Key, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Enqueue moves the finished file src into the queue, to be uploaded as
+// prefix/<vehicle>/<camera>/<base name of src> with meta as the object's
+// metadata (meta["vehicle"] and meta["camera"] name the key's levels;
+// model and calibration identities go in too). Over the byte budget it
+// returns ErrBudget and leaves src in place.
+func (q *Queue) Enqueue(src string, meta map[string]string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("upload queue: %w", err)
+	}
+	for _, k := range []string{"vehicle", "camera"} {
+		if v := meta[k]; v == "" || strings.ContainsAny(v, "/\\") || v == "." || v == ".." {
+			return fmt.Errorf("upload queue: %s: metadata %q is %q (want a plain name: it is a key level)", src, k, v)
+		}
+	}
+	q.mu.Lock()
+	if q.bytes+st.Size() > q.cfg.MaxBytes {
+		q.mu.Unlock()
+		q.refused.Add(1)
+		return fmt.Errorf("%w: %s (%d bytes) on %d of %d", ErrBudget, src, st.Size(), q.bytes, q.cfg.MaxBytes)
+	}
+	q.seq++
+	seq := q.seq
+	q.bytes += st.Size()
+	q.count++
+	q.mu.Unlock()
+	undo := func() {
+		q.mu.Lock()
+		q.bytes -= st.Size()
+		q.count--
+		q.mu.Unlock()
+	}
+	it := &item{Seq: seq, Size: st.Size(), PartSize: q.cfg.PartSize, Meta: meta,
+		Key: strings.TrimPrefix(path.Join(q.loc.Key, meta["vehicle"], meta["camera"], filepath.Base(src)), "/")}
+	if err := hashFile(src, it); err != nil {
+		undo()
+		return err
+	}
+	// The sidecar first, then the data: a crash between the two leaves a
+	// sidecar without data, which Open removes, and src where it was.
+	if err := q.writeSidecar(it); err != nil {
+		undo()
+		return err
+	}
+	if err := os.Rename(src, q.dataPath(seq)); err != nil {
+		os.Remove(q.sidecarPath(seq))
+		undo()
+		return fmt.Errorf("upload queue: move %s in (same filesystem as %s?): %w", src, q.cfg.Dir, err)
+	}
+	if err := syncDir(q.cfg.Dir); err != nil {
+		return fmt.Errorf("upload queue: %w", err)
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// hashFile fills it's SHA-256 and part MD5s.
+func hashFile(path string, it *item) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("upload queue: %w", err)
+	}
+	defer f.Close()
+	whole := sha256.New()
+	for {
+		part := md5.New()
+		n, err := io.CopyN(io.MultiWriter(whole, part), f, it.PartSize)
+		if n > 0 || len(it.PartMD5) == 0 {
+			it.PartMD5 = append(it.PartMD5, hex.EncodeToString(part.Sum(nil)))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("upload queue: read %s: %w", path, err)
+		}
+	}
+	if len(it.PartMD5) > MaxParts {
+		return fmt.Errorf("upload queue: %s needs %d parts of %d bytes, more than S3's %d", path, len(it.PartMD5), it.PartSize, MaxParts)
+	}
+	it.SHA256 = hex.EncodeToString(whole.Sum(nil))
+	return nil
+}
+
+// Stats returns the counters.
+func (q *Queue) Stats() Stats {
+	q.mu.Lock()
+	s := Stats{Queued: q.count, QueuedBytes: q.bytes}
+	q.mu.Unlock()
+	s.Uploaded, s.UploadedBytes = q.uploaded.Load(), q.uploadedBytes.Load()
+	s.Refused, s.Failures = q.refused.Load(), q.failures.Load()
+	s.ResumedParts, s.AlreadyThere = q.resumed.Load(), q.already.Load()
+	return s
+}

@@ -1,0 +1,287 @@
+package upload
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/didoedge/didoedge/internal/objstore"
+	"github.com/didoedge/didoedge/internal/objstore/s3test"
+)
+
+var identity = map[string]string{"vehicle": "van-07", "camera": "front", "model": "sha256:abc", "calibration": "sha256:def"}
+
+// clip writes a file of n pseudo-random bytes and returns its SHA-256.
+func clip(t testing.TB, path string, n int, seed uint64) [32]byte {
+	t.Helper()
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// objects reads every object under prefix: key -> SHA-256 of the content.
+func objects(t *testing.T, c *objstore.Client, bucket, prefix string) map[string][32]byte {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string][32]byte{}
+	for o, err := range c.List(ctx, bucket, prefix, true) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.ReadAll(ctx, objstore.Location{Bucket: bucket, Key: o.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[o.Key] = sha256.Sum256(b)
+	}
+	return out
+}
+
+// TestQueueUploads: a small file (one PUT), one of exactly one part and
+// one of three parts reach the bucket with their content and identities,
+// the local files go only after verification, a file over the byte budget
+// is refused and left in place, and bad settings name their key.
+func TestQueueUploads(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.MakeBucket(t, "clips")
+	c, err := objstore.New(srv.Config(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	q, err := Open(Config{Dir: filepath.Join(dir, "queue"), Target: "s3://clips/fleet", PartSize: MinPartSize, MaxBytes: 17 << 20}, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][32]byte{}
+	for i, n := range []int{1000, MinPartSize, 2*MinPartSize + 12345} {
+		src := filepath.Join(dir, fmt.Sprintf("clip-%d.mcap", i))
+		want["fleet/van-07/front/"+filepath.Base(src)] = clip(t, src, n, uint64(i))
+		if err := q.Enqueue(src, identity); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(src); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s still at its place after Enqueue: %v", src, err)
+		}
+	}
+	big := filepath.Join(dir, "big.mcap")
+	clip(t, big, 2<<20, 9)
+	if err := q.Enqueue(big, identity); !errors.Is(err, ErrBudget) {
+		t.Fatalf("over the budget: %v", err)
+	}
+	if _, err := os.Stat(big); err != nil {
+		t.Fatalf("a refused file must stay: %v", err)
+	}
+	if st := q.Stats(); st.Queued != 3 || st.Refused != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := q.Run(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	got := objects(t, c, "clips", "fleet/")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("objects %v, want %v", keys(got), keys(want))
+	}
+	info, err := c.Stat(ctx, objstore.Location{Bucket: "clips", Key: "fleet/van-07/front/clip-2.mcap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range identity {
+		if info.UserMetadata[strings.ToUpper(k[:1])+k[1:]] != v {
+			t.Errorf("metadata %s: %v", k, info.UserMetadata)
+		}
+	}
+	if !strings.HasSuffix(strings.Trim(info.ETag, `"`), "-3") {
+		t.Errorf("a 3-part file's ETag %s", info.ETag)
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, "queue"))
+	if st := q.Stats(); len(ents) != 0 || st.Queued != 0 || st.Uploaded != 3 || st.UploadedBytes != int64(1000+MinPartSize+2*MinPartSize+12345) {
+		t.Fatalf("after the upload: %d files in the queue, stats %+v", len(ents), st)
+	}
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Target: "s3://bkt/p"}, "upload.dir"},
+		{Config{Dir: "q", Target: "/local"}, "upload.target"},
+		{Config{Dir: "q", Target: "s3://bkt/p", PartSize: 1 << 20}, "upload.part_size"},
+		{Config{Dir: "q", Target: "s3://bkt/p", MaxBytes: -1}, "upload.max_bytes"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func keys(m map[string][32]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestHelperUploader is the uploader process of TestQueueSurvivesKillsAndOutage.
+func TestHelperUploader(t *testing.T) {
+	dir := os.Getenv("DIDOEDGE_UPLOAD_QUEUE")
+	if dir == "" {
+		return
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	home, _ := os.UserHomeDir()
+	cfg, err := objstore.ConfigFromEnv(os.Getenv, home)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	c, err := objstore.New(cfg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	q, err := Open(Config{Dir: dir, Target: "s3://clips/fleet", PartSize: MinPartSize, RateLimit: 16 << 20}, c, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := q.Run(context.Background(), true); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "drained: %+v\n", q.Stats())
+	os.Exit(0)
+}
+
+// TestQueueSurvivesKillsAndOutage: 8 clips (4 of 3 parts, 4 single) are
+// queued; the uploader process is SIGKILLed 10 times at random moments,
+// and the storage server is stopped for an outage (3 s; set
+// DIDOEDGE_UPLOAD_OUTAGE=60s for the goal's minute) while an uploader
+// runs. Then an uploader drains the queue: every clip is in the bucket
+// once, with its content, nothing else is (no duplicate, no leftover
+// multipart upload), and the local queue is empty. At least one multipart
+// upload was resumed from parts already on the server.
+func TestQueueSurvivesKillsAndOutage(t *testing.T) {
+	outage := 3 * time.Second
+	if s := os.Getenv("DIDOEDGE_UPLOAD_OUTAGE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("DIDOEDGE_UPLOAD_OUTAGE=%q: %v", s, err)
+		}
+		outage = d
+	}
+	srv := s3test.Start(t)
+	srv.MakeBucket(t, "clips")
+	c, err := objstore.New(srv.Config(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	qdir := filepath.Join(dir, "queue")
+	q, err := Open(Config{Dir: qdir, Target: "s3://clips/fleet", PartSize: MinPartSize}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][32]byte{}
+	for i := range 8 {
+		n := 300 << 10
+		if i%2 == 0 {
+			n = 2*MinPartSize + 1<<20
+		}
+		src := filepath.Join(dir, fmt.Sprintf("event-%02d.mcap", i))
+		want["fleet/van-07/front/"+filepath.Base(src)] = clip(t, src, n, uint64(100+i))
+		if err := q.Enqueue(src, identity); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperUploader$")
+		cmd.Env = append(append(os.Environ(), "DIDOEDGE_UPLOAD_QUEUE="+qdir, "HOME="+dir), srv.Env()...)
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	r := rand.New(rand.NewPCG(42, 1))
+	for k := range 10 {
+		cmd := start()
+		if k == 5 {
+			// The outage: the server goes away under a running uploader,
+			// which retries; it is killed while the server is down.
+			time.Sleep(200 * time.Millisecond)
+			srv.Stop()
+			time.Sleep(outage)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		time.Sleep(time.Duration(150+r.IntN(500)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	cmd := start()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("final uploader: %v\n%s", err, logs.String())
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("final uploader did not drain the queue in 2 min\n%s", logs.String())
+	}
+	got := objects(t, c, "clips", "")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("bucket holds %v, want exactly %v\n%s", keys(got), keys(want), logs.String())
+	}
+	ents, _ := os.ReadDir(qdir)
+	if len(ents) != 0 {
+		t.Fatalf("%d files left in the queue", len(ents))
+	}
+	uploads, err := minio.Core{Client: c.Minio()}.ListMultipartUploads(context.Background(), "clips", "", "", "", "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uploads.Uploads) != 0 {
+		t.Fatalf("%d multipart uploads left on the server", len(uploads.Uploads))
+	}
+	resumed := 0
+	for _, m := range regexp.MustCompile(`upload: resuming.*parts_on_server=(\d+)`).FindAllStringSubmatch(logs.String(), -1) {
+		if n, _ := strconv.Atoi(m[1]); n > 0 {
+			resumed++
+		}
+	}
+	retried := strings.Count(logs.String(), "upload: will retry")
+	t.Logf("8 clips uploaded across 10 SIGKILLs and a %v outage: %d resumes with parts on the server, %d retried attempts", outage, resumed, retried)
+	if resumed == 0 || retried == 0 {
+		t.Fatalf("the test did not exercise a resume (%d) or a retry (%d)\n%s", resumed, retried, logs.String())
+	}
+}
