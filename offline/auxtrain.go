@@ -147,7 +147,7 @@ func DefaultAuxTrainConfig() AuxTrainConfig {
 
 // DefaultAuxSteps is the optimizer steps that the default recipe's epochs
 // aim at (AutoEpochs).
-const DefaultAuxSteps = 800
+const DefaultAuxSteps = 2000
 
 // CheckRecipe checks the recipe's values that AuxTrain would otherwise
 // only meet after the depth model and the frames are loaded.
@@ -274,7 +274,16 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	t0 := time.Now()
 	var tensors []string
 	projSeed := uint64(cfg.Seed)
-	if fc, ok, err := resolveFeatures(cfg, spec); err != nil {
+	fc, ok, err := resolveFeatures(cfg, spec)
+	probeFailed := err != nil
+	if err != nil && cfg.ModelFeatures == FeaturesAuto {
+		// auto reads a tensor where the model has one that the probe can
+		// show (a float16 graph's tensors, for one, cannot be exposed as
+		// float); otherwise it trains on the image and the depth.
+		log.Warn("train auxue: no feature tensor of the depth model; the AuxUE reads its image and depth only", "err", err)
+		ok, err = false, nil
+	}
+	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	} else if ok {
 		if contract.Model, err = auxue.NewModelFeatures(fc.Tensor, fc.Channels, fc.Height, fc.Width, cfg.ModelFeatureChannels, projSeed); err != nil {
@@ -285,7 +294,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		log.Info("train auxue: the AuxUE reads a tensor of the depth model", "tensor", fc.Tensor,
 			"shape", fmt.Sprintf("(1,%d,%d,%d)", fc.Channels, fc.Height, fc.Width), "resolution", fmt.Sprintf("1/%.2f", fc.Ratio),
 			"channels", contract.Model.Out, "auto", fc.Auto, "candidates", fc.Candidates, "eligible", fc.Eligible)
-	} else if cfg.ModelFeatures == FeaturesAuto {
+	} else if cfg.ModelFeatures == FeaturesAuto && !probeFailed {
 		log.Info("train auxue: the depth model has no feature tensor at 1/4 to 1/8 of its input; the AuxUE reads its image and depth only",
 			"candidates", fc.Candidates)
 	}
@@ -768,7 +777,7 @@ func AutoEpochs(frames, batch, steps int) int {
 
 // Bounds of AutoEpochs.
 const (
-	MinAutoEpochs = 10
+	MinAutoEpochs = 1
 	MaxAutoEpochs = 100
 )
 

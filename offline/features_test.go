@@ -179,21 +179,20 @@ func TestPickFeature(t *testing.T) {
 }
 
 // TestAutoEpochs: ceil(steps / (frames/batch)) within [MinAutoEpochs,
-// MaxAutoEpochs].
+// MaxAutoEpochs] = [1, 100].
 func TestAutoEpochs(t *testing.T) {
 	for _, tc := range []struct{ frames, batch, steps, want int }{
-		{80, 2, 800, 20},    // the byo walkthrough's folder: 40 steps an epoch
-		{81, 2, 800, 20},    // 40 steps an epoch (the odd frame is left out)
-		{70, 2, 800, 23},    // 35 an epoch: ceil(22.9)
-		{280, 2, 800, 10},   // 140 an epoch: 5.7, raised to the minimum
-		{8, 2, 800, 100},    // 4 an epoch: 200, capped
-		{1, 2, 800, 100},    // fewer frames than a batch: one step an epoch
+		{80, 2, 2000, 50},   // the byo walkthrough's folder: 40 steps an epoch
+		{81, 2, 2000, 50},   // 40 steps an epoch (the odd frame is left out)
+		{70, 2, 2000, 58},   // 35 an epoch: ceil(57.1)
+		{300, 2, 2000, 14},  // the simulated pool's 300 frames: ceil(13.3)
+		{280, 2, 800, 6},    // 140 an epoch: ceil(5.7)
+		{8, 2, 2000, 100},   // 4 an epoch: 500, capped
+		{1, 2, 2000, 100},   // fewer frames than a batch: one step an epoch
 		{300, 2, 2250, 15},  // the reference recipe's 2,250 steps
-		{3000, 4, 800, 10},  // a large folder: the minimum
-		{160, 1, 800, 10},   // batch 1: 160 an epoch, 5 -> 10
-		{400, 2, 4000, 20},  // 200 an epoch
-		{100, 0, 100, 10},   // batch 0 counts as 1
-		{200, 2, 1, 10},     // at least the minimum
+		{20000, 2, 2000, 1}, // a large folder: one epoch of 10,000 steps
+		{160, 1, 800, 5},    // batch 1: 160 an epoch
+		{100, 0, 100, 1},    // batch 0 counts as 1
 		{40, 2, 10000, 100}, // at most the maximum
 	} {
 		if got := AutoEpochs(tc.frames, tc.batch, tc.steps); got != tc.want {

@@ -453,6 +453,8 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	if f := cfg.AuxUESpec.ModelFeatures; cfg.AuxUE != "" && f != nil {
 		m.featOut = outIndex(f.Tensor)
+		log.Info("the AuxUE reads a tensor of the depth model (exposed in memory)", "depth", cfg.Depth, "tensor", f.Tensor,
+			"shape", fmt.Sprintf("(1,%d,%d,%d)", f.Channels, f.Height, f.Width))
 	}
 	if cfg.AuxUE != "" {
 		aso := so
