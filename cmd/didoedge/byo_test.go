@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/internal/testnet"
+	"github.com/didoedge/didoedge/offline"
 )
 
 // byoSkyAUC is the least sky-against-ground-truth AUC of the DIDO K/S
