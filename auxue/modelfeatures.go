@@ -6,11 +6,14 @@ import (
 	"math/rand/v2"
 )
 
-// MaxModelFeatureChannels bounds the main-model channels an AuxUE reads: a
-// wider tensor is first projected to this many channels (ModelFeatures.
-// Projection), so that the AuxUE's first convolution and the training
-// cache stay the size of a few image channels whatever the main model.
-const MaxModelFeatureChannels = 32
+// DefaultModelFeatureChannels bounds the main-model channels an AuxUE reads
+// unless told otherwise: a wider tensor is first projected to this many
+// channels (ModelFeatures.Projection), so that the AuxUE's first
+// convolution and the training cache stay the size of a few image
+// channels whatever the main model. 8 measured better than 32 (the
+// unprojected tensor) on the byo walkthrough's data (docs/training.md,
+// "The depth model's own features").
+const DefaultModelFeatureChannels = 8
 
 // ModelFeatures is one of the main model's own feature tensors read by the
 // AuxUE (the paper's AuxUE reads its main model's features): the tensor
@@ -32,13 +35,13 @@ type ModelFeatures struct {
 }
 
 // NewModelFeatures describes a feature tensor of c x h x w read as at most
-// out channels (0: MaxModelFeatureChannels). With more channels than that
+// out channels (0: DefaultModelFeatureChannels). With more channels than that
 // it gets a seeded Gaussian projection (entries N(0, 1/c): a random
 // projection keeps the distances between feature vectors up to a small
 // distortion, Johnson-Lindenstrauss) to out channels.
 func NewModelFeatures(tensor string, c, h, w, out int, seed uint64) (*ModelFeatures, error) {
 	if out <= 0 {
-		out = MaxModelFeatureChannels
+		out = DefaultModelFeatureChannels
 	}
 	m := &ModelFeatures{Tensor: tensor, Channels: c, Height: h, Width: w, Out: c}
 	if c > out {

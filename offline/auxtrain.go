@@ -87,7 +87,7 @@ type AuxTrainConfig struct {
 	// tensor name takes that tensor, "" or FeaturesOff none.
 	ModelFeatures string
 	// ModelFeatureChannels is the most channels made of that tensor (a
-	// random projection when it has more) [auxue.MaxModelFeatureChannels].
+	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
 
 	// CacheDir keeps the depth model's cached outputs and errors between
@@ -140,7 +140,7 @@ func (c *AuxTrainConfig) defaults() {
 func DefaultAuxTrainConfig() AuxTrainConfig {
 	c := AuxTrainConfig{Epochs: 0, Steps: DefaultAuxSteps, LR: 6e-3, UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4,
 		Outliers: 0.25, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}, ModelFeatures: FeaturesAuto,
-		ModelFeatureChannels: auxue.MaxModelFeatureChannels}
+		ModelFeatureChannels: auxue.DefaultModelFeatureChannels}
 	c.defaults()
 	return c
 }

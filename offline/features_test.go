@@ -206,7 +206,8 @@ func TestAutoEpochs(t *testing.T) {
 // epochs from the frames, the depth model's feature tensor chosen
 // automatically) on tiny frames of an untrained reference network, end to
 // end: the tensor chosen is the network's last at 1/4 of its 32x64 input
-// (dec2's Relu, 24 channels at 8x16: the layer table of docs/training.md),
+// (dec2's Relu, 24 channels at 8x16: the layer table of docs/training.md;
+// projected to the default 8 channels),
 // the epochs are AutoEpochs', the AuxUE's spec names the tensor, and the
 // runtime (infer.Models, which exposes the tensor in memory and feeds it
 // to the AuxUE) gives the Go AuxUE's maps on the contract's features
@@ -246,7 +247,8 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 	if f == nil || mf == nil || f.Tensor != "relu_8" || f.Channels != 24 || f.Height != H/4 || f.Width != W/4 || f.Ratio != 4 || !f.Auto {
 		t.Fatalf("feature tensor %+v", f)
 	}
-	if mf.Out != 24 || mf.Projection != nil || len(mf.Mean) != 24 || st.Contract.Channels() != 5+24 {
+	// 24 channels, projected to the default 8.
+	if mf.Out != auxue.DefaultModelFeatureChannels || len(mf.Projection) != 8*24 || len(mf.Mean) != 8 || st.Contract.Channels() != 5+8 {
 		t.Fatalf("contract model features %+v, channels %d", mf, st.Contract.Channels())
 	}
 	if st.EpochsRun != 10 || !st.EpochsAuto || len(st.Epochs) != 10 || st.Steps != 40 {
@@ -271,7 +273,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := as.ModelFeatures; got == nil || *got != (infer.ModelFeatureInput{Name: "model_features", Tensor: "relu_8", Channels: 24, Height: 8, Width: 16}) ||
-		as.AuxUE.ModelFeatureChannels != 24 {
+		as.AuxUE.ModelFeatureChannels != 8 {
 		t.Fatalf("auxue.yaml model_features %+v", got)
 	}
 	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, infer.Config{}, nil)

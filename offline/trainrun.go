@@ -192,7 +192,7 @@ type AuxFeatureSummary struct {
 	// Resolution is the tensor's against the depth model's input, "1/r".
 	Resolution string `json:"resolution"`
 	// Channels the AuxUE makes of it (a projection when it has more than
-	// auxue.MaxModelFeatureChannels).
+	// --model-feature-channels, default auxue.DefaultModelFeatureChannels).
 	Channels  int  `json:"channels"`
 	Projected bool `json:"projected"`
 	// Chosen: "auto" (ChooseFeatureTensor, out of Candidates rank-4

@@ -68,7 +68,7 @@ func TestResizeBilinearMatchesONNXRuntime(t *testing.T) {
 // projection, resize, normalization) followed by the Go AuxUE; the
 // python3-onnx checker accepts the file. Cases: a narrow tensor at 1/8
 // (upsampled to the grid, no projection) and a wide one (80 channels,
-// projected to MaxModelFeatureChannels) at the grid's own size.
+// projected to 16) at the grid's own size.
 func TestExportAuxUEContractModelFeatures(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, tc := range []struct {
@@ -77,7 +77,7 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 		wantOut int
 	}{
 		{"12 channels at 1/8", 12, 5, 6, 12},
-		{"80 channels at 1/4, projected", 80, 10, 12, auxue.MaxModelFeatureChannels},
+		{"80 channels at 1/4, projected", 80, 10, 12, 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			H, W := 40, 48
@@ -85,11 +85,11 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mf, err := auxue.NewModelFeatures("enc/relu_3", tc.c, tc.h, tc.w, 0, 7)
+			mf, err := auxue.NewModelFeatures("enc/relu_3", tc.c, tc.h, tc.w, 16, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if mf.Out != tc.wantOut || (mf.Projection != nil) != (tc.c > auxue.MaxModelFeatureChannels) {
+			if mf.Out != tc.wantOut || (mf.Projection != nil) != (tc.c > 16) {
 				t.Fatalf("out %d projection %v, want %d", mf.Out, mf.Projection != nil, tc.wantOut)
 			}
 			mf.Mean, mf.Std = make([]float32, mf.Out), make([]float32, mf.Out)

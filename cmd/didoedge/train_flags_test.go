@@ -26,7 +26,7 @@ func TestTrainAuxUEDefaults(t *testing.T) {
 	want := offline.DefaultAuxTrainConfig()
 	if c.Epochs != 0 || c.Steps != offline.DefaultAuxSteps || c.LR != 6e-3 || !c.GlobalContext || c.GlobalContextBands != 4 ||
 		c.UnlabeledKL != 0.1 || c.Outliers != 0.25 || !reflect.DeepEqual(c.OutlierKinds, []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}) ||
-		c.ModelFeatures != offline.FeaturesAuto || c.ModelFeatureChannels != auxue.MaxModelFeatureChannels {
+		c.ModelFeatures != offline.FeaturesAuto || c.ModelFeatureChannels != auxue.DefaultModelFeatureChannels {
 		t.Fatalf("defaults %+v", c)
 	}
 	for _, f := range []struct {
