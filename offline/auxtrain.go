@@ -276,6 +276,11 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	projSeed := uint64(cfg.Seed)
 	fc, ok, err := resolveFeatures(cfg, spec)
 	probeFailed := err != nil
+	if sm := (*infer.SpecMismatchError)(nil); errors.As(err, &sm) {
+		// Opening the depth model below reports the spec's mismatch with
+		// both sides, as every command does.
+		err = nil
+	}
 	if err != nil && cfg.ModelFeatures == FeaturesAuto {
 		// auto reads a tensor where the model has one that the probe can
 		// show (a float16 graph's tensors, for one, cannot be exposed as

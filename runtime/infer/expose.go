@@ -36,6 +36,19 @@ func ExposeTensors(data []byte, names []string) ([]byte, error) {
 	return m.Marshal(), nil
 }
 
+// SpecMismatchError is ProbeTensorShapes' answer for a model that does not
+// match its spec (OpenSession says the same, with both sides).
+type SpecMismatchError struct {
+	Path string
+	Err  error
+}
+
+func (e *SpecMismatchError) Error() string {
+	return fmt.Sprintf("model %q does not match its io spec: %v", e.Path, e.Err)
+}
+
+func (e *SpecMismatchError) Unwrap() error { return e.Err }
+
 // TensorShape is the shape of one tensor learned by ProbeTensorShapes.
 type TensorShape struct {
 	Name  string
@@ -55,24 +68,28 @@ func ProbeTensorShapes(path string, spec IOSpec, library string, names []string)
 	if len(names) == 0 {
 		return nil, nil
 	}
-	exposed, err := ExposeTensors(data, names)
-	if err != nil {
-		return nil, fmt.Errorf("probe tensor shapes of %q: %w", path, err)
-	}
 	_, release, err := Acquire(library)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	inputs, outputs, err := ort.GetInputOutputInfoWithONNXData(exposed)
+	// The model as it is must match its spec first: a mismatch is the
+	// spec's to report (OpenSession's message), not the probe's.
+	inputs, outputs, err := ort.GetInputOutputInfoWithONNXData(data)
 	if err != nil {
 		return nil, fmt.Errorf("probe tensor shapes of %q: %w", path, err)
 	}
-	probe := spec
-	probe.Depth.Name = names[0] // only the inputs are checked here
-	inShapes, _, inTypes, _, err := matchSpec(probe, inputs, outputs)
+	check := spec
+	if check.Depth.Name == "" && len(outputs) > 0 {
+		check.Depth.Name = outputs[0].Name // the finest output is resolved on load; the inputs matter here
+	}
+	inShapes, _, inTypes, _, err := matchSpec(check, inputs, outputs)
 	if err != nil {
-		return nil, fmt.Errorf("probe tensor shapes: model %q does not match its io spec: %w", path, err)
+		return nil, &SpecMismatchError{Path: path, Err: err}
+	}
+	exposed, err := ExposeTensors(data, names)
+	if err != nil {
+		return nil, fmt.Errorf("probe tensor shapes of %q: %w", path, err)
 	}
 	shapes, err := probeOutputShapes(exposed, spec.inputNames(), inShapes, inTypes, names)
 	if err != nil {
