@@ -101,6 +101,9 @@ type InputContract struct {
 	MaxDepth      float32
 	Relative      bool
 	Row           bool
+	// Model, when set, adds channels read from one of the main model's own
+	// feature tensors after the row coordinate (ModelFeatures).
+	Model *ModelFeatures `json:",omitempty"`
 }
 
 // Validate checks the contract.
@@ -122,15 +125,39 @@ func (c InputContract) Validate() error {
 			return fmt.Errorf("auxue input contract: RGB channel %d read from input channel %d of %d", k, c.Image.Src[k], c.Image.Channels)
 		}
 	}
+	if c.Model != nil {
+		if err := c.Model.Validate(); err != nil {
+			return fmt.Errorf("auxue input contract: %w", err)
+		}
+	}
 	return nil
 }
 
-// Channels is the number of feature channels: 4, or 5 with Row.
-func (c InputContract) Channels() int {
+// BaseChannels is the number of channels computed from the image and the
+// depth: 4, or 5 with Row.
+func (c InputContract) BaseChannels() int {
 	if c.Row {
 		return 5
 	}
 	return 4
+}
+
+// Channels is the number of feature channels: BaseChannels, plus the
+// main model's feature channels (Model.Out) when the contract reads them.
+func (c InputContract) Channels() int {
+	if c.Model != nil {
+		return c.BaseChannels() + c.Model.Out
+	}
+	return c.BaseChannels()
+}
+
+// RowChannel is the index of the row-coordinate channel, -1 without it:
+// the one channel a layout outlier leaves in place.
+func (c InputContract) RowChannel() int {
+	if c.Row {
+		return 4
+	}
+	return -1
 }
 
 // Grid returns the grid's rows and columns.
@@ -163,17 +190,31 @@ func (c InputContract) RowFeature() []float32 {
 // ContractScratch holds Features' buffers between calls.
 type ContractScratch struct {
 	plane []float32
+	model []float32
 }
 
 // Features computes the AuxUE's features (Channels() x gh x gw, into dst)
 // from the main model's image input (its layout, Height x Width) and the
-// depth map (Height x Width; metres, or relative inverse depth).
+// depth map (Height x Width; metres, or relative inverse depth). A
+// contract with Model takes FeaturesWith.
 func (c InputContract) Features(image, depth []float32, dst []float32, sc *ContractScratch) error {
+	return c.FeaturesWith(image, depth, nil, dst, sc)
+}
+
+// FeaturesWith is Features with the main model's feature tensor (Model's
+// (1, Channels, Height, Width), NCHW) for a contract that reads it: its
+// channels are projected, resized to the grid and normalized
+// (ModelFeatures.Apply) after the row coordinate.
+func (c InputContract) FeaturesWith(image, depth, feat []float32, dst []float32, sc *ContractScratch) error {
 	H, W := c.Height, c.Width
 	hw := H * W
 	gh, gw := c.Grid()
 	g := gh * gw
 	switch {
+	case c.Model == nil && feat != nil:
+		return fmt.Errorf("auxue features: a feature tensor for a contract that reads none")
+	case c.Model != nil && len(feat) != c.Model.Channels*c.Model.Height*c.Model.Width:
+		return fmt.Errorf("auxue features: feature tensor %q has %d values, want %d x %d x %d", c.Model.Tensor, len(feat), c.Model.Channels, c.Model.Height, c.Model.Width)
 	case len(image) != c.Image.Channels*hw:
 		return fmt.Errorf("auxue features: image has %d values, want %d x %d x %d", len(image), c.Image.Channels, H, W)
 	case len(depth) != hw:
@@ -231,6 +272,10 @@ func (c InputContract) Features(image, depth []float32, dst []float32, sc *Contr
 				out[v*gw+u] = rows[v]
 			}
 		}
+	}
+	if c.Model != nil {
+		base := c.BaseChannels()
+		return c.Model.Apply(feat, dst[base*g:], gh, gw, &sc.model)
 	}
 	return nil
 }

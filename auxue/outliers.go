@@ -48,6 +48,11 @@ func ParseOutlierKinds(s string) ([]OutlierKind, error) {
 // grid; rows and columns beyond it stay in place. The caller marks the
 // frame as without ground truth.
 func MakeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand, scratch []float32) {
+	makeOutlier(kind, feats, c, h, w, func(ch int) bool { return ch < auxImageChannels }, rng, scratch)
+}
+
+// makeOutlier rewrites the channels for which content is true.
+func makeOutlier(kind OutlierKind, feats []float32, c, h, w int, content func(int) bool, rng *rand.Rand, scratch []float32) {
 	const grid = 4
 	var perm []int
 	if kind == OutlierTiles {
@@ -55,7 +60,10 @@ func MakeOutlier(kind OutlierKind, feats []float32, c, h, w int, rng *rand.Rand,
 	}
 	th, tw := h/grid, w/grid
 	hw := h * w
-	for ch := 0; ch < min(c, auxImageChannels); ch++ {
+	for ch := 0; ch < c; ch++ {
+		if !content(ch) {
+			continue
+		}
 		m := feats[ch*hw : (ch+1)*hw]
 		copy(scratch, m)
 		switch kind {
@@ -84,6 +92,25 @@ func MaybeOutlier(rng *rand.Rand, frac float64, kinds []OutlierKind, feats []flo
 		return false
 	}
 	MakeOutlier(kinds[rng.IntN(len(kinds))], feats, c, h, w, rng, scratch)
+	clear(valid)
+	for i := range bins {
+		bins[i] = -1
+	}
+	return true
+}
+
+// MaybeOutlierKeep is MaybeOutlier for an input contract whose every
+// channel but keep describes the frame's content (keep: the row
+// coordinate, InputContract.RowChannel; -1 rewrites all): the main
+// model's feature channels after the row coordinate move with the image,
+// as the main model's features of a flipped or tiled frame would. With
+// channels image, depth and row only, it draws and rewrites exactly what
+// MaybeOutlier does.
+func MaybeOutlierKeep(rng *rand.Rand, frac float64, kinds []OutlierKind, feats []float32, c, h, w, keep int, valid []bool, bins []int32, scratch []float32) bool {
+	if frac <= 0 || len(kinds) == 0 || rng.Float64() >= frac {
+		return false
+	}
+	makeOutlier(kinds[rng.IntN(len(kinds))], feats, c, h, w, func(ch int) bool { return ch != keep }, rng, scratch)
 	clear(valid)
 	for i := range bins {
 		bins[i] = -1

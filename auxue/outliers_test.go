@@ -2,6 +2,7 @@ package auxue
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -153,4 +154,60 @@ func FuzzParseOutlierKinds(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMaybeOutlierKeep: on a contract of image, depth and row channels
+// (keep = 4, the row) it draws and rewrites exactly what MaybeOutlier does
+// (the default recipe's outliers are unchanged for the reference AuxUE);
+// with the main model's channels after the row they move with the image
+// (here flipped: row y of channel 6 holds what row h-1-y held) while the
+// row channel stays.
+func TestMaybeOutlierKeep(t *testing.T) {
+	const h, w = 8, 8
+	fill := func(c int) []float32 {
+		f := make([]float32, c*h*w)
+		for i := range f {
+			f[i] = float32(i)
+		}
+		return f
+	}
+	kinds := []OutlierKind{OutlierFlip, OutlierTiles}
+	for _, keep := range []int{4, -1} {
+		c := 5
+		if keep < 0 {
+			c = 4
+		}
+		a, b := fill(c), fill(c)
+		ra, rb := rand.New(rand.NewPCG(7, 8)), rand.New(rand.NewPCG(7, 8))
+		for k := 0; k < 40; k++ {
+			va, vb := make([]bool, h*w), make([]bool, h*w)
+			ba, bb := make([]int32, h*w), make([]int32, h*w)
+			da := MaybeOutlier(ra, 0.5, kinds, a, c, h, w, va, ba, make([]float32, h*w))
+			db := MaybeOutlierKeep(rb, 0.5, kinds, b, c, h, w, keep, vb, bb, make([]float32, h*w))
+			if da != db || !reflect.DeepEqual(a, b) || !reflect.DeepEqual(ba, bb) {
+				t.Fatalf("keep %d draw %d: MaybeOutlierKeep differs from MaybeOutlier", keep, k)
+			}
+		}
+	}
+	const c = 7
+	f := fill(c)
+	orig := fill(c)
+	scratch := make([]float32, h*w)
+	rng := rand.New(rand.NewPCG(1, 1))
+	if !MaybeOutlierKeep(rng, 0.999999, []OutlierKind{OutlierFlip}, f, c, h, w, 4, make([]bool, h*w), make([]int32, h*w), scratch) {
+		t.Fatal("not replaced")
+	}
+	for ch := 0; ch < c; ch++ {
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				want := orig[(ch*h+h-1-y)*w+x]
+				if ch == 4 {
+					want = orig[(ch*h+y)*w+x]
+				}
+				if got := f[(ch*h+y)*w+x]; got != want {
+					t.Fatalf("channel %d (%d,%d): %v, want %v", ch, y, x, got, want)
+				}
+			}
+		}
+	}
 }

@@ -40,11 +40,13 @@ cp "$G/libonnxruntime.so.1" "$G/libonnxruntime_providers_shared.so" "$G/libonnxr
 echo "gpu-pack: exporting the large model pair (384x1280)"
 L=$P/models-large
 depth_cmd="didoedge train depth --untrained --height 384 --export-width 1280 --width-mult 3 --seed 1 --out DIR"
-aux_cmd="didoedge train auxue --depth DIR/depth.onnx --width 1280 --height 384 --frames 2 --val-frames 1 --epochs 1 --seed 1 --out DIR --cache-dir ''"
+# The recipe flags pin the benchmark AuxUE of the figures in docs/ (issue 32 changed train auxue's defaults).
+aux_recipe="--lr 2e-3 --global-context=false --global-context-bands 0 --outliers 0 --model-features off"
+aux_cmd="didoedge train auxue --depth DIR/depth.onnx --width 1280 --height 384 --frames 2 --val-frames 1 --epochs 1 $aux_recipe --seed 1 --out DIR --cache-dir ''"
 ONNXRUNTIME_LIB=$CPU_LIB GOMAXPROCS=2 "$P/bin/didoedge" train depth --untrained --height 384 --export-width 1280 --width-mult 3 --seed 1 \
   --out "$L" --checkpoint "$X/tmp/depth.ckpt" --summary "$X/tmp/depth.json" >/dev/null
 ONNXRUNTIME_LIB=$CPU_LIB GOMAXPROCS=2 "$P/bin/didoedge" train auxue --depth "$L/depth.onnx" --width 1280 --height 384 --frames 2 \
-  --val-frames 1 --epochs 1 --seed 1 --out "$L" --checkpoint "$X/tmp/auxue.ckpt" --cache-dir "" --summary "$X/tmp/auxue.json" \
+  --val-frames 1 --epochs 1 $aux_recipe --seed 1 --out "$L" --checkpoint "$X/tmp/auxue.ckpt" --cache-dir "" --summary "$X/tmp/auxue.json" \
   --progress=false >/dev/null
 rm -rf "$X/tmp"
 {

@@ -38,7 +38,9 @@ func WriteDepthArtifacts(n *depthnet.Net, dir, name string, width int) (model, s
 // AuxUESpec is the IO spec of an AuxUE exported with its input contract
 // for a depth model: it reads that model's image input (same layout and
 // scaling; the AuxUE's input is named "image") and depth ("depth", metres
-// or relative), and returns scale, epistemic and alpha.
+// or relative), with a contract that reads one the depth model's tensor
+// also that tensor ("model_features"), and returns scale, epistemic and
+// alpha.
 func AuxUESpec(depth infer.IOSpec, c auxue.InputContract, m *auxue.Model, info infer.AuxUEInfo) infer.IOSpec {
 	units := infer.UnitsMetres
 	if c.Relative {
@@ -62,12 +64,18 @@ func AuxUESpec(depth infer.IOSpec, c auxue.InputContract, m *auxue.Model, info i
 	if cfg.GlobalContext {
 		info.GlobalContext = max(cfg.GlobalContextBands, 1)
 	}
+	var mf *infer.ModelFeatureInput
+	if f := c.Model; f != nil {
+		mf = &infer.ModelFeatureInput{Name: onnx.InputModelFeatures, Tensor: f.Tensor, Channels: f.Channels, Height: f.Height, Width: f.Width}
+		info.ModelFeatureChannels = f.Out
+	}
 	return infer.IOSpec{Kind: infer.KindAuxUE, Input: in,
-		DepthInput: infer.TensorSpec{Name: onnx.InputDepth, Units: units},
-		Scale:      infer.TensorSpec{Name: onnx.OutputScale, Units: units},
-		Epistemic:  infer.TensorSpec{Name: onnx.OutputEpistemic},
-		Alpha:      infer.TensorSpec{Name: onnx.OutputAlpha},
-		AuxUE:      &info}
+		DepthInput:    infer.TensorSpec{Name: onnx.InputDepth, Units: units},
+		ModelFeatures: mf,
+		Scale:         infer.TensorSpec{Name: onnx.OutputScale, Units: units},
+		Epistemic:     infer.TensorSpec{Name: onnx.OutputEpistemic},
+		Alpha:         infer.TensorSpec{Name: onnx.OutputAlpha},
+		AuxUE:         &info}
 }
 
 // WriteAuxArtifacts exports the AuxUE with its input contract to

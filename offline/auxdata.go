@@ -209,7 +209,14 @@ type preparer struct {
 // pixel it lands on, and a block's error is the mean over its pixels.
 func (p *preparer) prepare(s *dataset.Sample, dp infer.DepthPass, rec *trainingRecord) error {
 	c := p.contract
-	if err := c.Features(dp.Image, dp.Depth, rec.feats, &p.sc); err != nil {
+	var feat []float32
+	if c.Model != nil {
+		if len(dp.Tensors) == 0 {
+			return fmt.Errorf("frame %s: the depth model's tensor %q was not exposed", s.Name, c.Model.Tensor)
+		}
+		feat = dp.Tensors[0]
+	}
+	if err := c.FeaturesWith(dp.Image, dp.Depth, feat, rec.feats, &p.sc); err != nil {
 		return err
 	}
 	gh, gw := c.Grid()

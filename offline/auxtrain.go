@@ -59,8 +59,12 @@ type AuxTrainConfig struct {
 	Factor int
 	NoRow  bool
 
-	// Epochs over the cached frames and the Batch size [15, 2].
+	// Epochs over the cached frames and the Batch size [15, 2]. With
+	// Epochs 0 and Steps > 0 the epochs follow the frames: AutoEpochs.
 	Epochs, Batch int
+	// Steps is the number of optimizer steps that Epochs 0 aims at
+	// (AutoEpochs); 0 keeps the default of 15 epochs.
+	Steps int
 	// LR decays polynomially (power 0.9) to EndLR [2e-3 -> 1e-5].
 	LR, EndLR float64
 	// EncoderWidth and Hidden of the AuxUE [8, 8]; K and Lambda of DIDO [32, 0.01].
@@ -77,6 +81,15 @@ type AuxTrainConfig struct {
 	// of one of OutlierKinds (auxue.MaybeOutlier). 0 disables.
 	Outliers     float64
 	OutlierKinds []auxue.OutlierKind
+
+	// ModelFeatures makes the AuxUE also read one of the depth model's own
+	// tensors (auxue.ModelFeatures): FeaturesAuto picks it
+	// (ChooseFeatureTensor; a model without one trains without), a
+	// tensor name takes that tensor, "" or FeaturesOff none.
+	ModelFeatures string
+	// ModelFeatureChannels is the most channels made of that tensor (a
+	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
+	ModelFeatureChannels int
 
 	// CacheDir keeps the depth model's cached outputs and errors between
 	// runs, keyed by the model's sha256, its spec, the data and the
@@ -102,7 +115,9 @@ func (c *AuxTrainConfig) defaults() {
 	setDefault(&c.ValDrives, 2)
 	setDefault(&c.Split, "train")
 	setDefault(&c.ValSplit, "val")
-	setDefault(&c.Epochs, 15)
+	if c.Steps <= 0 {
+		setDefault(&c.Epochs, 15)
+	}
 	setDefault(&c.Batch, 2)
 	setDefault(&c.EncoderWidth, 8)
 	setDefault(&c.Hidden, 8)
@@ -113,6 +128,50 @@ func (c *AuxTrainConfig) defaults() {
 	setDefault(&c.EndLR, 1e-5)
 	setDefault(&c.Lambda, auxue.DefaultLambdaDepth)
 	setDefault(&c.Factor, 4)
+}
+
+// DefaultAuxTrainConfig is the recipe `didoedge train auxue` runs when no
+// flag says otherwise (its flags' defaults), the best one measured on the
+// byo walkthrough's data (docs/training.md, "The default recipe"): the
+// 4-band global context, the unlabeled-block KL at gamma 0.1, a quarter
+// of layout outliers, lr 6e-3, the epochs from the frames (AutoEpochs with
+// DefaultAuxSteps), and the depth model's own feature tensor when it has
+// one (ModelFeatures auto). The zero AuxTrainConfig of Go callers keeps its
+// own meaning (no context, no outliers, 15 epochs, no model tensor).
+func DefaultAuxTrainConfig() AuxTrainConfig {
+	c := AuxTrainConfig{Epochs: 0, Steps: DefaultAuxSteps, LR: 6e-3, UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4,
+		Outliers: 0.25, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}, ModelFeatures: FeaturesAuto,
+		ModelFeatureChannels: auxue.DefaultModelFeatureChannels}
+	c.defaults()
+	return c
+}
+
+// DefaultAuxSteps is the optimizer steps that the default recipe's epochs
+// aim at (AutoEpochs).
+const DefaultAuxSteps = 2000
+
+// CheckRecipe checks the recipe's values that AuxTrain would otherwise
+// only meet after the depth model and the frames are loaded.
+func (c AuxTrainConfig) CheckRecipe() error {
+	switch {
+	case c.Epochs < 0:
+		return fmt.Errorf("--epochs %d: want 0 (from the frames, --steps) or more", c.Epochs)
+	case c.Epochs == 0 && c.Steps < 1:
+		return fmt.Errorf("--epochs 0 takes the epochs from the frames and --steps, but --steps is %d", c.Steps)
+	case c.Batch < 1:
+		return fmt.Errorf("--batch %d: want 1 or more", c.Batch)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("--lr %g: want a positive learning rate", c.LR)
+	case c.Outliers < 0 || c.Outliers >= 1 || (c.Outliers > 0 && len(c.OutlierKinds) == 0):
+		return fmt.Errorf("--outliers %g with --outlier-kinds %v: want a fraction in [0, 1) and a kind", c.Outliers, c.OutlierKinds)
+	case c.GlobalContextBands < 0:
+		return fmt.Errorf("--global-context-bands %d: want 0 or more", c.GlobalContextBands)
+	case c.ModelFeatures == "":
+		return fmt.Errorf("--model-features: empty; want auto, off or a tensor name of the depth model")
+	case c.ModelFeatureChannels < 0 || (c.ModelFeatureChannels == 0 && c.ModelFeatures != FeaturesOff):
+		return fmt.Errorf("--model-feature-channels %d: want 1 or more", c.ModelFeatureChannels)
+	}
+	return nil
 }
 
 // AuxModelConfig is the generalized AuxUE of the depth task: dense, input
@@ -135,12 +194,16 @@ type AuxStats struct {
 	FirstEpis, LastEpis      float64
 	MeanTrainAbsRel          float64 // the frozen depth model's AbsRel on the training frames (aligned for a relative model)
 	ResumedFrom              int     // epochs already done by the checkpoint (0: a fresh run)
-	Epochs                   []EpochReport
-	Cache                    CacheReport
-	Phases                   PhaseTimes
-	DepthSHA256              string
-	Provider                 string
-	CacheFPS, TrainFPS       float64 // frames per second: through the depth model into the cache; frame-steps of training
+	EpochsRun                int     // the epochs of the run (AutoEpochs when the config left them to the frames)
+	EpochsAuto               bool
+	// Features is the depth model's tensor the AuxUE reads (nil: none).
+	Features           *FeatureChoice
+	Epochs             []EpochReport
+	Cache              CacheReport
+	Phases             PhaseTimes
+	DepthSHA256        string
+	Provider           string
+	CacheFPS, TrainFPS float64 // frames per second: through the depth model into the cache; frame-steps of training
 }
 
 // EpochReport is one epoch's losses and validation figures (NaN where
@@ -197,8 +260,8 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		return nil, st, fmt.Errorf("train auxue: outlier fraction %v with kinds %v, want [0, 1) and a kind", cfg.Outliers, cfg.OutlierKinds)
 	case cfg.Factor < 1 || cfg.Factor > 64:
 		return nil, st, fmt.Errorf("train auxue: factor %d, want 1 to 64", cfg.Factor)
-	case cfg.Batch < 1 || cfg.Epochs < 1:
-		return nil, st, fmt.Errorf("train auxue: batch %d and epochs %d must be positive", cfg.Batch, cfg.Epochs)
+	case cfg.Batch < 1 || cfg.Epochs < 0 || (cfg.Epochs == 0 && cfg.Steps < 1):
+		return nil, st, fmt.Errorf("train auxue: batch %d, epochs %d and steps %d: want a positive batch, and epochs or steps", cfg.Batch, cfg.Epochs, cfg.Steps)
 	}
 	spec, err := ReadSpec(cfg.DepthSpec, infer.KindDepth)
 	if err != nil {
@@ -212,9 +275,41 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: depth spec %q: %w", cfg.DepthSpec, err)
 	}
-	st.Contract, st.Relative = contract, spec.Relative()
 	t0 := time.Now()
-	models, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: cfg.DepthModel, DepthSpec: spec, Inference: cfg.Inference, DepthSpecFile: cfg.DepthSpec}, log)
+	var tensors []string
+	projSeed := uint64(cfg.Seed)
+	fc, ok, err := resolveFeatures(cfg, spec)
+	probeFailed := err != nil
+	if sm := (*infer.SpecMismatchError)(nil); errors.As(err, &sm) {
+		// Opening the depth model below reports the spec's mismatch with
+		// both sides, as every command does.
+		err = nil
+	}
+	if err != nil && cfg.ModelFeatures == FeaturesAuto {
+		// auto reads a tensor where the model has one that the probe can
+		// show (a float16 graph's tensors, for one, cannot be exposed as
+		// float); otherwise it trains on the image and the depth.
+		log.Warn("train auxue: no feature tensor of the depth model; the AuxUE reads its image and depth only", "err", err)
+		ok, err = false, nil
+	}
+	if err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
+	} else if ok {
+		if contract.Model, err = auxue.NewModelFeatures(fc.Tensor, fc.Channels, fc.Height, fc.Width, cfg.ModelFeatureChannels, projSeed); err != nil {
+			return nil, st, fmt.Errorf("train auxue: %w", err)
+		}
+		st.Features = &fc
+		tensors = []string{fc.Tensor}
+		log.Info("train auxue: the AuxUE reads a tensor of the depth model", "tensor", fc.Tensor,
+			"shape", fmt.Sprintf("(1,%d,%d,%d)", fc.Channels, fc.Height, fc.Width), "resolution", fmt.Sprintf("1/%.2f", fc.Ratio),
+			"channels", contract.Model.Out, "auto", fc.Auto, "candidates", fc.Candidates, "eligible", fc.Eligible)
+	} else if cfg.ModelFeatures == FeaturesAuto && !probeFailed {
+		log.Info("train auxue: the depth model has no feature tensor at 1/4 to 1/8 of its input; the AuxUE reads its image and depth only",
+			"candidates", fc.Candidates)
+	}
+	st.Contract, st.Relative = contract, spec.Relative()
+	models, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: cfg.DepthModel, DepthSpec: spec, Inference: cfg.Inference, DepthSpecFile: cfg.DepthSpec,
+		DepthTensors: tensors}, log)
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
@@ -228,9 +323,21 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	}
 	gh, gw := contract.Grid()
 	layout := recordLayout{C: contract.Channels(), G: gh * gw}
+	keyContract := contract
+	if mf := contract.Model; mf != nil {
+		// The projection is a function of its seed: key by the seed, not
+		// by the matrix.
+		k := *mf
+		k.Projection = nil
+		keyContract.Model = &k
+	}
 	key := func(role string, src frameSource) any {
-		return map[string]any{"version": 1, "role": role, "depth_sha256": st.DepthSHA256, "spec": spec, "contract": contract,
+		k := map[string]any{"version": 1, "role": role, "depth_sha256": st.DepthSHA256, "spec": spec, "contract": keyContract,
 			"max_depth": cfg.MaxDepth, "frames": src.Identity()}
+		if contract.Model != nil && contract.Model.Projection != nil {
+			k["projection_seed"] = projSeed
+		}
+		return k
 	}
 	prep := &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth}
 	cacheStart := time.Now()
@@ -276,6 +383,18 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	}
 	log.Info("train auxue: frames cached", "train", tc.n, "val", st.ValFrames, "cache", tc.dir,
 		"bytes", st.Cache.Bytes, "depth_absrel", st.MeanTrainAbsRel, "wall", cacheTime.Round(time.Millisecond))
+	if mf := contract.Model; mf != nil {
+		// Normalize the model's channels by their statistics on the
+		// training frames (the export bakes them in as constants).
+		if err := featureStats(tc, layout, contract.BaseChannels(), mf); err != nil {
+			return nil, st, err
+		}
+	}
+	if cfg.Epochs == 0 {
+		cfg.Epochs, st.EpochsAuto = AutoEpochs(tc.n, cfg.Batch, cfg.Steps), true
+		log.Info("train auxue: epochs from the frames", "frames", tc.n, "batch", cfg.Batch, "target_steps", cfg.Steps, "epochs", cfg.Epochs)
+	}
+	st.EpochsRun = cfg.Epochs
 
 	model, err := auxue.NewModel(cfg.AuxModelConfig(contract.Channels()))
 	if err != nil {
@@ -426,6 +545,10 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 	}
 	x := nn.NewDense(B, C, gh, gw)
 	xs := nn.Data(x)
+	// A layout outlier moves every channel but the row coordinate (the
+	// depth model's features move with the image); the model's channels
+	// are normalized after they are read from the cache.
+	mf, base, keep := st.Contract.Model, st.Contract.BaseChannels(), st.Contract.RowChannel()
 	errs, valid, bins := make([]float32, B*g), make([]bool, B*g), make([]int32, B*g)
 	disc, err := auxue.NewDiscretizer(cfg.K)
 	if err != nil {
@@ -447,7 +570,7 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 	for epoch := 0; epoch < start; epoch++ { // replay the draws of the epochs done
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for k := 0; k < perEpoch*B; k++ {
-			auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[:C*g], C, gh, gw, valid[:g], bins[:g], scratch)
+			auxue.MaybeOutlierKeep(orng, cfg.Outliers, cfg.OutlierKinds, xs[:C*g], C, gh, gw, keep, valid[:g], bins[:g], scratch)
 		}
 	}
 	for epoch := start; epoch < cfg.Epochs; epoch++ {
@@ -465,6 +588,9 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 					return err
 				}
 				copy(xs[b*C*g:(b+1)*C*g], rec.feats)
+				if mf != nil {
+					mf.Normalize(xs[b*C*g+base*g:(b+1)*C*g], g)
+				}
 				e, v, bn := errs[b*g:(b+1)*g], valid[b*g:(b+1)*g], bins[b*g:(b+1)*g]
 				for j, x := range rec.errs {
 					v[j] = x >= 0
@@ -473,7 +599,7 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 				if err := disc.PerImage(e, v, 1, g, bn); err != nil {
 					return err
 				}
-				auxue.MaybeOutlier(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*g:(b+1)*C*g], C, gh, gw, v, bn, scratch)
+				auxue.MaybeOutlierKeep(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*g:(b+1)*C*g], C, gh, gw, keep, v, bn, scratch)
 			}
 			t1 := time.Now()
 			nn.ZeroGrad(params)
@@ -507,7 +633,7 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 			KS: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
 		if vc != nil {
 			tv := time.Now()
-			if err := validate(model, vc, layout, grid, &rep); err != nil {
+			if err := validate(model, vc, layout, grid, st.Contract, &rep); err != nil {
 				return fmt.Errorf("train auxue: validation after epoch %d: %w", epoch+1, err)
 			}
 			ph.Validate += time.Since(tv)
@@ -539,7 +665,7 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 // as the uncertainty (sparsification per frame, 5% steps, averaged), the
 // K/S AUC of sky blocks against blocks with ground truth (when the data
 // has labels) and of blocks without ground truth against blocks with it.
-func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2]int, rep *EpochReport) error {
+func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2]int, contract auxue.InputContract, rep *EpochReport) error {
 	gh, gw := grid[0], grid[1]
 	g := gh * gw
 	x := nn.NewDense(1, layout.C, gh, gw)
@@ -555,6 +681,9 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 			return err
 		}
 		copy(nn.Data(x), rec.feats)
+		if mf := contract.Model; mf != nil {
+			mf.Normalize(nn.Data(x)[contract.BaseChannels()*g:], g)
+		}
 		if err := model.Predict(x, 0.9, &pred); err != nil {
 			return err
 		}
@@ -610,6 +739,65 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 	}
 	return nil
 }
+
+// resolveFeatures resolves AuxTrainConfig.ModelFeatures to a tensor of
+// the depth model (ok false: none).
+func resolveFeatures(cfg AuxTrainConfig, spec infer.IOSpec) (FeatureChoice, bool, error) {
+	switch cfg.ModelFeatures {
+	case "", FeaturesOff:
+		return FeatureChoice{}, false, nil
+	case FeaturesAuto:
+		return ChooseFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library)
+	}
+	fc, err := NamedFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library, cfg.ModelFeatures)
+	return fc, err == nil, err
+}
+
+// featureStats sets the mean and standard deviation of each of the depth
+// model's channels (after projection and resize, channels base... of every
+// record) over the training cache; a constant channel keeps std 1.
+func featureStats(tc *cachedFrames, layout recordLayout, base int, mf *auxue.ModelFeatures) error {
+	g := layout.G
+	sum, sq := make([]float64, mf.Out), make([]float64, mf.Out)
+	rec := layout.newRecord()
+	for i := 0; i < tc.n; i++ {
+		if err := tc.read(i, rec); err != nil {
+			return err
+		}
+		for o := 0; o < mf.Out; o++ {
+			for _, v := range rec.feats[(base+o)*g : (base+o+1)*g] {
+				sum[o] += float64(v)
+				sq[o] += float64(v) * float64(v)
+			}
+		}
+	}
+	n := float64(tc.n * g)
+	mf.Mean, mf.Std = make([]float32, mf.Out), make([]float32, mf.Out)
+	for o := range sum {
+		m := sum[o] / n
+		sd := math.Sqrt(max(sq[o]/n-m*m, 0))
+		if !(sd > 1e-6) {
+			sd = 1
+		}
+		mf.Mean[o], mf.Std[o] = float32(m), float32(sd)
+	}
+	return mf.Validate()
+}
+
+// AutoEpochs is the epochs of a run that leaves them to the data: enough
+// epochs of frames/batch steps to make about steps optimizer steps
+// (ceil), at least MinAutoEpochs and at most MaxAutoEpochs. A small
+// folder trains as many steps as a large one, each frame more often.
+func AutoEpochs(frames, batch, steps int) int {
+	per := max(frames/max(batch, 1), 1)
+	return min(max((steps+per-1)/per, MinAutoEpochs), MaxAutoEpochs)
+}
+
+// Bounds of AutoEpochs.
+const (
+	MinAutoEpochs = 1
+	MaxAutoEpochs = 100
+)
 
 // AuxContract is the AuxUE input contract for a depth model's spec: its
 // image input read as is (layout, channel order, scaling), the depth in the

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -252,4 +254,80 @@ func BenchmarkThreadModes(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkForeignModelFeatures times the MiDaS-like foreign model of the
+// byo walkthrough (internal/testmodels.Foreign around models/depth.onnx)
+// with an AuxUE of the default recipe's architecture, without and with
+// the depth model's feature tensor chosen automatically (relu_7, 32 x 24
+// x 80), interleaved frame by frame on a 320x96 frame through
+// infer.Models (CPU provider): the depth model's run (with the tensor
+// exposed as an extra output in the second case) and the AuxUE's run.
+// The AuxUEs are untrained: a run's cost does not depend on the weights.
+func BenchmarkForeignModelFeatures(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	model, specPath := testmodels.Foreign(b, "midas", filepath.Join("..", "models", "depth.onnx"), dir)
+	spec, err := ReadSpec(specPath, infer.KindDepth)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := DefaultAuxTrainConfig()
+	base, err := AuxContract(spec, rc.Factor, rc.GlobalContextBands, rc.MaxDepth, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fc, ok, err := ChooseFeatureTensor(model, spec, "")
+	if err != nil || !ok {
+		b.Fatalf("feature tensor: %v %v", ok, err)
+	}
+	with := base
+	if with.Model, err = auxue.NewModelFeatures(fc.Tensor, fc.Channels, fc.Height, fc.Width, 0, 1); err != nil {
+		b.Fatal(err)
+	}
+	with.Model.Mean, with.Model.Std = make([]float32, with.Model.Out), make([]float32, with.Model.Out)
+	for i := range with.Model.Std {
+		with.Model.Std[i] = 1
+	}
+	var pairs [2]*infer.Models
+	for i, c := range []auxue.InputContract{base, with} {
+		m, err := auxue.NewModel(rc.AuxModelConfig(c.Channels()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ap, as, err := WriteAuxArtifacts(m, c, spec, infer.AuxUEInfo{}, dir, fmt.Sprintf("auxue%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pairs[i], err = OpenModelPair(ctx, model, specPath, ap, as, infer.Config{}, nil); err != nil {
+			b.Fatal(err)
+		}
+		defer pairs[i].Close()
+	}
+	src, err := NewSimSource(5, 1, 4, 320, 96)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fr, err := src.Render(0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var depth, aux [2]time.Duration
+	for i := 0; i < b.N+3; i++ {
+		for k, p := range pairs {
+			var st infer.StageTimes
+			if _, _, err := p.InferTimed(ctx, fr.RGB, 320, 96, &st); err != nil {
+				b.Fatal(err)
+			}
+			if i >= 3 { // warm-up
+				depth[k] += st.Depth
+				aux[k] += st.AuxUE
+			}
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(depth[0].Seconds()*1000/n, "depth-ms")
+	b.ReportMetric(aux[0].Seconds()*1000/n, "auxue-ms")
+	b.ReportMetric(depth[1].Seconds()*1000/n, "depth+exposed-ms")
+	b.ReportMetric(aux[1].Seconds()*1000/n, "auxue+features-ms")
 }

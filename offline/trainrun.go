@@ -142,32 +142,38 @@ type AuxRun struct {
 
 // AuxSummary is the JSON summary of an AuxRun.
 type AuxSummary struct {
-	Model            string               `json:"model"`
-	Spec             string               `json:"spec"`
-	Checkpoint       string               `json:"checkpoint"`
-	Seed             int64                `json:"seed"`
-	Frames           int                  `json:"frames"`
-	ValFrames        int                  `json:"val_frames"`
-	Steps            int                  `json:"steps"`
-	ResumedFromEpoch int                  `json:"resumed_from_epoch"`
-	FirstLoss        Float                `json:"first_loss"`
-	LastLoss         Float                `json:"last_loss"`
-	FirstLaplace     Float                `json:"first_laplace"`
-	LastLaplace      Float                `json:"last_laplace"`
-	FirstDIDO        Float                `json:"first_dido"`
-	LastDIDO         Float                `json:"last_dido"`
-	DepthTrainAbsRel Float                `json:"depth_train_absrel"`
-	DepthModel       string               `json:"depth_model"`
-	DepthSHA256      string               `json:"depth_sha256"`
-	Provider         string               `json:"provider"`
-	Relative         bool                 `json:"relative"`
-	Contract         AuxContractSummary   `json:"contract"`
-	Epochs           []AuxEpochSummary    `json:"epochs"`
-	Cache            AuxCacheSummary      `json:"cache"`
-	ThroughputFPS    AuxThroughputSummary `json:"throughput_fps"`
-	PhasesS          map[string]float64   `json:"phases_s"`
-	WallS            float64              `json:"wall_s"`
-	Args             []string             `json:"args"`
+	Model            string             `json:"model"`
+	Spec             string             `json:"spec"`
+	Checkpoint       string             `json:"checkpoint"`
+	Seed             int64              `json:"seed"`
+	Frames           int                `json:"frames"`
+	ValFrames        int                `json:"val_frames"`
+	Steps            int                `json:"steps"`
+	ResumedFromEpoch int                `json:"resumed_from_epoch"`
+	FirstLoss        Float              `json:"first_loss"`
+	LastLoss         Float              `json:"last_loss"`
+	FirstLaplace     Float              `json:"first_laplace"`
+	LastLaplace      Float              `json:"last_laplace"`
+	FirstDIDO        Float              `json:"first_dido"`
+	LastDIDO         Float              `json:"last_dido"`
+	DepthTrainAbsRel Float              `json:"depth_train_absrel"`
+	DepthModel       string             `json:"depth_model"`
+	DepthSHA256      string             `json:"depth_sha256"`
+	Provider         string             `json:"provider"`
+	Relative         bool               `json:"relative"`
+	Contract         AuxContractSummary `json:"contract"`
+	// Epochs run, and whether they followed the frames (AutoEpochs).
+	EpochsRun  int  `json:"epochs_run"`
+	EpochsAuto bool `json:"epochs_auto"`
+	// ModelFeatures is the depth model's tensor the AuxUE reads (absent:
+	// none).
+	ModelFeatures *AuxFeatureSummary   `json:"model_features,omitempty"`
+	Epochs        []AuxEpochSummary    `json:"epochs"`
+	Cache         AuxCacheSummary      `json:"cache"`
+	ThroughputFPS AuxThroughputSummary `json:"throughput_fps"`
+	PhasesS       map[string]float64   `json:"phases_s"`
+	WallS         float64              `json:"wall_s"`
+	Args          []string             `json:"args"`
 }
 
 // AuxContractSummary is the AuxUE's input contract in a summary.
@@ -177,6 +183,23 @@ type AuxContractSummary struct {
 	Grid     string `json:"grid"`
 	Channels int    `json:"channels"`
 	Row      bool   `json:"row"`
+}
+
+// AuxFeatureSummary is the depth model's tensor an AuxUE reads.
+type AuxFeatureSummary struct {
+	Tensor string `json:"tensor"`
+	Shape  string `json:"shape"`
+	// Resolution is the tensor's against the depth model's input, "1/r".
+	Resolution string `json:"resolution"`
+	// Channels the AuxUE makes of it (a projection when it has more than
+	// --model-feature-channels, default auxue.DefaultModelFeatureChannels).
+	Channels  int  `json:"channels"`
+	Projected bool `json:"projected"`
+	// Chosen: "auto" (ChooseFeatureTensor, out of Candidates rank-4
+	// tensors, Eligible at 1/4 to 1/8) or "named".
+	Chosen     string `json:"chosen"`
+	Candidates int    `json:"candidates"`
+	Eligible   int    `json:"eligible"`
 }
 
 // AuxEpochSummary is one epoch in a summary.
@@ -256,6 +279,7 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 		DepthModel: cfg.DepthModel, DepthSHA256: st.DepthSHA256, Provider: st.Provider, Relative: st.Relative,
 		Contract: AuxContractSummary{Input: fmt.Sprintf("%dx%d", st.Contract.Width, st.Contract.Height), Factor: st.Contract.Factor,
 			Grid: fmt.Sprintf("%dx%d", gw, gh), Channels: st.Contract.Channels(), Row: st.Contract.Row},
+		EpochsRun: st.EpochsRun, EpochsAuto: st.EpochsAuto, ModelFeatures: featureSummary(st),
 		Epochs: epochs,
 		Cache: AuxCacheSummary{Dir: st.Cache.Dir, Bytes: st.Cache.Bytes, Frames: st.Cache.Frames, Reused: st.Cache.Reused,
 			ValFrames: st.Cache.ValFrames, ValReused: st.Cache.ValRe, BytesPer100Frames: st.Cache.BytesPer100},
@@ -266,4 +290,18 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 			"checkpoint": ph.Checkpoint.Seconds(), "export": exportTime.Seconds()},
 		WallS: time.Since(start).Seconds(), Args: r.Args,
 	}, nil
+}
+
+func featureSummary(st AuxStats) *AuxFeatureSummary {
+	f, mf := st.Features, st.Contract.Model
+	if f == nil || mf == nil {
+		return nil
+	}
+	chosen := "named"
+	if f.Auto {
+		chosen = FeaturesAuto
+	}
+	return &AuxFeatureSummary{Tensor: f.Tensor, Shape: fmt.Sprintf("1x%dx%dx%d", f.Channels, f.Height, f.Width),
+		Resolution: fmt.Sprintf("1/%.2f", f.Ratio), Channels: mf.Out, Projected: mf.Projection != nil,
+		Chosen: chosen, Candidates: f.Candidates, Eligible: f.Eligible}
 }

@@ -10,6 +10,9 @@ import (
 const (
 	InputImage = "image" // the main model's image input, as that model receives it
 	InputDepth = "depth" // (1,1,H,W) the main model's depth (metres or relative inverse depth)
+	// InputModelFeatures is the main model's own feature tensor
+	// (1,C,h,w), for a contract that reads one (auxue.ModelFeatures).
+	InputModelFeatures = "model_features"
 )
 
 // ExportAuxUEContract exports a dense AuxUE together with its input
@@ -20,7 +23,10 @@ const (
 // frame's z-score, for the depth; the row coordinate as a constant), runs
 // the AuxUE on the grid, and returns scale and epistemic upsampled
 // (Resize, linear, half_pixel) and cropped back to (1,1,H,W), and alpha
-// (1,K,gh,gw) on the grid.
+// (1,K,gh,gw) on the grid. A contract with Model takes a third input,
+// model_features (1,C,h,w): projected (Conv 1x1) when the contract says
+// so, resized to the grid (Resize, linear, half_pixel), normalized (Sub,
+// Div) and joined after the row coordinate.
 func ExportAuxUEContract(m *auxue.Model, c auxue.InputContract) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("export auxue: %w", err)
@@ -79,6 +85,23 @@ func ExportAuxUEContract(m *auxue.Model, c auxue.InputContract) (*Model, error) 
 			}
 		}
 		parts = append(parts, Value{b.Const("row_coordinate", []int64{1, 1, int64(gh), int64(gw)}, plane), 4})
+	}
+	if mf := c.Model; mf != nil {
+		x := b.Input(InputModelFeatures, 1, int64(mf.Channels), int64(mf.Height), int64(mf.Width))
+		out := int64(mf.Out)
+		if mf.Projection != nil {
+			x = b.Op("Conv", []string{x, b.Const("feature_projection", []int64{out, int64(mf.Channels), 1, 1}, mf.Projection)})
+		}
+		if mf.Height != gh || mf.Width != gw {
+			sizes := b.ConstInt64("feature_grid", []int64{4}, []int64{1, out, int64(gh), int64(gw)})
+			x = b.Op("Resize", []string{x, "", "", sizes}, StringAttr("mode", "linear"),
+				StringAttr("coordinate_transformation_mode", "half_pixel"))
+		}
+		if mf.Mean != nil {
+			x = b.Op("Sub", []string{x, b.Const("feature_mean", []int64{1, out, 1, 1}, mf.Mean)})
+			x = b.Op("Div", []string{x, b.Const("feature_std", []int64{1, out, 1, 1}, mf.Std)})
+		}
+		parts = append(parts, Value{x, 4})
 	}
 	feats, err := EmitConcat(b, parts...)
 	if err != nil {

@@ -113,6 +113,14 @@ func (r *rankInference) compute(name string) int {
 		return -1
 	}
 	switch {
+	case (n.OpType == "Conv" || n.OpType == "ConvTranspose") && len(n.Inputs) > 1:
+		// The weight's rank is the output's, even where the input's rank
+		// is lost (a Reshape of transformer tokens into a map).
+		if v, ok := r.rank(n.Inputs[1]); ok {
+			return v
+		}
+		v, _ := r.rank(n.Inputs[0])
+		return v
 	case sameRankOp(n.OpType):
 		v, _ := r.rank(n.Inputs[0])
 		return v
@@ -139,6 +147,48 @@ func (r *rankInference) compute(name string) int {
 		return v
 	}
 	return -1
+}
+
+// MapCandidates lists, in graph order, the node outputs that may be
+// feature maps of the model's image: tensors of rank 4 (as far as the rank
+// propagation through common ops tells) computed from a graph input that
+// is not an initializer. Their shapes are for ONNX Runtime to tell (a
+// probe run); a consumer (the AuxUE's automatic feature input) picks
+// among them.
+func MapCandidates(m *Model) []string {
+	g := m.Graph
+	r := newRankInference(g)
+	inits := map[string]bool{}
+	for _, t := range g.Initializers {
+		inits[t.Name] = true
+	}
+	fromInput := map[string]bool{}
+	for _, v := range g.Inputs {
+		if !inits[v.Name] {
+			fromInput[v.Name] = true
+		}
+	}
+	outputs := map[string]bool{}
+	for _, o := range g.Outputs {
+		outputs[o.Name] = true
+	}
+	var names []string
+	for _, n := range g.Nodes { // nodes are topologically sorted (ONNX requires it)
+		dep := false
+		for _, in := range n.Inputs {
+			dep = dep || fromInput[in]
+		}
+		for _, o := range n.Outputs {
+			if o == "" || !dep {
+				continue
+			}
+			fromInput[o] = true
+			if v, ok := r.rank(o); ok && v == 4 && !outputs[o] {
+				names = append(names, o)
+			}
+		}
+	}
+	return names
 }
 
 // Candidates lists up to max node-output tensor names, the ones closest to

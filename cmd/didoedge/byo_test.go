@@ -12,18 +12,20 @@ import (
 
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/internal/testnet"
+	"github.com/didoedge/didoedge/offline"
 )
 
 // byoSkyAUC is the least sky-against-ground-truth AUC of the DIDO K/S
-// that the AuxUE trained at CI size (80 training frames of 96x320, 20
-// epochs) must reach on the held-out test drive. The sky never has LiDAR
-// ground truth, so the unlabeled-block KL pulls its evidence to Dir(1)
-// (K/S near 1) while labeled blocks settle near K/(K + 1/lambda) = 0.24
-// (docs/training.md); the reference AuxUE reaches 0.99 at full size. This
-// recipe measured 0.982 during development (0.90 with 3e-3 and 0.78 with 8
-// epochs: fewer steps leave the sky's evidence too close to the road's);
-// 0.93 keeps a margin for floating-point differences between machines and
-// still fails an AuxUE that does not separate the sky (0.5 is chance).
+// that the AuxUE trained at CI size with the default recipe (80 training
+// frames of 96x320, 50 epochs from the frames, the model's feature tensor)
+// must reach on the held-out test drive. The sky never has LiDAR ground
+// truth, so the unlabeled-block KL pulls its evidence to Dir(1) (K/S near
+// 1) while labeled blocks settle near K/(K + 1/lambda) = 0.24
+// (docs/training.md). The default recipe measured 0.994 with seed 1 (the
+// test's) and 0.982-0.994 over seeds 1-5 (docs/training.md, "The default
+// recipe"; the recipe documented before it: 0.822-0.996); 0.93 keeps a
+// margin for floating-point differences between machines and still fails
+// an AuxUE that does not separate the sky (0.5 is chance).
 const byoSkyAUC = 0.93
 
 // cli runs one didoedge command in-process and returns stdout; a non-zero
@@ -77,29 +79,45 @@ func TestBringYourOwnModelWalkthrough(t *testing.T) {
 	data := filepath.Join(dir, "kitti")
 	cli(t, "sim", "render", "--world", "outdoor", "--frames", "96", "--drives", "12", "--stride", "7", "--size", "96x320",
 		"--seed", "11", "--workers", "2", "--out", data)
-	// 4. Train the AuxUE on the folder's train split, validating on val.
+	// 4. Train the AuxUE on the folder's train split, validating on val,
+	// with the default recipe (the doc's command: no recipe flag).
 	auxDir := filepath.Join(dir, "aux")
 	summary := filepath.Join(dir, "train.json")
-	out = cli(t, "train", "auxue", "--depth", model, "--depth-spec", spec, "--data", data, "--out", auxDir, "--name", "midas-auxue",
-		"--epochs", "20", "--batch", "2", "--lr", "6e-3", "--global-context", "--global-context-bands", "4", "--unlabeled-kl", "0.1",
-		"--outliers", "0.25", "--cache-dir", filepath.Join(dir, "cache"), "--checkpoint", filepath.Join(dir, "auxue.ckpt"),
+	out = cli(t, "train", "auxue", "--depth", model, "--data", data, "--out", auxDir, "--name", "midas-auxue",
+		"--cache-dir", filepath.Join(dir, "cache"), "--checkpoint", filepath.Join(dir, "auxue.ckpt"),
 		"--summary", summary, "--progress=false")
 	var tr struct {
-		Frames     int `json:"frames"`
-		Relative   bool
-		Epochs     []map[string]any
-		Throughput map[string]float64 `json:"throughput_fps"`
-		Phases     map[string]float64 `json:"phases_s"`
-		Cache      map[string]any
+		Frames        int `json:"frames"`
+		Relative      bool
+		Steps         int
+		EpochsRun     int  `json:"epochs_run"`
+		EpochsAuto    bool `json:"epochs_auto"`
+		Epochs        []map[string]any
+		Throughput    map[string]float64 `json:"throughput_fps"`
+		Phases        map[string]float64 `json:"phases_s"`
+		Cache         map[string]any
+		ModelFeatures map[string]any `json:"model_features"`
 	}
 	if err := json.Unmarshal([]byte(out), &tr); err != nil {
 		t.Fatalf("train summary: %v\n%s", err, out)
 	}
-	if !tr.Relative || tr.Frames < 60 || len(tr.Epochs) != 20 || tr.Throughput["cache"] <= 0 || tr.Throughput["train"] <= 0 || tr.Phases["depth_model"] <= 0 {
+	// 80 training frames in steps of 2: 40 steps an epoch, so the default
+	// recipe's offline.DefaultAuxSteps steps take ceil(steps/40) epochs.
+	wantEpochs := offline.AutoEpochs(80, 2, offline.DefaultAuxSteps)
+	if !tr.Relative || tr.Frames != 80 || !tr.EpochsAuto || tr.EpochsRun != wantEpochs || len(tr.Epochs) != wantEpochs ||
+		tr.Steps != 40*wantEpochs || tr.Throughput["cache"] <= 0 || tr.Throughput["train"] <= 0 || tr.Phases["depth_model"] <= 0 {
 		t.Fatalf("train summary: %s", out)
 	}
-	if v, ok := tr.Epochs[19]["val_sky_auc"].(float64); !ok || v < 0.8 {
-		t.Errorf("validation sky AUC after the last epoch: %v", tr.Epochs[7]["val_sky_auc"])
+	// The depth model's own feature tensor, chosen in its graph: the
+	// reference network inside it computes 192x640 from the 256x256
+	// input, so its 1/8 level (24x80, dec3's Relu: relu_7, 32 channels)
+	// sits at sqrt(256*256/(24*80)) = 5.84 of the input; its 1/4 level
+	// (48x160, 2.92) is finer than a quarter.
+	if f := tr.ModelFeatures; f["tensor"] != "relu_7" || f["shape"] != "1x32x24x80" || f["chosen"] != "auto" || f["resolution"] != "1/5.84" {
+		t.Fatalf("model_features in the summary: %v", f)
+	}
+	if v, ok := tr.Epochs[wantEpochs-1]["val_sky_auc"].(float64); !ok || v < 0.8 {
+		t.Errorf("validation sky AUC after the last epoch: %v", tr.Epochs[wantEpochs-1]["val_sky_auc"])
 	}
 	aux := filepath.Join(auxDir, "midas-auxue.onnx")
 	// 5. The held-out drive (test split): the AuxUE marks the sky.

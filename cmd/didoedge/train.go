@@ -78,14 +78,29 @@ func writeSummary(env *cliEnv, path string, v any) error {
 // model run through ONNX Runtime, on the simulated pool or a data set on
 // disk, and exports it with its input contract.
 func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
+	run, summary, err := parseTrainAuxUE(env, args)
+	if err != nil {
+		return err
+	}
+	sum, err := run.Run(ctx)
+	if err != nil {
+		return err
+	}
+	return writeSummary(env, summary, sum)
+}
+
+// parseTrainAuxUE parses `train auxue`'s flags; their defaults are the
+// recipe of offline.DefaultAuxTrainConfig.
+func parseTrainAuxUE(env *cliEnv, args []string) (offline.AuxRun, string, error) {
+	d := offline.DefaultAuxTrainConfig()
 	fs := newFlagSet(env, "train auxue")
 	depthModel := fs.String("depth", "models/depth.onnx", "frozen depth model (any ONNX depth model with an IO spec)")
 	depthSpec := fs.String("depth-spec", "", "IO spec YAML of the depth model (default: the model path with .yaml)")
 	data := fs.String("data", "", "data set directory (sim render layout, real KITTI with split files, NYU); default: the simulated pool rendered on the fly")
 	layout := fs.String("layout", "auto", "layout of --data: auto, sim, kitti, nyu")
 	kittiDepth := fs.String("kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
-	split := fs.String("split", "train", "training split of --data: a name (train, val, test, all) or a split file")
-	valSplit := fs.String("val-split", "val", "validation split of --data (none: no validation)")
+	split := fs.String("split", d.Split, "training split of --data: a name (train, val, test, all) or a split file")
+	valSplit := fs.String("val-split", d.ValSplit, "validation split of --data (none: no validation)")
 	out := fs.String("out", "models", "directory for the AuxUE and its IO spec")
 	name := fs.String("name", "auxue", "file name (without extension) of the AuxUE and its spec")
 	ckpt := fs.String("checkpoint", "out/auxue.ckpt", "checkpoint written after every epoch (weights, optimizer, epoch)")
@@ -95,38 +110,41 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	library := fs.String("library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/)")
 	providers := fs.String("providers", "cpu", "execution providers of the depth model, in order: tensorrt, cuda, cpu")
 	progress := fs.Bool("progress", true, "draw a progress bar with ETA on stderr")
-	seed := fs.Int64("seed", 1, "seed of the frame pool (use the depth run's), the order and the weights")
-	drives := fs.Int("drives", 48, "simulated pool: training drives (as for train depth)")
-	framesPer := fs.Int("frames-per-drive", 200, "simulated pool: frame indices per drive (as for train depth)")
-	width := fs.Int("width", 640, "simulated pool: rendered frame width")
-	height := fs.Int("height", 192, "simulated pool: rendered frame height")
+	seed := fs.Int64("seed", d.Seed, "seed of the frame pool (use the depth run's), the order and the weights")
+	drives := fs.Int("drives", d.Drives, "simulated pool: training drives (as for train depth)")
+	framesPer := fs.Int("frames-per-drive", d.FramesPerDrive, "simulated pool: frame indices per drive (as for train depth)")
+	width := fs.Int("width", d.Width, "simulated pool: rendered frame width")
+	height := fs.Int("height", d.Height, "simulated pool: rendered frame height")
 	frames := fs.Int("frames", 0, "frames drawn from the pool (default 300), or at most this many of --split (0: all)")
 	valFrames := fs.Int("val-frames", 0, "validation frames (pool default 16; --data: at most this many of --val-split, 0: all)")
-	epochs := fs.Int("epochs", 15, "epochs over the cached frames")
-	batch := fs.Int("batch", 2, "frames per step")
-	lr := fs.Float64("lr", 2e-3, "initial learning rate (poly decay 0.9 to 1e-5)")
-	factor := fs.Int("factor", 4, "the AuxUE's block size in input pixels (its grid is 1/factor of the input)")
-	noRow := fs.Bool("no-row", false, "leave the row coordinate out of the AuxUE's input")
-	maxDepth := fs.Float64("max-depth", 80, "metric depth cap: the depth channel is min(d, cap)/cap")
-	encW := fs.Int("encoder-width", 8, "channels of each AuxUE encoder")
-	hidden := fs.Int("hidden", 8, "hidden channels of the DIDO head")
-	k := fs.Int("k", 32, "DIDO bins")
-	lambda := fs.Float64("lambda", 0.01, "DIDO KL weight")
-	globalCtx := fs.Bool("global-context", false, "join each pixel's DIDO features with the frame's channel means (false: local features only)")
-	unlabeledKL := fs.Float64("unlabeled-kl", 0.1, "weight gamma of the DIDO KL on blocks without ground truth (0: labeled blocks only, strict eq. 4)")
-	gcBands := fs.Int("global-context-bands", 0, "with -global-context: horizontal bands whose channel means are joined (0 or 1: the whole frame)")
-	outliers := fs.Float64("outliers", 0, "fraction of batch items replaced by a layout outlier without ground truth (0: none)")
-	outlierKinds := fs.String("outlier-kinds", "flip,tiles", "layout outliers to draw from: flip, tiles")
+	epochs := fs.Int("epochs", d.Epochs, fmt.Sprintf("epochs over the cached frames; 0: as many as make about --steps optimizer steps (ceil(steps / (frames/batch)), %d to %d)", offline.MinAutoEpochs, offline.MaxAutoEpochs))
+	steps := fs.Int("steps", d.Steps, "with --epochs 0: the optimizer steps that the epochs aim at")
+	batch := fs.Int("batch", d.Batch, "frames per step")
+	lr := fs.Float64("lr", d.LR, "initial learning rate (poly decay 0.9 to 1e-5)")
+	factor := fs.Int("factor", d.Factor, "the AuxUE's block size in input pixels (its grid is 1/factor of the input)")
+	noRow := fs.Bool("no-row", d.NoRow, "leave the row coordinate out of the AuxUE's input")
+	maxDepth := fs.Float64("max-depth", d.MaxDepth, "metric depth cap: the depth channel is min(d, cap)/cap")
+	encW := fs.Int("encoder-width", d.EncoderWidth, "channels of each AuxUE encoder")
+	hidden := fs.Int("hidden", d.Hidden, "hidden channels of the DIDO head")
+	k := fs.Int("k", d.K, "DIDO bins")
+	lambda := fs.Float64("lambda", d.Lambda, "DIDO KL weight")
+	globalCtx := fs.Bool("global-context", d.GlobalContext, "join each pixel's DIDO features with the frame's channel means (--global-context=false: local features only)")
+	unlabeledKL := fs.Float64("unlabeled-kl", d.UnlabeledKL, "weight gamma of the DIDO KL on blocks without ground truth (0: labeled blocks only, strict eq. 4)")
+	gcBands := fs.Int("global-context-bands", d.GlobalContextBands, "with --global-context: horizontal bands whose channel means are joined (0 or 1: the whole frame)")
+	outliers := fs.Float64("outliers", d.Outliers, "fraction of batch items replaced by a layout outlier without ground truth (0: none)")
+	outlierKinds := fs.String("outlier-kinds", outlierKindsString(d.OutlierKinds), "layout outliers to draw from: flip, tiles")
+	modelFeatures := fs.String("model-features", d.ModelFeatures, "a tensor of the depth model that the AuxUE also reads: auto (the last one the graph computes at the finest resolution from 1/4 to 1/8 of the input, with 8 channels or more; none: image and depth only), off, or a tensor name")
+	featChannels := fs.Int("model-feature-channels", d.ModelFeatureChannels, "the most channels the AuxUE makes of the depth model's tensor (a seeded random projection when it has more)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return offline.AuxRun{}, "", err
 	}
 	kinds, err := auxue.ParseOutlierKinds(*outlierKinds)
 	if err != nil {
-		return fmt.Errorf("flag -outlier-kinds: %w", err)
+		return offline.AuxRun{}, "", fmt.Errorf("flag -outlier-kinds: %w", err)
 	}
 	inf, err := providerConfig(*providers, *library)
 	if err != nil {
-		return fmt.Errorf("flag -providers: %w", err)
+		return offline.AuxRun{}, "", fmt.Errorf("flag -providers: %w", err)
 	}
 	if *depthSpec == "" {
 		*depthSpec = strings.TrimSuffix(*depthModel, filepath.Ext(*depthModel)) + ".yaml"
@@ -134,18 +152,25 @@ func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	cfg := offline.AuxTrainConfig{DepthModel: *depthModel, DepthSpec: *depthSpec, Inference: inf,
 		Data: *data, Layout: *layout, KITTIDepth: *kittiDepth, Split: *split, ValSplit: *valSplit,
 		MaxDepth: *maxDepth, Seed: *seed, Drives: *drives, FramesPerDrive: *framesPer, Width: *width, Height: *height,
-		Frames: *frames, ValFrames: *valFrames, Factor: *factor, NoRow: *noRow, Epochs: *epochs,
+		Frames: *frames, ValFrames: *valFrames, Factor: *factor, NoRow: *noRow, Epochs: *epochs, Steps: *steps,
 		Batch: *batch, LR: *lr, EncoderWidth: *encW, Hidden: *hidden, K: *k, Lambda: *lambda, UnlabeledKL: *unlabeledKL,
 		GlobalContext: *globalCtx, GlobalContextBands: *gcBands, Outliers: *outliers, OutlierKinds: kinds,
-		CacheDir: *cacheDir, Checkpoint: *ckpt, Resume: *resume, Log: env.log}
+		ModelFeatures: *modelFeatures, ModelFeatureChannels: *featChannels, CacheDir: *cacheDir, Checkpoint: *ckpt, Resume: *resume, Log: env.log}
+	if err := cfg.CheckRecipe(); err != nil {
+		return offline.AuxRun{}, "", err
+	}
 	if *progress {
 		cfg.Progress = env.stderr
 	}
-	sum, err := offline.AuxRun{Train: cfg, Out: *out, Name: *name, Args: args}.Run(ctx)
-	if err != nil {
-		return err
+	return offline.AuxRun{Train: cfg, Out: *out, Name: *name, Args: args}, *summary, nil
+}
+
+func outlierKindsString(kinds []auxue.OutlierKind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
 	}
-	return writeSummary(env, *summary, sum)
+	return strings.Join(s, ",")
 }
 
 // providerConfig parses a --providers list ("cuda,cpu"; a name followed

@@ -19,6 +19,9 @@ func (s IOSpec) wantInputShapes() []ort.Shape {
 	shapes := []ort.Shape{first}
 	if s.OwnsInputs() {
 		shapes = append(shapes, ort.NewShape(1, 1, h, w))
+		if f := s.ModelFeatures; f != nil {
+			shapes = append(shapes, ort.NewShape(1, int64(f.Channels), int64(f.Height), int64(f.Width)))
+		}
 	}
 	return shapes
 }
@@ -34,8 +37,11 @@ func matchSpec(spec IOSpec, inputs, outputs []ort.InputOutputInfo) (_, _ []ort.S
 	inNames := spec.inputNames()
 	for i, name := range inNames {
 		key := "input"
-		if i == 1 {
+		switch i {
+		case 1:
 			key = "depth_input"
+		case 2:
+			key = "model_features"
 		}
 		in := findInfo(inputs, name)
 		switch {
@@ -174,6 +180,8 @@ func layoutName(spec IOSpec, i int) string {
 	switch {
 	case i == 1:
 		return "(1,1,H,W)"
+	case i == 2:
+		return "(1,C,h,w)"
 	case spec.IsAuxUE() && !spec.OwnsInputs():
 		return "NCHW"
 	}

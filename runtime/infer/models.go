@@ -44,6 +44,10 @@ type ModelsConfig struct {
 	// DepthSpecFile and AuxUESpecFile name where the specs come from, for
 	// messages ("" = given inline).
 	DepthSpecFile, AuxUESpecFile string
+	// DepthTensors are intermediate tensors of the depth model to expose
+	// as extra outputs (DepthPass.Tensors: an AuxUE trainer reads them).
+	// The AuxUE's model_features tensor is exposed without being listed.
+	DepthTensors []string
 }
 
 func specSource(file string) string {
@@ -79,6 +83,10 @@ type DepthPass struct {
 	// Frame is the same read-out at the frame's size.
 	Frame    []float32
 	Relative bool
+	// Tensors are the depth model's exposed tensors of
+	// ModelsConfig.DepthTensors, in that order (batch 1, NCHW as the
+	// model computes them).
+	Tensors [][]float32
 }
 
 // StageTimes are the durations of one Infer call. Depth and AuxUE are
@@ -110,6 +118,11 @@ type Models struct {
 	toInput    *Remap    // depth output -> input grid; nil when the sizes agree
 	auxCopies  []auxCopy // features-input AuxUE
 	auxW, auxH int       // AuxUE map size
+	// tensorOut are the depth-model outputs of cfg.DepthTensors; featOut
+	// is the output feeding the AuxUE's model_features input (-1: none).
+	tensorOut []int
+	tensors   [][]float32 // their batch-1 slots
+	featOut   int
 
 	// The camera's focal length fx, in pixels of frames calibW wide (0 =
 	// the frames' own width); 0 = not given. A camera-dependent depth
@@ -320,6 +333,9 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 			if &v.resDepth[0] != &m.aux.InputSlot(1, k)[0] {
 				copy(m.aux.InputSlot(1, k), v.depthIn)
 			}
+			if m.featOut >= 0 {
+				copy(m.aux.InputSlot(2, k), m.depth.OutputSlot(m.featOut, k))
+			}
 			continue
 		}
 		dst := m.aux.InputSlot(0, k)
@@ -396,15 +412,49 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	// m is not the named result: "return nil, err" must not clear it before
 	// the deferred Close runs.
-	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative(), rl: lograte.New(log, 0)}
+	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative(), rl: lograte.New(log, 0), featOut: -1}
 	defer func() {
 		if err != nil {
 			m.Close()
 		}
 	}()
 	so := SessionOptions{MaxBatch: cfg.BatchSize, IfDynamic: cfg.BatchIfDynamic}
-	if m.depth, err = OpenSession(ctx, cfg.Depth, cfg.DepthSpec, cfg.Inference, so, log); err != nil {
+	// Tensors of the depth graph that the AuxUE (model_features) or the
+	// caller read become extra outputs of an in-memory copy.
+	dspec := cfg.DepthSpec
+	expose := append([]string(nil), cfg.DepthTensors...)
+	if f := cfg.AuxUESpec.ModelFeatures; cfg.AuxUE != "" && f != nil && !contains(expose, f.Tensor) {
+		expose = append(expose, f.Tensor)
+	}
+	if len(expose) > 0 {
+		dspec.Features = append([]FeatureSpec(nil), dspec.Features...)
+		for _, t := range expose {
+			if !contains(dspec.outputNames(), t) {
+				dspec.Features = append(dspec.Features, FeatureSpec{Name: t})
+			}
+		}
+		so.Expose = expose
+	}
+	if m.depth, err = OpenSession(ctx, cfg.Depth, dspec, cfg.Inference, so, log); err != nil {
 		return nil, fmt.Errorf("depth model (%s): %w", specSource(cfg.DepthSpecFile), err)
+	}
+	so.Expose = nil
+	outIndex := func(name string) int {
+		for i, n := range m.depth.OutputNames() {
+			if n == name {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, t := range cfg.DepthTensors {
+		i := outIndex(t)
+		m.tensorOut, m.tensors = append(m.tensorOut, i), append(m.tensors, m.depth.Output(i))
+	}
+	if f := cfg.AuxUESpec.ModelFeatures; cfg.AuxUE != "" && f != nil {
+		m.featOut = outIndex(f.Tensor)
+		log.Info("the AuxUE reads a tensor of the depth model (exposed in memory)", "depth", cfg.Depth, "tensor", f.Tensor,
+			"shape", fmt.Sprintf("(1,%d,%d,%d)", f.Channels, f.Height, f.Width))
 	}
 	if cfg.AuxUE != "" {
 		aso := so
@@ -437,7 +487,8 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 // (a frame's runs and read-outs are not atomic across views); Close of a
 // view releases nothing, Close of m releases the sessions of every view.
 func (m *Models) Share() (*Models, error) {
-	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true, rl: m.rl}
+	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true, rl: m.rl,
+		tensorOut: m.tensorOut, tensors: make([][]float32, len(m.tensors)), featOut: m.featOut}
 	// m's wire already warned about anything worth a warning.
 	if err := v.wire(slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
@@ -550,6 +601,15 @@ func (m *Models) wire(log *slog.Logger) error {
 		return fmt.Errorf("auxue model %q: scale map %dx%d and epistemic map %dx%d differ", m.cfg.AuxUE, m.auxW, m.auxH, w, h)
 	}
 	if m.cfg.AuxUESpec.OwnsInputs() {
+		if f := m.cfg.AuxUESpec.ModelFeatures; f != nil {
+			if m.featOut < 0 {
+				return fmt.Errorf("auxue model_features: the depth model has no tensor %q", f.Tensor)
+			}
+			if got, want := m.depth.OutputShape(m.featOut), []int64{1, int64(f.Channels), int64(f.Height), int64(f.Width)}; fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("auxue model_features: the depth model's tensor %q has shape %v, the AuxUE was trained on %v; retrain it with train auxue on this depth model",
+					f.Tensor, got, want)
+			}
+		}
 		return nil
 	}
 	ash := m.aux.InputShape()
@@ -761,7 +821,10 @@ func (m *Models) RunDepth(ctx context.Context, rgb []uint8, w, h int) (DepthPass
 		}
 		frame = m.frameDepth
 	}
-	return DepthPass{Geometry: m.geo, Image: m.depth.Input(), Depth: m.depthIn, Frame: frame, Relative: m.relative}, nil
+	for j, i := range m.tensorOut { // the outputs' memory may change with a provider fallback
+		m.tensors[j] = m.depth.Output(i)
+	}
+	return DepthPass{Geometry: m.geo, Image: m.depth.Input(), Depth: m.depthIn, Frame: frame, Relative: m.relative, Tensors: m.tensors}, nil
 }
 
 // Infer runs both models on an interleaved RGB8 frame of any size and

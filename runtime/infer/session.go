@@ -61,6 +61,9 @@ type Session struct {
 	inTypes         []ort.TensorElementDataType
 	release         func() error
 	sha             string
+	// fileSHA is the file's sha256 when the session runs an edited copy
+	// of it (SessionOptions.Expose); "" = sha.
+	fileSHA string
 	// Execution provider state (faults.go): the configured list, the index
 	// of the one in use, ONNX Runtime's node placement, the fault policy's
 	// counters, and the model and settings a rebuild needs.
@@ -126,6 +129,11 @@ type SessionOptions struct {
 	// reads alpha at run time, and a non-finite alpha shows in the
 	// epistemic map computed from it.
 	SkipAlpha bool
+	// Expose names intermediate tensors of the model to add as extra graph
+	// outputs before loading it (auxue/onnx.Expose, in memory; the file is
+	// not touched): a depth model's tensor that an AuxUE reads
+	// (model_features). Tensors that already are outputs are left alone.
+	Expose []string
 }
 
 // SharedInput is memory of another session's input: Data holds frames of
@@ -160,11 +168,19 @@ func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so S
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fileSHA := ""
+	if len(so.Expose) > 0 {
+		sum := sha256.Sum256(data)
+		fileSHA = hex.EncodeToString(sum[:])
+		if data, err = ExposeTensors(data, so.Expose); err != nil {
+			return nil, fmt.Errorf("load model %q: %w", path, err)
+		}
+	}
 	lib, pools, release, err := acquire(cfg.Library, cfg.wantsGPU(), cfg.globalPool(), log)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release, maxBatch: max(1, so.MaxBatch), log: log, cfg: cfg}
+	s := &Session{path: path, spec: spec, lib: lib, pools: pools, release: release, maxBatch: max(1, so.MaxBatch), log: log, cfg: cfg, fileSHA: fileSHA}
 	if err := s.init(ctx, data, cfg, so, log); err != nil {
 		s.Close()
 		return nil, err
@@ -684,8 +700,14 @@ func (s *Session) Spec() IOSpec { return s.spec }
 // (float32, float16 or uint8).
 func (s *Session) InputType(i int) string { return typeName(s.inTypes[i]) }
 
-// SHA256 is the model file's sha256 (hex).
-func (s *Session) SHA256() string { return s.sha }
+// SHA256 is the model file's sha256 (hex), also when the session runs a
+// copy with exposed tensors.
+func (s *Session) SHA256() string {
+	if s.fileSHA != "" {
+		return s.fileSHA
+	}
+	return s.sha
+}
 
 // Path is the model file.
 func (s *Session) Path() string { return s.path }

@@ -107,6 +107,13 @@ const (
 //	alpha: {name: alpha}
 //	auxue: {depth_model_sha256: ..., factor: 4, k: 32, ...}
 //
+// Such an AuxUE may also read one of the depth model's own tensors
+// (model_features: the tensor's name in the depth model's graph and its
+// shape); the runtime exposes that tensor as an extra output of the depth
+// model when it loads it, so the depth model's file stays as it is:
+//
+//	model_features: {name: model_features, tensor: relu_7, channels: 32, height: 24, width: 80}
+//
 // An AuxUE without depth_input reads one "features" tensor (1,C,H,W) that
 // the runtime assembles from its auxue.inputs (the image, the depth, depth
 // model outputs exposed with `didoedge model expose`).
@@ -115,6 +122,8 @@ type IOSpec struct {
 	Input InputSpec `yaml:"input"`
 	// DepthInput is the AuxUE's depth input (1,1,H,W) at the input size.
 	DepthInput TensorSpec `yaml:"depth_input,omitempty"`
+	// ModelFeatures is an AuxUE input fed with a tensor of the depth model.
+	ModelFeatures *ModelFeatureInput `yaml:"model_features,omitempty"`
 
 	Depth     OutputSpec    `yaml:"depth,omitempty"`
 	Features  []FeatureSpec `yaml:"features,omitempty"`
@@ -190,6 +199,18 @@ type TensorSpec struct {
 	Units string `yaml:"units,omitempty"`
 }
 
+// ModelFeatureInput is an AuxUE input (Name) that takes one of the depth
+// model's own tensors (Tensor, a node output of its graph, NCHW
+// (1,Channels,Height,Width) at the depth model's input size), exposed as
+// an extra depth-model output at load time (auxue/onnx.Expose).
+type ModelFeatureInput struct {
+	Name     string `yaml:"name"`
+	Tensor   string `yaml:"tensor"`
+	Channels int    `yaml:"channels"`
+	Height   int    `yaml:"height"`
+	Width    int    `yaml:"width"`
+}
+
 // FeatureSpec is an extra model output passed to the AuxUE as features.
 type FeatureSpec struct {
 	Name string `yaml:"name"`
@@ -216,6 +237,9 @@ type AuxUEInfo struct {
 	GlobalContext    int     `yaml:"global_context_bands,omitempty"`
 	Data             string  `yaml:"data,omitempty"`
 	Frames           int     `yaml:"frames,omitempty"`
+	// ModelFeatureChannels is how many channels the AuxUE makes of the
+	// depth model's tensor (a projection when it has more).
+	ModelFeatureChannels int `yaml:"model_feature_channels,omitempty"`
 	// Validation describes the AuxUE's epistemic read-out on its own
 	// validation frames (in distribution by construction): calibration
 	// compares its data with it to notice frames the AuxUE has never seen
@@ -449,6 +473,18 @@ func (s IOSpec) validateAuxUE(name func(key, n string), add func(string, ...any)
 	} else if s.DepthInput.Units != "" {
 		add("depth_input.name: empty")
 	}
+	if f := s.ModelFeatures; f != nil {
+		if !s.OwnsInputs() {
+			add("model_features: only an AuxUE with depth_input reads a depth-model tensor this way (a features-input AuxUE lists it in the runtime config's auxue.inputs)")
+		}
+		name("model_features", f.Name)
+		if f.Tensor == "" {
+			add("model_features.tensor: empty; name the depth model's tensor")
+		}
+		if f.Channels < 1 || f.Channels > 1<<16 || f.Height < 1 || f.Height > maxSide || f.Width < 1 || f.Width > maxSide {
+			add("model_features: channels %d, height %d, width %d out of range", f.Channels, f.Height, f.Width)
+		}
+	}
 	name("scale", s.Scale.Name)
 	name("epistemic", s.Epistemic.Name)
 	if s.Alpha.Name != "" {
@@ -627,9 +663,12 @@ func withDefault(v []float32, n int, d float32) []float32 {
 }
 
 // inputs lists the graph inputs the spec feeds: the image (or features)
-// input, then an AuxUE's depth input.
+// input, then an AuxUE's depth input and its model_features input.
 func (s IOSpec) inputNames() []string {
 	if s.OwnsInputs() {
+		if s.ModelFeatures != nil {
+			return []string{s.Input.Name, s.DepthInput.Name, s.ModelFeatures.Name}
+		}
 		return []string{s.Input.Name, s.DepthInput.Name}
 	}
 	return []string{s.Input.Name}
