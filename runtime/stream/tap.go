@@ -35,7 +35,8 @@ type TapFrame struct {
 	// The camera's frame, interleaved RGB8, Width x Height.
 	Width, Height int
 	RGB           []uint8
-	// Maps are at the model's map size.
+	// Maps are at the frame's size (Width x Height): the models' maps
+	// resampled to the frame, as the alerts read them.
 	Maps alerts.Maps
 	// Zones are the camera's zones in assessment order (the slice is
 	// replaced, never modified, by a reload: a tap may keep it); Status
