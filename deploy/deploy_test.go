@@ -104,7 +104,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 func TestKubectlParsesManifests(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Skip("kubectl not installed (scripts/deps.sh --test installs Debian's kubernetes-client)")
+		t.Fatal("kubectl not installed: bash scripts/deps.sh installs Debian's kubernetes-client")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

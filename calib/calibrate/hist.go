@@ -88,7 +88,8 @@ func (h *Hist) keys() []uint64 {
 
 // QuantileBin is the bin holding the nearest-rank q-quantile (the
 // ceil(q n)-th smallest value, as Quantile) and how many values that bin
-// holds. ok is false for an empty histogram.
+// holds. ok is false for an empty histogram, or one whose bins sum to
+// fewer than its count (a damaged summary).
 func (h *Hist) QuantileBin(q float64) (key uint64, count int64, ok bool) {
 	if h.n == 0 {
 		return 0, 0, false
@@ -102,7 +103,8 @@ func (h *Hist) QuantileBin(q float64) (key uint64, count int64, ok bool) {
 			return k, h.bins[k], true
 		}
 	}
-	panic("unreachable: counts sum to n")
+	// The bins sum to fewer than n: a damaged summary. No quantile.
+	return 0, 0, false
 }
 
 // Quantile is the upper edge of the bin of the nearest-rank q-quantile:

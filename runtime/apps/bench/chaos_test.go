@@ -23,7 +23,7 @@ func TestChaosShort(t *testing.T) {
 		t.Skip("a minute of chaos")
 	}
 	if _, err := FindMosquitto(); err != nil {
-		t.Skip(err)
+		t.Fatalf("%v: bash scripts/deps.sh installs mosquitto", err)
 	}
 	dir := t.TempDir()
 	self := filepath.Join(dir, "didoedge")
