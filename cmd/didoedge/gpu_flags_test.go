@@ -9,34 +9,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
-
-// TestProviderConfigRequired: --providers "cuda:required" marks the
-// provider required; a provider after a required one is refused by the
-// inference config's validation; an unknown name is refused.
-func TestProviderConfigRequired(t *testing.T) {
-	c, err := providerConfig("cuda:required", "/x/lib.so")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Providers) != 1 || c.Providers[0] != (infer.ProviderConfig{Name: infer.ProviderCUDA, Required: true}) || c.Library != "/x/lib.so" {
-		t.Fatalf("config %+v", c)
-	}
-	c, err = providerConfig("tensorrt, cuda,cpu", "")
-	if err != nil || len(c.Providers) != 3 || c.Providers[1].Required {
-		t.Fatalf("config %+v, %v", c, err)
-	}
-	if _, err := providerConfig("cuda:required,cpu", ""); err == nil || !strings.Contains(err.Error(), "which is required") {
-		t.Fatalf("cpu after a required cuda: %v", err)
-	}
-	if _, err := providerConfig("rocm", ""); err == nil || !strings.Contains(err.Error(), `"rocm"`) {
-		t.Fatalf("unknown provider: %v", err)
-	}
-	if inf, err := benchInference("", ""); inf != nil || err != nil {
-		t.Fatalf("no flags: %+v, %v", inf, err)
-	}
-}
 
 // TestTrainDepthUntrained: --untrained exports the seeded network at the
 // asked size without training, byte for byte the same on a second run

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/didoedge/didoedge/auxue/onnx"
-	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/cross/smoke"
 	"github.com/didoedge/didoedge/offline"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 const modelUsage = `usage:
@@ -51,15 +48,9 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 func runModelInspect(ctx context.Context, env *cliEnv, args []string) error {
+	var f offline.ProbeFlags
 	fs := newFlagSet(env, "model inspect")
-	probe := fs.Bool("probe", false, "run the depth model on a frame and describe its output (range, sign, resolution, bottom-to-top trend), propose the spec lines and check --spec against them")
-	spec := fs.String("spec", "", "with --probe: the model's IO spec to check (default: guess the input, read the finest output raw)")
-	image := fs.String("image", "", "with --probe: run on this PNG/JPEG (default: a simulated road frame whose depth is known)")
-	seed := fs.Int64("seed", 1, "with --probe: seed of the simulated frame")
-	size := fs.String("size", "", "with --probe and no --spec: HxW of an input with dynamic sides (default 192x640)")
-	providers := fs.String("providers", "cpu", "with --probe: execution providers in order")
-	intr := fs.String("intrinsics", "", "with --probe: the camera's fx,fy,cx,cy[,width,height] (a canonical_focal model's metres)")
-	intrFile := fs.String("intrinsics-file", "", "with --probe: the camera's intrinsics from a KITTI calibration or a ROS CameraInfo YAML")
+	f.AddFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -71,20 +62,12 @@ func runModelInspect(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Write(env.stdout); err != nil || !*probe {
+	if err := s.Write(env.stdout); err != nil || !f.Probe {
 		return err
 	}
-	cfg := offline.ProbeConfig{Model: pos[0], Spec: *spec, Image: *image, SimSeed: *seed, Log: env.log}
-	if *size != "" {
-		if cfg.Height, cfg.Width, err = parseSize(*size); err != nil {
-			return fmt.Errorf("flag -size: %w", err)
-		}
-	}
-	if cfg.Intrinsics, err = intrinsicsFlags(*intr, *intrFile); err != nil {
+	cfg, err := f.Config(pos[0], env.log)
+	if err != nil {
 		return err
-	}
-	if cfg.Inference, err = providerConfig(*providers, ""); err != nil {
-		return fmt.Errorf("flag -providers: %w", err)
 	}
 	fmt.Fprintln(env.stdout, "\nprobe:")
 	rep, err := offline.Probe(ctx, cfg)
@@ -155,28 +138,6 @@ func runModelBatch(env *cliEnv, args []string) error {
 	return nil
 }
 
-// intrinsicsFlags reads --intrinsics or --intrinsics-file (exclusive);
-// nil when neither is given.
-func intrinsicsFlags(list, file string) (*intrinsics.Intrinsics, error) {
-	switch {
-	case list != "" && file != "":
-		return nil, errors.New("--intrinsics and --intrinsics-file are exclusive")
-	case list != "":
-		in, err := intrinsics.ParseList(list)
-		if err != nil {
-			return nil, fmt.Errorf("flag -intrinsics: %w", err)
-		}
-		return &in, nil
-	case file != "":
-		in, err := intrinsics.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("flag -intrinsics-file: %w", err)
-		}
-		return &in, nil
-	}
-	return nil, nil
-}
-
 // parseInterleaved parses flags that may come before or after positional
 // arguments ("expose FILE --tensor X") and returns the positionals.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -200,11 +161,10 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // runModelExportTest writes the smoke test's networks: seeded random
 // weights, clearly named as test networks (not reference models).
 func runModelExportTest(env *cliEnv, args []string) error {
+	var c smoke.TestModelConfig
 	fs := newFlagSet(env, "model export-test")
 	out := fs.String("out", "", "directory for "+smoke.TestDepthFile+" and "+smoke.TestAuxUEFile)
-	height := fs.Int("height", 64, "input height (divisible by 4)")
-	width := fs.Int("width", 192, "input width (divisible by 4)")
-	seed := fs.Uint64("seed", 1, "weight seed")
+	c.AddFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -213,12 +173,12 @@ func runModelExportTest(env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stderr, modelUsage)
 		return errors.New("export-test: want --out DIR and no positional arguments")
 	}
-	m, err := smoke.ExportTestModels(*out, smoke.TestModelConfig{Height: *height, Width: *width, Seed: *seed})
+	m, err := smoke.ExportTestModels(*out, c)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.stdout, "%s  %s\n%s  %s\n", m.DepthSHA256, m.Depth, m.AuxUESHA256, m.AuxUE)
-	env.log.Info("exported TEST networks with seeded random weights (not reference models)", "dir", *out, "seed", *seed)
+	env.log.Info("exported TEST networks with seeded random weights (not reference models)", "dir", *out, "seed", c.Seed)
 	return nil
 }
 
@@ -226,85 +186,22 @@ func runModelExportTest(env *cliEnv, args []string) error {
 // (--images: 16-bit maps, colour panels, summary.json), or on synthetic
 // frames (the cross-build smoke test's raw maps and summary.json).
 func runModelRun(ctx context.Context, env *cliEnv, args []string) error {
+	var f offline.ModelRunFlags
 	fs := newFlagSet(env, "model run")
-	images := fs.String("images", "", "run on these images: a directory (its .png, .jpg, .jpeg) or a glob; maps at each image's size")
-	auxSpec := fs.String("auxue-spec", "", "with --images: IO spec of the AuxUE (default: its path with .yaml)")
-	providers := fs.String("providers", "cpu", "with --images: execution providers in order (tensorrt, cuda, cpu)")
-	depth := fs.String("depth", "", "depth model (input image NCHW, output depth)")
-	aux := fs.String("auxue", "", "AuxUE model (input features = image + depth, outputs scale, epistemic)")
-	out := fs.String("out", "", "output directory for the maps and "+smoke.SummaryFile)
-	frames := fs.Int("frames", 3, "number of synthetic frames")
-	seed := fs.Uint64("seed", 1, "synthetic frame seed")
-	height := fs.Int("height", 64, "frame height (the models' input height)")
-	width := fs.Int("width", 192, "frame width (the models' input width)")
-	depthSpec := fs.String("depth-spec", "", "IO spec YAML of the depth model (e.g. models/depth.yaml); sets the frame size")
-	config := fs.String("config", "", "YAML config whose inference section selects library and providers (default: CPU)")
-	library := fs.String("library", "", "ONNX Runtime library (overrides the config's library key)")
-	intr := fs.String("intrinsics", "", "with --images: the camera's fx,fy,cx,cy[,width,height] in pixels (of images width x height; scaled to each image)")
-	intrFile := fs.String("intrinsics-file", "", "with --images: the camera's intrinsics from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
+	f.AddFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	in, err := intrinsicsFlags(*intr, *intrFile)
+	in, err := f.Intrinsics.Intrinsics()
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || *depth == "" || *aux == "" || *out == "" {
+	if len(pos) != 0 || f.Depth == "" || f.AuxUE == "" || f.Out == "" {
 		fmt.Fprintln(env.stderr, modelUsage)
 		return errors.New("run: want --depth FILE, --auxue FILE and --out DIR")
 	}
-	var cfg infer.Config
-	if *config != "" {
-		if cfg, err = smoke.LoadInferenceConfig(*config); err != nil {
-			return err
-		}
-	}
-	if *library != "" {
-		cfg.Library = *library
-	}
-	if *images != "" {
-		if *config == "" {
-			if cfg, err = providerConfig(*providers, cfg.Library); err != nil {
-				return fmt.Errorf("flag -providers: %w", err)
-			}
-		}
-		sum, err := offline.RunImages(ctx, offline.ImageRunConfig{Images: *images, Out: *out, Depth: *depth,
-			DepthSpec: specBeside(*depth, *depthSpec), AuxUE: *aux, AuxUESpec: specBeside(*aux, *auxSpec), Inference: cfg, Intrinsics: in, Log: env.log})
-		if err != nil {
-			return err
-		}
-		sum.Write(env.stdout, *out)
-		return nil
-	}
-	var spec infer.IOSpec
-	if *depthSpec != "" {
-		data, err := os.ReadFile(*depthSpec)
-		if err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
-		if spec, err = infer.ParseIOSpec(data, *depthSpec); err != nil {
-			return err
-		}
-		*height, *width = spec.Input.Height, spec.Input.Width
-	}
-	// The AuxUE's spec: --auxue-spec, or the file beside the model when
-	// it exists (the reference models' auxue.yaml).
-	var auxIO infer.IOSpec
-	if p := specBeside(*aux, *auxSpec); *auxSpec != "" || fileExists(p) {
-		if auxIO, err = offline.ReadSpec(p, infer.KindAuxUE); err != nil {
-			return err
-		}
-	}
-	sum, err := smoke.Run(ctx, smoke.RunConfig{
-		DepthModel: *depth, AuxUEModel: *aux, Height: *height, Width: *width, DepthSpec: spec, AuxUESpec: auxIO,
-		Frames: *frames, Seed: *seed, OutDir: *out, Inference: cfg, Log: env.log,
-	})
-	if err != nil {
-		return err
-	}
-	sum.Write(env.stdout)
-	return nil
+	return f.Run(ctx, in, env.stdout, env.log)
 }
 
 // runModelCompare compares two run directories map by map; it fails when a
@@ -331,9 +228,4 @@ func runModelCompare(env *cliEnv, args []string) error {
 		return fmt.Errorf("compare %q and %q: maps differ by more than %g", pos[0], pos[1], *tol)
 	}
 	return nil
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
 }

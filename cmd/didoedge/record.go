@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/record"
 )
@@ -25,8 +26,9 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	every := fs.Int("every", 1, "keep one frame in N")
 	drive := fs.String("drive", "", "drive name (default: the file name)")
 	split := fs.String("split", "val", "split of the frames (calibrate reads val)")
-	intr := fs.String("intrinsics", "", "fx,fy,cx,cy[,width,height] when the recording has no camera_calibration channel")
-	intrFile := fs.String("intrinsics-file", "", "the same from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
+	var intr intrinsics.Flags
+	intr.AddFlags(fs, "fx,fy,cx,cy[,width,height] when the recording has no camera_calibration channel",
+		"the same from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
 	// FILE may come before or after the flags.
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -37,7 +39,7 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	file := pos[0]
 	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split}
-	in, err := intrinsicsFlags(*intr, *intrFile)
+	in, err := intr.Intrinsics()
 	if err != nil {
 		return err
 	}

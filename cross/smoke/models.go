@@ -3,6 +3,7 @@ package smoke
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -126,4 +127,12 @@ func writeModel(path string, m *onnx.Model) (string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// AddFlags declares `didoedge model export-test`'s size and seed flags on
+// fs.
+func (c *TestModelConfig) AddFlags(fs *flag.FlagSet) {
+	fs.IntVar(&c.Height, "height", 64, "input height (divisible by 4)")
+	fs.IntVar(&c.Width, "width", 192, "input width (divisible by 4)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "weight seed")
 }
