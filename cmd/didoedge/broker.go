@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
@@ -13,61 +11,21 @@ import (
 
 // runBroker runs the embedded MQTT broker standalone until interrupted.
 func runBroker(ctx context.Context, env *cliEnv, args []string) error {
+	var f broker.StandaloneFlags
 	fs := newFlagSet(env, "broker")
-	config := fs.String("config", "", "alerts config file whose `embedded` section to use")
-	listen := fs.String("listen", "", "host:port to listen on (default: the config's, else "+broker.DefaultListen+")")
-	user := fs.String("user", "", "username of the one account (instead of -config)")
-	passFile := fs.String("password-file", "", "file holding the account's password")
-	passEnv := fs.String("password-env", "", "environment variable holding the account's password")
-	anonymous := fs.Bool("allow-anonymous", false, "let clients without credentials connect (they may read the topic prefix, never publish)")
-	read := fs.String("read", "didoedge/#", "comma-separated topic filters the -user account may subscribe to")
-	write := fs.String("write", "didoedge/#", "comma-separated topic filters the -user account may publish on")
-	store := fs.String("store", "", "directory of the persistent store (sessions, queued and retained messages survive a restart); default: the config's embedded.store.dir, else memory only")
+	f.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	emb := broker.Config{Listen: broker.DefaultListen, AllowAnonymous: *anonymous}
-	prefix := "didoedge"
-	if *config != "" {
-		cfg, err := runconfig.LoadAlerts(*config)
+	emb, prefix := broker.Config{Listen: broker.DefaultListen}, "didoedge"
+	if f.Config != "" {
+		cfg, err := runconfig.LoadAlerts(f.Config)
 		if err != nil {
 			return err
 		}
 		emb, prefix = cfg.Embedded, cfg.TopicPrefix
-		emb.AllowAnonymous = emb.AllowAnonymous || *anonymous
 	}
-	if *user != "" {
-		if (*passFile == "") == (*passEnv == "") {
-			return errors.New("-user needs exactly one of -password-file or -password-env")
-		}
-		u := broker.UserConfig{Username: *user, PasswordFile: *passFile, PasswordEnv: *passEnv}
-		for _, f := range []struct {
-			flag, list string
-			dst        *[]string
-		}{{"-read", *read, &u.Read}, {"-write", *write, &u.Write}} {
-			for _, filter := range strings.Split(f.list, ",") {
-				if filter = strings.TrimSpace(filter); filter == "" {
-					continue
-				}
-				if err := broker.CheckFilter(filter); err != nil {
-					return fmt.Errorf("%s %q: %w", f.flag, filter, err)
-				}
-				*f.dst = append(*f.dst, filter)
-			}
-		}
-		emb.Users = append(emb.Users, u)
-	}
-	if *listen != "" {
-		if err := broker.CheckAddress(*listen); err != nil {
-			return fmt.Errorf("-listen: %w", err)
-		}
-		emb.Listen = *listen
-	}
-	if *store != "" {
-		emb.Store.Dir = *store
-	}
-	emb.Store.SetDefaults()
-	if err := emb.Store.Validate("embedded.store"); err != nil {
+	if err := f.Apply(&emb); err != nil {
 		return err
 	}
 	opts, err := mqttpub.BrokerOptions(emb, prefix, env.log)
@@ -78,15 +36,7 @@ func runBroker(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	addrs := b.Addr()
-	if t := b.TLSAddr(); t != "" {
-		addrs = strings.TrimPrefix(addrs+", TLS "+t, ", ")
-	}
-	persist := "memory only"
-	if opts.Store.Dir != "" {
-		persist = "store " + opts.Store.Dir
-	}
-	fmt.Fprintf(env.stdout, "embedded MQTT broker listening on %s (%d users, anonymous %v, %s)\n", addrs, len(opts.Users), opts.AllowAnonymous, persist)
+	fmt.Fprintln(env.stdout, b.Describe(opts))
 	<-ctx.Done()
 	return b.Close()
 }

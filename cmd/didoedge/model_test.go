@@ -92,20 +92,6 @@ func mustRead(t *testing.T, p string) []byte {
 	return m.Marshal()
 }
 
-func TestParseBytes(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{{"3GiB", 3 << 30, true}, {"512MiB", 512 << 20, true}, {"1.5 GiB", 3 << 29, true}, {"100", 100, true},
-		{"0", 0, true}, {"7B", 7, true}, {"-1GiB", 0, false}, {"lots", 0, false}, {"", 0, false}} {
-		got, err := parseBytes(tc.in)
-		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestModelBatch: `model batch` writes a copy that runs a batch of 2 in
 // ONNX Runtime (y = exp(relu(x)) row by row, a closed form), while the
 // original refuses it; bad invocations name what is missing.
