@@ -11,49 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/offline"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/offline/offlinetest"
 )
-
-// auxueFor writes a random-weight AuxUE with the input contract of the
-// depth model's spec (what train auxue would export for it) and its spec.
-func auxueFor(t *testing.T, depthSpec, dir string) (model, spec string) {
-	t.Helper()
-	ds, err := offline.ReadSpec(depthSpec, infer.KindDepth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := offline.AuxContract(ds, 4, 2, 80, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: c.Channels(), EncoderWidth: 4, SharedEncoder: true,
-		Hidden: 4, K: 8, Lambda: 0.01, GlobalContext: true, GlobalContextBands: 2, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := onnx.ExportAuxUEContract(am, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := strings.TrimSuffix(filepath.Base(depthSpec), ".yaml") + "-auxue"
-	model, spec = filepath.Join(dir, base+".onnx"), filepath.Join(dir, base+".yaml")
-	if err := onnx.WriteFile(model, m); err != nil {
-		t.Fatal(err)
-	}
-	b, err := offline.AuxUESpec(ds, c, am, infer.AuxUEInfo{}).Marshal("test AuxUE with random weights")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(spec, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return model, spec
-}
 
 // conventionRef is what a convention model's read-out must be on a frame:
 // the known depth d of each pixel (testmodels.ConventionDepth), times the
@@ -131,7 +93,7 @@ func TestConventionsThroughCommands(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			kd := filepath.Join(dir, kind)
 			model, spec := testmodels.Convention(t, kind, kd)
-			aux, auxSpec := auxueFor(t, spec, kd)
+			aux, auxSpec := offlinetest.AuxUE(t, spec, kd)
 			w, h := testmodels.ConventionSize(kind)
 			data := filepath.Join(kd, "data")
 			cli(t, "sim", "render", "--world", "outdoor", "--frames", "3", "--drives", "1", "--size", fmt.Sprintf("%dx%d", h, w),

@@ -12,52 +12,12 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/offline"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/offline/offlinetest"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
-
-// conventionAuxUE writes a random-weight AuxUE with the input contract of
-// the depth model's spec (what train auxue exports for it) and its spec,
-// as cmd/didoedge's TestConventionsThroughCommands does. (A test import of
-// offline: the layout rules cover non-test code only.)
-func conventionAuxUE(t *testing.T, depthSpec, dir string) (model, spec string) {
-	t.Helper()
-	ds, err := offline.ReadSpec(depthSpec, infer.KindDepth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := offline.AuxContract(ds, 4, 2, 80, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: c.Channels(), EncoderWidth: 4, SharedEncoder: true,
-		Hidden: 4, K: 8, Lambda: 0.01, GlobalContext: true, GlobalContextBands: 2, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := onnx.ExportAuxUEContract(am, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := strings.TrimSuffix(filepath.Base(depthSpec), ".yaml") + "-auxue"
-	model, spec = filepath.Join(dir, base+".onnx"), filepath.Join(dir, base+".yaml")
-	if err := onnx.WriteFile(model, m); err != nil {
-		t.Fatal(err)
-	}
-	b, err := offline.AuxUESpec(ds, c, am, infer.AuxUEInfo{}).Marshal("test AuxUE with random weights")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(spec, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return model, spec
-}
 
 // dynamicBatchFile rewrites an ONNX file with a dynamic batch dimension
 // (onnx.DynamicBatch, what `didoedge model batch` runs).
@@ -303,7 +263,9 @@ func TestConventionsThroughRuntime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			aux, auxSpec := conventionAuxUE(t, spec, dir)
+			// A test import of offline (offlinetest): the layout rules
+			// cover non-test code only.
+			aux, auxSpec := offlinetest.AuxUE(t, spec, dir)
 			inW, inH := testmodels.ConventionSize(tc.kind)
 			focal := tc.focal
 			if focal == 0 {
