@@ -285,3 +285,76 @@ func TestQueueSurvivesKillsAndOutage(t *testing.T) {
 		t.Fatalf("the test did not exercise a resume (%d) or a retry (%d)\n%s", resumed, retried, logs.String())
 	}
 }
+
+// TestChangedFileNeverUploads: a queued file that changes on disk after
+// Enqueue (one byte flipped: bit rot, a stray writer) is never stored as
+// the object. The uploader sends what Enqueue hashed as the request's
+// checks (Content-MD5; for a single PUT also the signed payload SHA-256)
+// and does not hash the bytes again, so it is the server that must refuse
+// them: the object never exists, the attempts fail and are retried, and
+// the file stays queued.
+func TestChangedFileNeverUploads(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.MakeBucket(t, "clips")
+	c, err := objstore.New(srv.Config(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		size, flip int
+	}{
+		{"single PUT", 1000, 500},
+		{"second of 3 parts", 2*MinPartSize + 100, MinPartSize + 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var logs bytes.Buffer
+			q, err := Open(Config{Dir: filepath.Join(dir, "queue"), Target: "s3://clips/fleet", PartSize: MinPartSize}, c,
+				slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := filepath.Join(dir, "changed-"+strings.ReplaceAll(tc.name, " ", "-")+".mcap")
+			clip(t, src, tc.size, 5)
+			if err := q.Enqueue(src, identity); err != nil {
+				t.Fatal(err)
+			}
+			data := q.dataPath(q.seq)
+			b, err := os.ReadFile(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[tc.flip] ^= 0x40
+			if err := os.WriteFile(data, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := q.Run(ctx, true); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Run returned %v, want it still retrying at the deadline", err)
+			}
+			key := "fleet/van-07/front/" + filepath.Base(src)
+			if _, err := c.Stat(context.Background(), objstore.Location{Bucket: "clips", Key: key}); !objstore.IsNotFound(err) {
+				t.Fatalf("%s: the server stored a changed file (stat: %v)\n%s", key, err, logs.String())
+			}
+			st := q.Stats()
+			if st.Failures < 2 || st.Queued != 1 || st.Uploaded != 0 {
+				t.Fatalf("stats %+v, want failed attempts and the file still queued\n%s", st, logs.String())
+			}
+			if _, err := os.Stat(data); err != nil {
+				t.Fatalf("the queued file is gone: %v", err)
+			}
+			t.Logf("%d failed attempts; first: %s", st.Failures, firstLine(logs.String(), "will retry"))
+		})
+	}
+}
+
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
