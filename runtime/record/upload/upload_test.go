@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/internal/objstore/s3test"
@@ -75,6 +76,7 @@ func TestQueueUploads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][32]byte{}
+	t0 := time.Now()
 	for i, n := range []int{1000, MinPartSize, 2*MinPartSize + 12345} {
 		src := filepath.Join(dir, fmt.Sprintf("clip-%d.mcap", i))
 		want["fleet/van-07/front/"+filepath.Base(src)] = clip(t, src, n, uint64(i))
@@ -93,9 +95,21 @@ func TestQueueUploads(t *testing.T) {
 	if _, err := os.Stat(big); err != nil {
 		t.Fatalf("a refused file must stay: %v", err)
 	}
-	if st := q.Stats(); st.Queued != 3 || st.Refused != 1 {
-		t.Fatalf("stats %+v", st)
+	st := q.Stats()
+	if st.Queued != 3 || st.Refused != 1 || st.Oldest.Before(t0) || st.Oldest.After(time.Now()) {
+		t.Fatalf("stats %+v (queued from %v)", st, t0)
 	}
+	// The queue time is in the sidecar: a restart keeps the age.
+	if q2, err := Open(q.Config(), nil, nil); err != nil || !q2.Stats().Oldest.Equal(st.Oldest) {
+		t.Fatalf("reopened: %v, oldest %v, want %v", err, q2.Stats().Oldest, st.Oldest)
+	}
+	queuedBytes := float64(1000 + MinPartSize + 2*MinPartSize + 12345)
+	scrape := func() time.Time { return st.Oldest.Add(90 * time.Second) }
+	checkMetrics(t, Collectors(q.Stats, scrape), map[string]float64{
+		"didoedge_upload_queued_files": 3, "didoedge_upload_queued_bytes": queuedBytes,
+		"didoedge_upload_oldest_queued_age_seconds": 90, "didoedge_upload_refused_total": 1,
+		"didoedge_upload_uploaded_files_total": 0, "didoedge_upload_failed_attempts_total": 0,
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := q.Run(ctx, true); err != nil {
@@ -121,6 +135,11 @@ func TestQueueUploads(t *testing.T) {
 	if st := q.Stats(); len(ents) != 0 || st.Queued != 0 || st.Uploaded != 3 || st.UploadedBytes != int64(1000+MinPartSize+2*MinPartSize+12345) {
 		t.Fatalf("after the upload: %d files in the queue, stats %+v", len(ents), st)
 	}
+	checkMetrics(t, Collectors(q.Stats, scrape), map[string]float64{
+		"didoedge_upload_queued_files": 0, "didoedge_upload_queued_bytes": 0, "didoedge_upload_oldest_queued_age_seconds": 0,
+		"didoedge_upload_uploaded_files_total": 3, "didoedge_upload_uploaded_bytes_total": queuedBytes,
+		"didoedge_upload_refused_total": 1, "didoedge_upload_failed_attempts_total": 0,
+	})
 	for _, tc := range []struct {
 		cfg  Config
 		want string
@@ -130,7 +149,7 @@ func TestQueueUploads(t *testing.T) {
 		{Config{Dir: "q", Target: "s3://bkt/p", PartSize: 1 << 20}, "upload.part_size"},
 		{Config{Dir: "q", Target: "s3://bkt/p", MaxBytes: -1}, "upload.max_bytes"},
 	} {
-		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := tc.cfg.WithDefaults().Validate("upload"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %s", tc.cfg, err, tc.want)
 		}
 	}
@@ -357,4 +376,31 @@ func firstLine(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// checkMetrics gathers cs through a client_golang registry (as a scrape
+// would) and compares the named values.
+func checkMetrics(t *testing.T, cs []prometheus.Collector, want map[string]float64) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cs...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		switch {
+		case m.GetGauge() != nil:
+			got[mf.GetName()] = m.GetGauge().GetValue()
+		case m.GetCounter() != nil:
+			got[mf.GetName()] = m.GetCounter().GetValue()
+		}
+	}
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g != v {
+			t.Errorf("metric %s = %v (present %v), want %v", name, g, ok, v)
+		}
+	}
 }

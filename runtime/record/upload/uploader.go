@@ -85,6 +85,7 @@ func (q *Queue) remove(it *item) error {
 	q.mu.Lock()
 	q.bytes -= it.Size
 	q.count--
+	delete(q.since, it.Seq)
 	q.mu.Unlock()
 	q.uploaded.Add(1)
 	q.uploadedBytes.Add(it.Size)
