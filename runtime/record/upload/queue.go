@@ -87,6 +87,7 @@ type Queue struct {
 	count int64
 	since map[uint64]time.Time // queued item -> when it was queued
 	wake  chan struct{}
+	freed chan struct{}
 
 	uploaded, uploadedBytes, refused, failures, resumed, already atomic.Int64
 }
@@ -113,7 +114,8 @@ func Open(cfg Config, client *objstore.Client, log *slog.Logger) (*Queue, error)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("upload queue %s: %w", cfg.Dir, err)
 	}
-	q := &Queue{cfg: cfg, loc: loc, client: client, log: log, wake: make(chan struct{}, 1), since: map[uint64]time.Time{}}
+	q := &Queue{cfg: cfg, loc: loc, client: client, log: log, wake: make(chan struct{}, 1), freed: make(chan struct{}, 1),
+		since: map[uint64]time.Time{}}
 	items, err := q.scan()
 	if err != nil {
 		return nil, err
@@ -323,6 +325,10 @@ func (q *Queue) Fits(size int64) bool {
 	defer q.mu.Unlock()
 	return q.bytes+size <= q.cfg.MaxBytes
 }
+
+// Freed receives (coalesced) after an upload frees room in the queue: a
+// caller holding files the queue refused offers them again then.
+func (q *Queue) Freed() <-chan struct{} { return q.freed }
 
 // Config is the queue's configuration, defaults filled.
 func (q *Queue) Config() Config { return q.cfg }

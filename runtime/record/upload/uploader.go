@@ -87,6 +87,10 @@ func (q *Queue) remove(it *item) error {
 	q.count--
 	delete(q.since, it.Seq)
 	q.mu.Unlock()
+	select {
+	case q.freed <- struct{}{}:
+	default:
+	}
 	q.uploaded.Add(1)
 	q.uploadedBytes.Add(it.Size)
 	q.log.Info("uploaded", "key", it.Key, "bytes", it.Size)
