@@ -246,6 +246,9 @@ func (c Config) Validate(prefix string) error {
 		if filepath.Clean(u.Dir) == filepath.Clean(c.Dir) {
 			return bad("upload.dir", "%s is dir itself: give the queue its own directory (default %s under dir)", u.Dir, DefaultUploadDir)
 		}
+		if u.PartSize < (2*c.RotateBytes+upload.MaxParts-1)/upload.MaxParts { // part_size x MaxParts < 2 x rotate_bytes
+			return bad("upload.part_size", "%d bytes x S3's %d parts is below two files (2 x rotate_bytes = %d)", u.PartSize, upload.MaxParts, 2*c.RotateBytes)
+		}
 		if u.MaxBytes < 2*c.RotateBytes {
 			return bad("upload.max_bytes", "%d is below two files (2 x rotate_bytes = %d): a file could wait for the queue forever", u.MaxBytes, 2*c.RotateBytes)
 		}

@@ -91,6 +91,8 @@ record:
 		{"record: {mode: event, dir: d, upload: {target: s3://fleet, max_bytes: 100000000}}", "record.upload.max_bytes: 100000000 is below two files"},
 		{"record: {mode: event, dir: d, upload: {target: s3://fleet, part_size: 1048576}}", "record.upload.part_size: 1048576"},
 		{"record: {mode: event, dir: d, upload: {target: s3://fleet, rate_limit: -5}}", "record.upload.rate_limit: -5"},
+		{"record: {mode: event, dir: d, budget_bytes: 200000000000, rotate_bytes: 60000000000, upload: {target: s3://fleet, max_bytes: 200000000000, part_size: 5242880}}",
+			"record.upload.part_size: 5242880 bytes x S3's 10000 parts"},
 		{"record: {mode: event, dir: d, upload: {target: s3://fleet, dir: d}}", "record.upload.dir: "},
 		{"record: {mode: event, dir: d, upload: {target: s3://fleet, bucket: b}}", "record.upload.bucket: unknown key"},
 		{"record: {mode: event, dir: d, upload: {target: s3://fleet, max_bytes: lots}}", "record.upload.max_bytes"},
