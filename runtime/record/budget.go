@@ -67,9 +67,13 @@ func (w *worker) enforceBudget(keep string) {
 		if r.path == keep {
 			continue
 		}
-		if err := os.Remove(r.path); err != nil {
+		// With record.upload the finished files here are those the full
+		// queue refused; the one being moved into the queue is skipped.
+		if removed, err := w.r.ho.remove(r.path); err != nil {
 			w.r.writeErrs.Add(1)
 			w.r.log.Error("recording: delete", "file", r.path, "err", err)
+			continue
+		} else if !removed {
 			continue
 		}
 		total -= r.size

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/internal/yamlstrict"
+	"github.com/didoedge/didoedge/runtime/record/upload"
 )
 
 // Modes of the recorder.
@@ -43,6 +44,12 @@ const (
 //	  compression: zstd        # MCAP chunk compression: zstd, lz4 or none
 //	  chunk_bytes: 4194304     # uncompressed bytes per chunk (4 MiB): what a kill can lose
 //	  intrinsics: [fx, fy, cx, cy]  # of the camera's frames, pixels; recorded as camera_calibration
+//	  upload:                  # finished files go to object storage (runtime/record/upload)
+//	    target: s3://fleet-recordings/drives   # objects <prefix>/<vehicle>/<camera>/<file>
+//	    dir: /var/lib/didoedge/recordings/upload  # the queue (default <dir>/upload; same filesystem as dir)
+//	    max_bytes: 8589934592  # the queue's byte budget, apart from budget_bytes (8 GiB)
+//	    part_size: 16777216    # multipart part size (16 MiB); smaller files go in one PUT
+//	    rate_limit: 0          # bytes/s; 0: no cap
 type Config struct {
 	Mode        string        `yaml:"mode"`
 	Dir         string        `yaml:"dir"`
@@ -69,6 +76,13 @@ type Config struct {
 	// (what `didoedge record export` writes into the KITTI meta.json).
 	// Empty: no camera_calibration channel.
 	Intrinsics []float64 `yaml:"intrinsics"`
+	// Upload, when set, hands every finished file (an event clip when it
+	// closes, a continuous file when rotated and at Close) to a durable
+	// upload queue. Queued files leave dir (they are moved into
+	// Upload.Dir) and count against Upload.MaxBytes only; budget_bytes
+	// bounds what is still in dir: the open file and finished files the
+	// full queue refused, which wait there and are offered again.
+	Upload *upload.Config `yaml:"upload"`
 }
 
 // Defaults of the keys left out.
@@ -136,8 +150,19 @@ func (c Config) WithDefaults() Config {
 	if c.ChunkBytes == 0 {
 		c.ChunkBytes = DefaultChunkBytes
 	}
+	if c.Upload != nil {
+		u := c.Upload.WithDefaults()
+		if u.Dir == "" && c.Dir != "" {
+			u.Dir = filepath.Join(c.Dir, DefaultUploadDir)
+		}
+		c.Upload = &u
+	}
 	return c
 }
+
+// DefaultUploadDir is the upload queue's directory under dir when
+// upload.dir is left out: on the recordings' filesystem by construction.
+const DefaultUploadDir = "upload"
 
 // Validate checks a config after WithDefaults; errors name the key under
 // prefix (for example "record").
@@ -214,6 +239,20 @@ func (c Config) Validate(prefix string) error {
 	default:
 		return bad("compression", "%q is not zstd, lz4 or none", c.Compression)
 	}
+	if u := c.Upload; u != nil {
+		if err := u.Validate(key("upload")); err != nil {
+			return err
+		}
+		if filepath.Clean(u.Dir) == filepath.Clean(c.Dir) {
+			return bad("upload.dir", "%s is dir itself: give the queue its own directory (default %s under dir)", u.Dir, DefaultUploadDir)
+		}
+		if u.PartSize < (2*c.RotateBytes+upload.MaxParts-1)/upload.MaxParts { // part_size x MaxParts < 2 x rotate_bytes
+			return bad("upload.part_size", "%d bytes x S3's %d parts is below two files (2 x rotate_bytes = %d)", u.PartSize, upload.MaxParts, 2*c.RotateBytes)
+		}
+		if u.MaxBytes < 2*c.RotateBytes {
+			return bad("upload.max_bytes", "%d is below two files (2 x rotate_bytes = %d): a file could wait for the queue forever", u.MaxBytes, 2*c.RotateBytes)
+		}
+	}
 	if n := len(c.Intrinsics); n != 0 {
 		if n != 4 {
 			return bad("intrinsics", "%d values, want [fx, fy, cx, cy]", n)
@@ -235,6 +274,11 @@ func (c Config) Validate(prefix string) error {
 func (c *Config) ResolvePaths(base string) {
 	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
 		c.Dir = filepath.Join(base, c.Dir)
+	}
+	if c.Upload != nil && c.Upload.Dir != "" && !filepath.IsAbs(c.Upload.Dir) {
+		u := *c.Upload
+		u.Dir = filepath.Join(base, u.Dir)
+		c.Upload = &u
 	}
 }
 

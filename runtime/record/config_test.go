@@ -5,9 +5,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/didoedge/didoedge/runtime/record/upload"
 )
+
+// sameDevice reports whether two paths are on one filesystem.
+func sameDevice(t *testing.T, a, b string) bool {
+	t.Helper()
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		t.Fatal(err)
+	}
+	return sa.Dev == sb.Dev
+}
 
 func TestParseConfig(t *testing.T) {
 	c, err := ParseConfig("/etc/didoedge/run.yaml", []byte(`
@@ -23,6 +39,21 @@ record:
 	if c.Dir != filepath.Join("/etc/didoedge", "recordings") || c.PreRoll != 3*time.Second || c.PostRoll != DefaultPostRoll ||
 		len(c.Maps) != 1 || c.JPEGQuality != DefaultJPEGQuality || c.BudgetBytes != DefaultBudgetBytes || c.Compression != "zstd" {
 		t.Fatalf("config %+v", c)
+	}
+	// record.upload: defaults, the queue's directory under dir unless
+	// given, relative to the file like dir.
+	for _, tc := range []struct{ yaml, dir string }{
+		{"record: {mode: event, dir: rec, upload: {target: s3://fleet/drives}}", "/etc/didoedge/rec/upload"},
+		{"record: {mode: event, dir: rec, upload: {target: s3://fleet/drives, dir: queue}}", "/etc/didoedge/queue"},
+		{"record: {mode: event, dir: rec, upload: {target: s3://fleet/drives, dir: /var/q}}", "/var/q"},
+	} {
+		c, err := ParseConfig("/etc/didoedge/run.yaml", []byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		if u := c.Upload; u == nil || u.Dir != tc.dir || u.Target != "s3://fleet/drives" || u.MaxBytes != 8<<30 || u.PartSize != 16<<20 {
+			t.Errorf("%s: upload %+v, want dir %s and the defaults", tc.yaml, u, tc.dir)
+		}
 	}
 	if c, err := ParseConfig("x.yaml", []byte("record: {mode: off}\n")); err != nil || c.Enabled() {
 		t.Fatalf("off: %+v %v", c, err)
@@ -53,6 +84,18 @@ record:
 		{"record: {mode: event, dir: d, intrinsics: [0, 500, 320, 96]}", "record.intrinsics: fx 0"},
 		{"record: {mode: event, dir: d, intrinsics: [500, 500, .nan, 96]}", "record.intrinsics[2]: NaN"},
 		{"record: {mode: event, dir: d, intrinsics: [500, 500, 320, 96]}", ""},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet/drives}}", ""},
+		{"record: {mode: event, dir: d, upload: {}}", "record.upload.target: "},
+		{"record: {mode: event, dir: d, upload: {target: /mnt/fleet}}", "record.upload.target: "},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, max_bytes: -1}}", "record.upload.max_bytes: -1"},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, max_bytes: 100000000}}", "record.upload.max_bytes: 100000000 is below two files"},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, part_size: 1048576}}", "record.upload.part_size: 1048576"},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, rate_limit: -5}}", "record.upload.rate_limit: -5"},
+		{"record: {mode: event, dir: d, budget_bytes: 200000000000, rotate_bytes: 60000000000, upload: {target: s3://fleet, max_bytes: 200000000000, part_size: 5242880}}",
+			"record.upload.part_size: 5242880 bytes x S3's 10000 parts"},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, dir: d}}", "record.upload.dir: "},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, bucket: b}}", "record.upload.bucket: unknown key"},
+		{"record: {mode: event, dir: d, upload: {target: s3://fleet, max_bytes: lots}}", "record.upload.max_bytes"},
 	} {
 		_, err := ParseConfig("x.yaml", []byte(tc.yaml))
 		if tc.want == "" {
@@ -72,6 +115,7 @@ record:
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("record: {mode: event, dir: d, maps: [depth]}"))
 	f.Add([]byte("record:\n  mode: continuous\n  dir: /x\n  budget_bytes: 99999999999\n"))
+	f.Add([]byte("record: {mode: event, dir: d, upload: {target: s3://fleet/p, max_bytes: 1073741824, part_size: 5242880}}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := ParseConfig("f.yaml", b)
 		if err == nil {
@@ -96,6 +140,27 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	if _, err := New(Config{Mode: ModeOff}, Options{}); err == nil {
 		t.Error("mode off accepted by New")
+	}
+	// record.upload: the vehicle is a level of the object keys; the
+	// queue must be on dir's filesystem (files are moved in by rename).
+	up := cfg
+	up.Upload = &upload.Config{Target: "s3://fleet/drives"}
+	for _, o := range []Options{{}, {Vehicle: "a/b"}, {Vehicle: ".."}} {
+		if _, err := New(up, o); err == nil || !strings.Contains(err.Error(), "record.upload: the vehicle") {
+			t.Errorf("vehicle %q: %v", o.Vehicle, err)
+		}
+	}
+	if shm, err := os.MkdirTemp("/dev/shm", "didoedge-queue-"); err == nil {
+		defer os.RemoveAll(shm)
+		if sameDevice(t, shm, dir) {
+			t.Log("/dev/shm is on the test directory's filesystem: the cross-filesystem case is not checked")
+		} else {
+			other := cfg
+			other.Upload = &upload.Config{Target: "s3://fleet/drives", Dir: shm}
+			if _, err := New(other, Options{Vehicle: "van-07"}); err == nil || !strings.Contains(err.Error(), "record.upload.dir: "+shm+" must be on the filesystem of record.dir") {
+				t.Errorf("a queue on another filesystem: %v", err)
+			}
+		}
 	}
 	rec, err := New(cfg, Options{})
 	if err != nil {

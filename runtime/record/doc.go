@@ -18,4 +18,11 @@
 // straight through, so a killed process leaves every complete chunk
 // readable; only the chunk being filled (chunk_bytes before compression)
 // and the summary are lost.
+//
+// With an upload section (Config.Upload) every finished file, and any a
+// previous process left in the directory, is moved into the durable
+// upload queue of runtime/record/upload by a goroutine of its own (the
+// queue hashes the file); the owner runs the queue (Uploads, RunUploads).
+// Queued files leave the directory: the byte budget bounds only what is
+// still there, the queue has its own.
 package record

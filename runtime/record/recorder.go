@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/internal/objstore"
 )
 
 // Intrinsics are the pinhole intrinsics of a camera's frames.
@@ -53,6 +54,12 @@ type Options struct {
 	Logger   *slog.Logger
 	// Now names files (wall clock); tests replace it.
 	Now func() time.Time
+	// Vehicle names the vehicle in the object keys and metadata of
+	// uploads (record.upload; the alerts' vehicle id).
+	Vehicle string
+	// UploadClient reaches the object storage of record.upload; nil makes
+	// one from the environment and ~/.aws (internal/objstore).
+	UploadClient *objstore.Client
 }
 
 // Stats are the recorder's counters since New.
@@ -71,6 +78,12 @@ type Stats struct {
 	// goroutine, which runs locked to its own OS thread: encoding,
 	// compression and writes. Zero where the thread clock is unavailable.
 	WorkerCPU time.Duration
+	// With record.upload: finished files moved into the upload queue,
+	// finished files waiting in dir for room in the queue, and finished
+	// files deleted by budget_bytes before they could be queued (also in
+	// FilesDeleted).
+	UploadQueued, UploadDiscarded uint64
+	UploadWaiting                 int64
 }
 
 // Recorder writes MCAP recordings on its own goroutine. Frame, JSON and
@@ -96,6 +109,9 @@ type Recorder struct {
 
 	// worker state
 	w worker
+	// ho hands finished files to the upload queue (nil without
+	// record.upload).
+	ho *handover
 }
 
 // slot is a frame copy circulating between the caller and the worker.
@@ -175,6 +191,14 @@ func New(cfg Config, opts Options) (*Recorder, error) {
 	}
 	if err := r.w.init(r, comp); err != nil {
 		return nil, err
+	}
+	if cfg.Upload != nil {
+		q, err := openUploads(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		r.ho = newHandover(r, q, opts.Vehicle)
+		go r.ho.run()
 	}
 	go r.run()
 	return r, nil
@@ -295,17 +319,23 @@ func (r *Recorder) SetMetadata(name string, m map[string]string) bool {
 
 // Stats returns the counters.
 func (r *Recorder) Stats() Stats {
-	return Stats{
+	s := Stats{
 		FramesSubmitted: r.submitted.Load(), FramesDropped: r.dropped.Load(), FramesWritten: r.written.Load(),
 		MessagesDropped: r.msgDropped.Load(), WriteErrors: r.writeErrs.Load(), FilesClosed: r.filesClosed.Load(),
 		FilesDeleted: r.filesDeleted.Load(), BytesWritten: r.bytesWritten.Load() + uint64(r.current.Load()), Clips: r.clips.Load(),
 		QueueLength: len(r.frames), WorkerCPU: time.Duration(r.workerCPU.Load()),
 	}
+	if h := r.ho; h != nil {
+		s.UploadQueued, s.UploadDiscarded, s.UploadWaiting = h.queued.Load(), h.discarded.Load(), h.waiting.Load()
+	}
+	return s
 }
 
 // Close records what is queued, completes the open file (last chunk,
-// summary) and stops the goroutine. If ctx ends first, Close returns its
-// error and the goroutine finishes in the background.
+// summary), hands it to the upload queue (record.upload: moved in, not
+// uploaded: that is Uploads' Run) and stops the goroutines. If ctx ends
+// first, Close returns its error and the goroutines finish in the
+// background.
 func (r *Recorder) Close(ctx context.Context) error {
 	r.once.Do(func() {
 		r.closed.Store(true)
@@ -313,8 +343,15 @@ func (r *Recorder) Close(ctx context.Context) error {
 	})
 	select {
 	case <-r.done:
-		return r.w.closeErr
 	case <-ctx.Done():
 		return fmt.Errorf("record: close: %w", ctx.Err())
 	}
+	if r.ho != nil {
+		select {
+		case <-r.ho.done:
+		case <-ctx.Done():
+			return fmt.Errorf("record: close: handing the last file to the upload queue: %w", ctx.Err())
+		}
+	}
+	return r.w.closeErr
 }

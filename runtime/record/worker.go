@@ -182,6 +182,7 @@ func (w *worker) fail(err error) {
 		w.file.abort()
 		w.r.bytesWritten.Add(uint64(w.file.size()))
 		w.r.current.Store(0)
+		w.r.ho.finished(w.file.path, w.meta[mcaprec.ModelsMetadata]) // what it holds is uploaded (handover.go)
 		w.file = nil
 	}
 	w.retryAt = time.Now().Add(time.Second)
@@ -409,8 +410,10 @@ func (w *worker) openFile(t uint64) bool {
 		name += "-clip"
 	}
 	path := filepath.Join(w.cfg.Dir, name+fileSuffix)
+	w.r.ho.setOpen(path) // before it exists: never offered for upload while open
 	f, err := createFile(path, w.cfg.ChunkBytes, w.comp, w.metadata(now, t))
 	if err != nil {
+		w.r.ho.setOpen("")
 		w.fail(err)
 		return false
 	}
@@ -462,6 +465,7 @@ func (w *worker) closeFile() {
 	err := f.close(extra)
 	w.r.bytesWritten.Add(uint64(f.size()))
 	w.r.current.Store(0)
+	w.r.ho.finished(f.path, w.meta[mcaprec.ModelsMetadata]) // to the upload queue (handover.go)
 	if err != nil {
 		w.r.writeErrs.Add(1)
 		w.r.log.Error("recording", "err", err)

@@ -81,7 +81,8 @@ func TestVehicleRecordExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Mode != record.ModeEvent || len(c.Intrinsics) != 4 || c.Dir != "/var/lib/didoedge/recordings" {
+	if c.Mode != record.ModeEvent || len(c.Intrinsics) != 4 || c.Dir != "/var/lib/didoedge/recordings" ||
+		c.Upload == nil || c.Upload.Target != "s3://fleet-recordings/drives" || c.Upload.Dir != "/var/lib/didoedge/recordings/upload" {
 		t.Fatalf("example parsed as %+v", c)
 	}
 }

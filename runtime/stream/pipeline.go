@@ -361,6 +361,7 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		stopCam()
 		rs.wg.Wait()
 	}()
+	defer p.rec.startUploads(ctx)() // record.upload (recording.go)
 	got := rs.got
 
 	tick := time.NewTicker(p.cfg.Pipeline.Tick)

@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/alerts/schema"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/record/upload"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -82,11 +83,17 @@ func newRecorderHook(cfg *runconfig.Config, specs []runconfig.CameraSpec, log *s
 		},
 		Metadata: map[string]map[string]string{replayModelsMetadata: ident},
 		Logger:   log,
+		// record.upload: objects <prefix>/<vehicle>/<camera>/<file>; the
+		// storage's client comes from the environment (internal/objstore).
+		Vehicle: cfg.AlertsConfig.Vehicle,
 	})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("recording", "mode", cfg.Record.Mode, "dir", cfg.Record.Dir, "frame_format", cfg.Record.FrameFormat, "maps", cfg.Record.Maps)
+	if u := cfg.Record.Upload; u != nil {
+		log.Info("recording: uploads", "target", u.Target, "queue", u.Dir, "max_bytes", u.MaxBytes)
+	}
 	h := &recorderHook{rec: rec, log: log, intr: cfg.Record.Intrinsics, size: map[string][2]int{}, cams: map[string]intrinsics.Intrinsics{}}
 	for _, cs := range specs {
 		if in := cs.Source.Intrinsics; in != nil && h.intr == nil {
@@ -260,6 +267,40 @@ func (h *recorderHook) registerMetrics(m *Metrics) {
 	m.CounterFunc("didoedge_record_frame_call_seconds_total", "Time the pipeline spent handing frames to the recorder (copies).",
 		func() float64 { return time.Duration(h.callNS.Load()).Seconds() })
 	m.Gauge("didoedge_record_queue_frames", "Frames waiting for the recorder.", func() float64 { return float64(st().QueueLength) })
+	if q := h.rec.Uploads(); q != nil {
+		// The queue's own (didoedge_upload_*), and the recorder's side of
+		// the handover.
+		m.Register(upload.Collectors(q.Stats, time.Now)...)
+		m.CounterFunc("didoedge_record_upload_queued_files_total", "Finished recordings moved into the upload queue.",
+			func() float64 { return float64(st().UploadQueued) })
+		m.Gauge("didoedge_record_upload_waiting_files", "Finished recordings waiting in record.dir for room in the upload queue (record.upload.max_bytes).",
+			func() float64 { return float64(st().UploadWaiting) })
+		m.CounterFunc("didoedge_record_upload_discarded_files_total", "Finished recordings deleted by record.budget_bytes before the full upload queue could take them (never uploaded).",
+			func() float64 { return float64(st().UploadDiscarded) })
+	}
+}
+
+// startUploads runs the recorder's upload queue (record.upload) under
+// the pipeline's context until the returned stop is called: Run stops it
+// as it returns, before Close hands the last file to the queue. An upload
+// cut short resumes at the next start (the queue is on disk; a multipart
+// upload goes on from the parts the server holds).
+func (h *recorderHook) startUploads(ctx context.Context) (stop func()) {
+	if h == nil || h.rec.Uploads() == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.rec.RunUploads(ctx); err != nil {
+			h.log.Error("recording: uploads stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // stats returns the recorder's counters and the time spent in Frame calls.

@@ -1,7 +1,6 @@
 package upload
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/didoedge/didoedge/internal/objstore"
@@ -34,27 +33,39 @@ type Config struct {
 	RateLimit int64 `yaml:"rate_limit"`
 }
 
-// Validate fills defaults and checks the values; errors name the key.
-func (c *Config) Validate() error {
-	if c.Dir == "" {
-		return errors.New("upload.dir: required")
-	}
-	if _, err := objstore.ParseURL(c.Target); err != nil {
-		return fmt.Errorf("upload.target: %w", err)
-	}
+// WithDefaults fills the keys left out.
+func (c Config) WithDefaults() Config {
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.PartSize == 0 {
 		c.PartSize = DefaultPartSize
 	}
+	return c
+}
+
+// Validate checks a config after WithDefaults; errors name the key under
+// prefix (for example "record.upload").
+func (c Config) Validate(prefix string) error {
+	key := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	if c.Dir == "" {
+		return fmt.Errorf("%s: required", key("dir"))
+	}
+	if _, err := objstore.ParseURL(c.Target); err != nil {
+		return fmt.Errorf("%s: %w", key("target"), err)
+	}
 	switch {
-	case c.MaxBytes < 0:
-		return fmt.Errorf("upload.max_bytes: %d is negative", c.MaxBytes)
+	case c.MaxBytes <= 0:
+		return fmt.Errorf("%s: %d is not positive", key("max_bytes"), c.MaxBytes)
 	case c.PartSize < MinPartSize:
-		return fmt.Errorf("upload.part_size: %d is below S3's minimum part of %d bytes", c.PartSize, MinPartSize)
+		return fmt.Errorf("%s: %d is below S3's minimum part of %d bytes", key("part_size"), c.PartSize, MinPartSize)
 	case c.RateLimit < 0:
-		return fmt.Errorf("upload.rate_limit: %d is negative", c.RateLimit)
+		return fmt.Errorf("%s: %d is negative", key("rate_limit"), c.RateLimit)
 	}
 	return nil
 }

@@ -8,8 +8,11 @@
 // uploads the oldest item first and deletes its local file only after the
 // object is verified: its size, its SHA-256 metadata and its ETag, which
 // the uploader computes itself (the MD5 of a single PUT, or the MD5 of the
-// parts' MD5s for a multipart upload, each part sent with Content-MD5 so
-// that the server checks it on receipt).
+// parts' MD5s for a multipart upload). The requests carry the sums Enqueue
+// computed, so that the server checks the bytes on receipt without the
+// vehicle hashing them again: Content-MD5 on a single PUT and on each
+// part, and the file's SHA-256 as a single PUT's signed payload hash.
+// Collectors exports the counters to Prometheus.
 //
 // Crash safety: every step is written to disk before the next request, so
 // a process killed at any point resumes where it was. A multipart upload

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/didoedge/didoedge/internal/objstore"
 )
@@ -38,6 +39,9 @@ type item struct {
 	Meta     map[string]string `json:"meta"`
 	// UploadID is the multipart upload in progress ("" before it starts).
 	UploadID string `json:"upload_id,omitempty"`
+	// QueuedAt is when Enqueue took the file (zero in sidecars written
+	// before it existed: the data file's modification time stands in).
+	QueuedAt time.Time `json:"queued_at"`
 }
 
 func (it *item) multipart() bool { return len(it.PartMD5) > 1 }
@@ -65,6 +69,9 @@ type Stats struct {
 	Failures                int64 // failed attempts (retried)
 	ResumedParts            int64 // parts found on the server after a restart, not sent again
 	AlreadyThere            int64 // items whose object was complete and verified before sending
+	// Oldest is when the oldest queued item was queued (zero when the
+	// queue is empty): how far behind the uploads are.
+	Oldest time.Time
 }
 
 // Queue is a durable upload queue in a directory.
@@ -78,7 +85,9 @@ type Queue struct {
 	seq   uint64
 	bytes int64
 	count int64
+	since map[uint64]time.Time // queued item -> when it was queued
 	wake  chan struct{}
+	freed chan struct{}
 
 	uploaded, uploadedBytes, refused, failures, resumed, already atomic.Int64
 }
@@ -94,7 +103,8 @@ const (
 // delete was cut short; either way it is removed. client may be nil for a
 // process that only enqueues.
 func Open(cfg Config, client *objstore.Client, log *slog.Logger) (*Queue, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate("upload"); err != nil {
 		return nil, err
 	}
 	if log == nil {
@@ -104,7 +114,8 @@ func Open(cfg Config, client *objstore.Client, log *slog.Logger) (*Queue, error)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("upload queue %s: %w", cfg.Dir, err)
 	}
-	q := &Queue{cfg: cfg, loc: loc, client: client, log: log, wake: make(chan struct{}, 1)}
+	q := &Queue{cfg: cfg, loc: loc, client: client, log: log, wake: make(chan struct{}, 1), freed: make(chan struct{}, 1),
+		since: map[uint64]time.Time{}}
 	items, err := q.scan()
 	if err != nil {
 		return nil, err
@@ -113,6 +124,13 @@ func Open(cfg Config, client *objstore.Client, log *slog.Logger) (*Queue, error)
 		q.bytes += it.Size
 		q.count++
 		q.seq = max(q.seq, it.Seq)
+		t := it.QueuedAt
+		if t.IsZero() {
+			if st, err := os.Stat(q.dataPath(it.Seq)); err == nil {
+				t = st.ModTime()
+			}
+		}
+		q.since[it.Seq] = t
 	}
 	return q, nil
 }
@@ -233,14 +251,17 @@ func (q *Queue) Enqueue(src string, meta map[string]string) error {
 	seq := q.seq
 	q.bytes += st.Size()
 	q.count++
+	now := time.Now()
+	q.since[seq] = now
 	q.mu.Unlock()
 	undo := func() {
 		q.mu.Lock()
 		q.bytes -= st.Size()
 		q.count--
+		delete(q.since, seq)
 		q.mu.Unlock()
 	}
-	it := &item{Seq: seq, Size: st.Size(), PartSize: q.cfg.PartSize, Meta: meta,
+	it := &item{Seq: seq, Size: st.Size(), PartSize: q.cfg.PartSize, Meta: meta, QueuedAt: now.UTC(),
 		Key: strings.TrimPrefix(path.Join(q.loc.Key, meta["vehicle"], meta["camera"], filepath.Base(src)), "/")}
 	if err := hashFile(src, it); err != nil {
 		undo()
@@ -295,10 +316,32 @@ func hashFile(path string, it *item) error {
 	return nil
 }
 
+// Fits reports whether a file of size bytes would be taken now (Enqueue
+// may still refuse it if another enqueue comes first; uploads only free
+// room). A caller that retries a refused file asks this first, so that
+// Stats.Refused counts refusals, not retries.
+func (q *Queue) Fits(size int64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes+size <= q.cfg.MaxBytes
+}
+
+// Freed receives (coalesced) after an upload frees room in the queue: a
+// caller holding files the queue refused offers them again then.
+func (q *Queue) Freed() <-chan struct{} { return q.freed }
+
+// Config is the queue's configuration, defaults filled.
+func (q *Queue) Config() Config { return q.cfg }
+
 // Stats returns the counters.
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	s := Stats{Queued: q.count, QueuedBytes: q.bytes}
+	for _, t := range q.since {
+		if s.Oldest.IsZero() || t.Before(s.Oldest) {
+			s.Oldest = t
+		}
+	}
 	q.mu.Unlock()
 	s.Uploaded, s.UploadedBytes = q.uploaded.Load(), q.uploadedBytes.Load()
 	s.Refused, s.Failures = q.refused.Load(), q.failures.Load()

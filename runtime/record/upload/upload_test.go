@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/internal/objstore/s3test"
@@ -75,6 +76,7 @@ func TestQueueUploads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][32]byte{}
+	t0 := time.Now()
 	for i, n := range []int{1000, MinPartSize, 2*MinPartSize + 12345} {
 		src := filepath.Join(dir, fmt.Sprintf("clip-%d.mcap", i))
 		want["fleet/van-07/front/"+filepath.Base(src)] = clip(t, src, n, uint64(i))
@@ -93,9 +95,21 @@ func TestQueueUploads(t *testing.T) {
 	if _, err := os.Stat(big); err != nil {
 		t.Fatalf("a refused file must stay: %v", err)
 	}
-	if st := q.Stats(); st.Queued != 3 || st.Refused != 1 {
-		t.Fatalf("stats %+v", st)
+	st := q.Stats()
+	if st.Queued != 3 || st.Refused != 1 || st.Oldest.Before(t0) || st.Oldest.After(time.Now()) {
+		t.Fatalf("stats %+v (queued from %v)", st, t0)
 	}
+	// The queue time is in the sidecar: a restart keeps the age.
+	if q2, err := Open(q.Config(), nil, nil); err != nil || !q2.Stats().Oldest.Equal(st.Oldest) {
+		t.Fatalf("reopened: %v, oldest %v, want %v", err, q2.Stats().Oldest, st.Oldest)
+	}
+	queuedBytes := float64(1000 + MinPartSize + 2*MinPartSize + 12345)
+	scrape := func() time.Time { return st.Oldest.Add(90 * time.Second) }
+	checkMetrics(t, Collectors(q.Stats, scrape), map[string]float64{
+		"didoedge_upload_queued_files": 3, "didoedge_upload_queued_bytes": queuedBytes,
+		"didoedge_upload_oldest_queued_age_seconds": 90, "didoedge_upload_refused_total": 1,
+		"didoedge_upload_uploaded_files_total": 0, "didoedge_upload_failed_attempts_total": 0,
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := q.Run(ctx, true); err != nil {
@@ -121,6 +135,11 @@ func TestQueueUploads(t *testing.T) {
 	if st := q.Stats(); len(ents) != 0 || st.Queued != 0 || st.Uploaded != 3 || st.UploadedBytes != int64(1000+MinPartSize+2*MinPartSize+12345) {
 		t.Fatalf("after the upload: %d files in the queue, stats %+v", len(ents), st)
 	}
+	checkMetrics(t, Collectors(q.Stats, scrape), map[string]float64{
+		"didoedge_upload_queued_files": 0, "didoedge_upload_queued_bytes": 0, "didoedge_upload_oldest_queued_age_seconds": 0,
+		"didoedge_upload_uploaded_files_total": 3, "didoedge_upload_uploaded_bytes_total": queuedBytes,
+		"didoedge_upload_refused_total": 1, "didoedge_upload_failed_attempts_total": 0,
+	})
 	for _, tc := range []struct {
 		cfg  Config
 		want string
@@ -130,7 +149,7 @@ func TestQueueUploads(t *testing.T) {
 		{Config{Dir: "q", Target: "s3://bkt/p", PartSize: 1 << 20}, "upload.part_size"},
 		{Config{Dir: "q", Target: "s3://bkt/p", MaxBytes: -1}, "upload.max_bytes"},
 	} {
-		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := tc.cfg.WithDefaults().Validate("upload"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %s", tc.cfg, err, tc.want)
 		}
 	}
@@ -283,5 +302,105 @@ func TestQueueSurvivesKillsAndOutage(t *testing.T) {
 	t.Logf("8 clips uploaded across 10 SIGKILLs and a %v outage: %d resumes with parts on the server, %d retried attempts", outage, resumed, retried)
 	if resumed == 0 || retried == 0 {
 		t.Fatalf("the test did not exercise a resume (%d) or a retry (%d)\n%s", resumed, retried, logs.String())
+	}
+}
+
+// TestChangedFileNeverUploads: a queued file that changes on disk after
+// Enqueue (one byte flipped: bit rot, a stray writer) is never stored as
+// the object. The uploader sends what Enqueue hashed as the request's
+// checks (Content-MD5; for a single PUT also the signed payload SHA-256)
+// and does not hash the bytes again, so it is the server that must refuse
+// them: the object never exists, the attempts fail and are retried, and
+// the file stays queued.
+func TestChangedFileNeverUploads(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.MakeBucket(t, "clips")
+	c, err := objstore.New(srv.Config(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		size, flip int
+	}{
+		{"single PUT", 1000, 500},
+		{"second of 3 parts", 2*MinPartSize + 100, MinPartSize + 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var logs bytes.Buffer
+			q, err := Open(Config{Dir: filepath.Join(dir, "queue"), Target: "s3://clips/fleet", PartSize: MinPartSize}, c,
+				slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := filepath.Join(dir, "changed-"+strings.ReplaceAll(tc.name, " ", "-")+".mcap")
+			clip(t, src, tc.size, 5)
+			if err := q.Enqueue(src, identity); err != nil {
+				t.Fatal(err)
+			}
+			data := q.dataPath(q.seq)
+			b, err := os.ReadFile(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[tc.flip] ^= 0x40
+			if err := os.WriteFile(data, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := q.Run(ctx, true); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Run returned %v, want it still retrying at the deadline", err)
+			}
+			key := "fleet/van-07/front/" + filepath.Base(src)
+			if _, err := c.Stat(context.Background(), objstore.Location{Bucket: "clips", Key: key}); !objstore.IsNotFound(err) {
+				t.Fatalf("%s: the server stored a changed file (stat: %v)\n%s", key, err, logs.String())
+			}
+			st := q.Stats()
+			if st.Failures < 2 || st.Queued != 1 || st.Uploaded != 0 {
+				t.Fatalf("stats %+v, want failed attempts and the file still queued\n%s", st, logs.String())
+			}
+			if _, err := os.Stat(data); err != nil {
+				t.Fatalf("the queued file is gone: %v", err)
+			}
+			t.Logf("%d failed attempts; first: %s", st.Failures, firstLine(logs.String(), "will retry"))
+		})
+	}
+}
+
+func firstLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// checkMetrics gathers cs through a client_golang registry (as a scrape
+// would) and compares the named values.
+func checkMetrics(t *testing.T, cs []prometheus.Collector, want map[string]float64) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cs...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		switch {
+		case m.GetGauge() != nil:
+			got[mf.GetName()] = m.GetGauge().GetValue()
+		case m.GetCounter() != nil:
+			got[mf.GetName()] = m.GetCounter().GetValue()
+		}
+	}
+	for name, v := range want {
+		if g, ok := got[name]; !ok || g != v {
+			t.Errorf("metric %s = %v (present %v), want %v", name, g, ok, v)
+		}
 	}
 }
