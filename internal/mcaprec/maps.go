@@ -206,13 +206,37 @@ func AppendRawImage16F(dst []byte, t time.Time, frameID string, width, height in
 	dst = growLen(dst, 2*len(px))
 	out := dst[n:]
 	for i, v := range px {
-		h := float16.Fromfloat32(v)
-		if h.IsInf(0) && !math.IsInf(float64(v), 0) {
+		h, ok := toHalf(math.Float32bits(v))
+		if !ok {
 			return dst[:start], false
 		}
-		binary.LittleEndian.PutUint16(out[2*i:], uint16(h))
+		binary.LittleEndian.PutUint16(out[2*i:], h)
 	}
 	return dst, true
+}
+
+// toHalf rounds float32 bits to binary16, to nearest with ties to even;
+// ok is false for a finite value that rounds beyond binary16's largest
+// (65504). Values whose result is a normal binary16 take the fast path,
+// the rest (subnormal results, zeros, Inf, NaN) x448/float16's full
+// conversion. The fast path rebiases the exponent by 127-15 = 112 and
+// rounds at mantissa bit 13: adding 0xfff plus the kept part's lowest bit
+// carries into bit 13 exactly when the dropped 13 bits exceed half an ulp,
+// or equal it with an odd kept part (ties to even); a carry out of the
+// mantissa increments the exponent, which is the correct rounding up to
+// the next binade, and up to 0x7c00 (Inf) past 65504.
+func toHalf(b uint32) (uint16, bool) {
+	sign := uint16(b>>16) & 0x8000
+	a := b & 0x7fffffff
+	if a >= 0x38800000 && a < 0x47800000 { // 2^-14 <= |v| < 2^16
+		a = a - 112<<23 + 0xfff + (a>>13)&1
+		h := uint16(a >> 13)
+		return sign | h, h < 0x7c00
+	}
+	if a >= 0x47800000 && a < 0x7f800000 { // finite, |v| >= 2^16
+		return 0, false
+	}
+	return uint16(float16.Fromfloat32(math.Float32frombits(b))), true
 }
 
 // halfs decodes a Float16Encoding image into dst (grown when short).

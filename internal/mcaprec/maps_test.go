@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
+	"github.com/x448/float16"
 )
 
 // python is Debian's interpreter (the pyenv python3 first on PATH lacks
@@ -263,4 +264,30 @@ func FuzzParseMapChannel(f *testing.F) {
 			t.Fatalf("%+v wrote metadata that reads as %+v (%v)", c, again, err)
 		}
 	})
+}
+
+// TestToHalfAgreesWithX448: the fast path rounds as x448/float16's
+// conversion (tested by its author on all 2^32 inputs) on every float32
+// whose low 9 bits are 0 or 0x1ff, and every float32 around the rounding
+// point of each binary16 (8.4 million values in all).
+func TestToHalfAgreesWithX448(t *testing.T) {
+	check := func(b uint32) {
+		h, ok := toHalf(b)
+		want := float16.Fromfloat32(math.Float32frombits(b))
+		overflow := want.IsInf(0) && !math.IsInf(float64(math.Float32frombits(b)), 0)
+		if ok == overflow || ok && h != uint16(want) && !want.IsNaN() {
+			t.Fatalf("%#08x (%v): %#04x ok %v, x448 %#04x", b, math.Float32frombits(b), h, ok, uint16(want))
+		}
+	}
+	for hi := uint32(0); hi < 1<<23; hi++ {
+		check(hi << 9)
+		check(hi<<9 | 0x1ff)
+	}
+	for h := uint32(0); h < 1<<15; h++ { // around the midpoint above each binary16
+		f := math.Float32bits(float16.Frombits(uint16(h)).Float32())
+		for _, d := range []uint32{0xfff, 0x1000, 0x1001} {
+			check(f + d)
+			check(f + d | 0x80000000)
+		}
+	}
 }
