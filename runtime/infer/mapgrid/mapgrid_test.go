@@ -48,4 +48,3 @@ func TestFitAndRemap(t *testing.T) {
 		t.Fatalf("input pixels of the corners: %d %d", g.InputPixel(0, 0), g.InputPixel(639, 191))
 	}
 }
-
