@@ -128,12 +128,16 @@ func ParseMapChannel(md map[string]string) (MapChannel, error) {
 		return c, err
 	}
 	if g.FrameW < 1 || g.FrameH < 1 || g.InW < 1 || g.InH < 1 || g.CW < 1 || g.CH < 1 ||
-		g.X0 < 0 || g.Y0 < 0 || g.X0+g.CW > g.InW || g.Y0+g.CH > g.InH || g.FrameW > 1<<15 || g.FrameH > 1<<15 {
+		g.X0 < 0 || g.Y0 < 0 || g.X0+g.CW > g.InW || g.Y0+g.CH > g.InH || g.FrameW*g.FrameH > maxFramePixels {
 		return c, fmt.Errorf("channel metadata: frame %dx%d in input %dx%d at %d,%d,%d,%d is not a valid placement",
 			g.FrameW, g.FrameH, g.InW, g.InH, g.X0, g.Y0, g.CW, g.CH)
 	}
 	return c, nil
 }
+
+// maxFramePixels bounds the frame a map is rebuilt at (8K UHD is 2^25),
+// so that damaged metadata cannot ask for gigabytes.
+const maxFramePixels = 1 << 26
 
 // parseInts reads the key's value as len(dst) positive integers joined by
 // sep.

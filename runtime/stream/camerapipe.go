@@ -286,6 +286,9 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 		c.engineError(f.Seq, err)
 	}
 	c.p.rec.frame(c.spec.Name, f, c.models.modelMaps()) // recording.go: never blocks
+	if on := c.p.opts.OnMaps; on != nil {
+		on(c.spec.Name, f.Seq, c.models.modelMaps())
+	}
 	t5 := time.Now()
 	c.copyStatus()
 	c.tapFrame(f, maps) // tap.go: only while the live viewer wants this camera
