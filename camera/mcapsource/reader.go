@@ -21,6 +21,11 @@ type Message struct {
 	Sequence              uint32
 	LogTime               uint64 // nanoseconds since the Unix epoch
 	Data                  []byte
+	// ChannelID and ChannelMetadata are the message's channel's (a map
+	// channel's metadata says its grid and precision: mcaprec.ParseMapChannel);
+	// the map is the reader's, not to be modified.
+	ChannelID       uint16
+	ChannelMetadata map[string]string
 }
 
 // Reader walks the messages of a recording in file order, without the
@@ -200,7 +205,8 @@ func (r *Reader) Next(m *Message) error {
 			if c == nil {
 				return r.fail("message", fmt.Errorf("channel %d was never declared", msg.ChannelID))
 			}
-			*m = Message{Topic: c.Topic, Encoding: c.MessageEncoding, Sequence: msg.Sequence, LogTime: msg.LogTime, Data: msg.Data}
+			*m = Message{Topic: c.Topic, Encoding: c.MessageEncoding, Sequence: msg.Sequence, LogTime: msg.LogTime, Data: msg.Data,
+				ChannelID: c.ID, ChannelMetadata: c.Metadata}
 			if s := r.schemas[c.SchemaID]; s != nil {
 				m.SchemaName = s.Name
 			}

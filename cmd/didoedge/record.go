@@ -12,7 +12,7 @@ import (
 // runRecord dispatches the recording subcommands.
 func runRecord(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
-		return errors.New("usage: didoedge record export FILE --kitti DIR [--camera ID] [--every N] [--drive NAME] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]")
+		return errors.New("usage: didoedge record export FILE --kitti DIR [--camera ID] [--every N] [--drive NAME] [--maps] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]")
 	}
 	return runRecordExport(ctx, env, args[1:])
 }
@@ -26,6 +26,7 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 	every := fs.Int("every", 1, "keep one frame in N")
 	drive := fs.String("drive", "", "drive name (default: the file name)")
 	split := fs.String("split", "val", "split of the frames (calibrate reads val)")
+	maps := fs.Bool("maps", false, "also write the recorded maps at the frame's size (NumPy float32 .npy) under DIR/<drive>/maps/")
 	var intr intrinsics.Flags
 	intr.AddFlags(fs, "fx,fy,cx,cy[,width,height] when the recording has no camera_calibration channel",
 		"the same from a KITTI calibration (P_rect_02, P2) or a ROS CameraInfo YAML (K)")
@@ -38,7 +39,7 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 		return errors.New("usage: didoedge record export FILE --kitti DIR")
 	}
 	file := pos[0]
-	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split}
+	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split, Maps: *maps}
 	in, err := intr.Intrinsics()
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/runtime/apps/replay"
 )
 
 // replayConfig runs the test models on an image sequence and records it
@@ -108,6 +111,18 @@ func TestReplayCommand(t *testing.T) {
 		fmt.Sprintf("replay matches the recording: %d events in 2 zones", liveEvents), "zone r0c0: episodes recorded"} {
 		if !strings.Contains(so.String(), want) {
 			t.Fatalf("replay output lacks %q:\n%s", want, so)
+		}
+	}
+	// The maps were recorded in float16 on the models' grid from lossless
+	// frames: the replay's, with the same models on one thread, differ
+	// from them by float16's rounding at most.
+	for _, stream := range []string{"depth", "laplace_scale", "epistemic"} {
+		m := regexp.MustCompile(`maps ` + stream + `: 40 frames, recorded vs replayed at the frame's size: max relative difference (\S+),`).FindStringSubmatch(so.String())
+		if m == nil {
+			t.Fatalf("replay output lacks the %s maps comparison:\n%s", stream, so)
+		}
+		if d, err := strconv.ParseFloat(m[1], 64); err != nil || d > replay.Float16Bound*1.001 {
+			t.Errorf("%s maps: max relative difference %s, float16 rounds to %g", stream, m[1], replay.Float16Bound)
 		}
 	}
 

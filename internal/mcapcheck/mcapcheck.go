@@ -112,7 +112,7 @@ func firstErr(a, b error) error {
 }
 
 // Check reads a complete file both ways and fails t unless: the indexed
-// reader's summary counts equal the messages it read per channel, the
+// reader's summary counts equal the messages it read per topic, the
 // stream reader reads the same counts and reaches the end, every protobuf
 // schema matches @foxglove/schemas, and every JSON channel's first message
 // fits its schema. It returns the indexed report.

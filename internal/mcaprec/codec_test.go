@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -140,17 +141,29 @@ func TestTopics(t *testing.T) {
 }
 
 // FuzzParse feeds arbitrary bytes to the three decoders: no panic, and a
-// 32FC1 image that parses decodes within its data.
+// 32FC1 or float16 image that parses decodes within its data (and a
+// computed map rebuilds at its frame's size).
 func FuzzParse(f *testing.F) {
 	tm := time.Unix(1_800_000_000, 5)
 	f.Add(AppendCompressedImage(nil, tm, "front", "jpeg", []byte{1, 2}))
 	f.Add(AppendRawImage32F(nil, tm, "front", 2, 1, []float32{1, 2}, 23))
 	f.Add(AppendCameraCalibration(nil, tm, "front", Intrinsics{Width: 2, Height: 2, Fx: 1, Fy: 1}))
+	half, _ := AppendRawImage16F(nil, tm, "front", 2, 2, []float32{1, 2, 3, 4})
+	f.Add(half)
+	computed := MapChannel{Resolution: ResolutionComputed, Grid: mapgrid.Fit(5, 3, 2, 2, mapgrid.Letterbox), Value: ValueFloat16}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = ParseCompressedImage(b)
 		if ri, err := ParseRawImage(b); err == nil {
 			if px, err := ri.Float32s(nil); err == nil && len(px) != int(ri.Width)*int(ri.Height) {
 				t.Fatalf("%d pixels for %dx%d", len(px), ri.Width, ri.Height)
+			}
+			if px, err := computed.Decode(ri, nil); err == nil {
+				if len(px) != int(ri.Width)*int(ri.Height) {
+					t.Fatalf("%d pixels for %dx%d", len(px), ri.Width, ri.Height)
+				}
+				if fr, w, h, err := computed.FrameMap(px, int(ri.Width), int(ri.Height), nil); err == nil && (w != 5 || h != 3 || len(fr) != 15) {
+					t.Fatalf("rebuilt %dx%d (%d values)", w, h, len(fr))
+				}
 			}
 		}
 		if c, err := ParseCameraCalibration(b); err == nil {

@@ -7,11 +7,19 @@
 // Layout of one MCAP file (profile "", library "didoedge"):
 //
 //	/<camera>/image               foxglove.CompressedImage (protobuf): the frame, jpeg or png
-//	/<camera>/depth               foxglove.RawImage (protobuf), 32FC1, metres (ROS REP 118)
-//	/<camera>/laplace_scale       foxglove.RawImage (protobuf), 32FC1, Laplace scale b in metres
-//	/<camera>/epistemic           foxglove.RawImage (protobuf), 32FC1, DIDO K/S (unitless, (0,1])
+//	/<camera>/depth               foxglove.RawImage (protobuf), metres (ROS REP 118)
+//	/<camera>/laplace_scale       foxglove.RawImage (protobuf), Laplace scale b in metres
+//	/<camera>/epistemic           foxglove.RawImage (protobuf), DIDO K/S (unitless, (0,1])
 //	/<camera>/camera_calibration  foxglove.CameraCalibration (protobuf): intrinsics of the frame
 //	/<camera>/<stream>            JSON, schema encoding jsonschema (events, zone_states: alerts/schema)
+//
+// Maps are 16UC1 images holding IEEE binary16 values or 32FC1 float32,
+// at the resolution the models computed them (or the frame's); each map
+// channel's metadata says which and how to resample the map to the frame
+// (MapChannel: resolution, frame_size, input_size, content_rect, resize,
+// value_encoding), so that a reader rebuilds the frame-size maps
+// (MapChannel.FrameMap) exactly as inference made them. A new grid (frame
+// size, models) opens new channels on the same topics.
 //
 // Every message of one frame has the frame's capture time as log and
 // publish time, and the frame's sequence number (mod 2^32) as MCAP

@@ -69,6 +69,23 @@ type Maps struct {
 	// Epistemic is DIDO's K/S in (0, 1].
 	Epistemic []float32
 	Relative  bool
+	// Native are the same maps on the grids they were computed on, before
+	// the resampling to the frame; the maps above are Native resampled.
+	Native NativeMaps
+}
+
+// NativeMaps are a frame's maps at the resolution the models computed
+// them: the depth read-out on the depth model's output grid, the Laplace
+// scale and K/S on the AuxUE's. Geometry places the frame in the input;
+// mapgrid.NewRemap(Geometry, w, h) resamples a map to the frame exactly as
+// Maps' frame-size maps were made. The slices alias buffers that the next
+// inference overwrites.
+type NativeMaps struct {
+	Geometry         Geometry
+	DepthW, DepthH   int
+	Depth            []float32
+	AuxW, AuxH       int
+	Scale, Epistemic []float32
 }
 
 // DepthPass is the depth model's part of a frame, as an AuxUE trainer
@@ -376,6 +393,8 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		}
 		w, h := v.geo.FrameW, v.geo.FrameH
 		maps := Maps{Width: w, Height: h, Depth: v.resDepth, Scale: m.aux.OutputSlot(0, k), Epistemic: m.aux.OutputSlot(1, k), Relative: m.relative}
+		maps.Native = NativeMaps{Geometry: v.geo, DepthW: m.outW, DepthH: m.outH, Depth: maps.Depth,
+			AuxW: m.auxW, AuxH: m.auxH, Scale: maps.Scale, Epistemic: maps.Epistemic}
 		if !v.depthRemap.Identity() {
 			if err := v.depthRemap.Apply(v.resDepth, v.frameDepth); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 	"gopkg.in/yaml.v3"
 )
 
@@ -33,10 +34,10 @@ const (
 const (
 	// ResizeStretch scales the frame to the input size (the aspect ratio
 	// may change).
-	ResizeStretch = "stretch"
+	ResizeStretch = mapgrid.Stretch
 	// ResizeLetterbox scales it uniformly to fit and pads the rest with
 	// black, centred.
-	ResizeLetterbox = "letterbox"
+	ResizeLetterbox = mapgrid.Letterbox
 )
 
 // Depth output meanings.

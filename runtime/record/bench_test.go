@@ -1,12 +1,14 @@
 package record
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 )
 
 // benchFrame is the reference frame: 192x640 RGB with all three maps.
@@ -61,21 +63,83 @@ func BenchmarkRecordFrame(b *testing.B) {
 	}
 }
 
+// BenchmarkRecordVolume is the recording volume of issue 33: bytes per
+// frame for camera frames of 640x192, 960x540 and 1920x1080 whose maps a
+// 640x192 model computed (the bundled models: depth and AuxUE on the
+// input grid, frames stretched into it). "frame-float32" is the former
+// default (maps resampled to the frame, exact float32), "defaults" the
+// maps on the models' grid in float16. JPEG quality 90, zstd.
+func BenchmarkRecordVolume(b *testing.B) {
+	for _, size := range [][2]int{{640, 192}, {960, 540}, {1920, 1080}} {
+		frames := make([]*Frame, 3)
+		for i := range frames {
+			frames[i] = modelFrame(b, i, size[0], size[1])
+		}
+		for _, v := range []struct {
+			name string
+			cfg  Config
+		}{
+			{"frame-float32", Config{MapResolution: MapsFrame, MapPrecision: MapsFloat32}},
+			{"defaults", Config{}},
+		} {
+			b.Run(fmt.Sprintf("%dx%d/%s", size[0], size[1], v.name), func(b *testing.B) {
+				benchmarkRecordFrames(b, v.cfg, frames)
+			})
+		}
+	}
+}
+
+// modelFrame is frame i of the simulated outdoor world at fw x fh with
+// maps as a 640x192 model computes them: benchFrames' maps on the model
+// grid (the world rendered at 640x192), and the frame-size maps resampled
+// from them as inference does (mapgrid.Remap, stretched).
+func modelFrame(tb testing.TB, i, fw, fh int) *Frame {
+	native := benchFrames(tb, i)
+	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: fw, Height: fh, Seed: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sf := sim.NewFrame(fw, fh)
+	if err := r.Render(10*i, sf); err != nil {
+		tb.Fatal(err)
+	}
+	const mw, mh = 640, 192
+	g := mapgrid.Fit(fw, fh, mw, mh, mapgrid.Stretch)
+	f := &Frame{Camera: "front", Width: fw, Height: fh, RGB: sf.RGB, MapWidth: fw, MapHeight: fh,
+		Depth: make([]float32, fw*fh), Scale: make([]float32, fw*fh), Epistemic: make([]float32, fw*fh),
+		Computed: ComputedMaps{Grid: g, DepthWidth: mw, DepthHeight: mh, Depth: native.Depth,
+			AuxWidth: mw, AuxHeight: mh, Scale: native.Scale, Epistemic: native.Epistemic}}
+	remap := mapgrid.NewRemap(g, mw, mh)
+	for _, m := range [][2][]float32{{native.Depth, f.Depth}, {native.Scale, f.Scale}, {native.Epistemic, f.Epistemic}} {
+		if err := remap.Apply(m[0], m[1]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return f
+}
+
 func benchmarkRecordFrame(b *testing.B, cfg Config) {
+	frames := make([]*Frame, 4)
+	for i := range frames {
+		frames[i] = &benchFrames(b, i).Frame
+	}
+	benchmarkRecordFrames(b, cfg, frames)
+}
+
+// benchmarkRecordFrames records frames over and over (new sequence numbers
+// and times) and reports CPU and bytes per frame.
+func benchmarkRecordFrames(b *testing.B, cfg Config, frames []*Frame) {
 	cfg.Mode, cfg.Dir = ModeContinuous, b.TempDir()
 	rec, err := New(cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := benchFrame()
 	t0 := time.Unix(1_800_000_000, 0)
-	// Warm up one frame (buffers, encoder tables).
-	rec.Frame(s.fill(0, t0, 15))
+	// Warm up one frame (buffers, encoder tables); the file's first bytes
+	// are counted with the rest.
+	frames[0].Seq, frames[0].Capture = 0, t0
+	rec.Frame(frames[0])
 	waitIdle(b, rec)
-	frames := make([]*Frame, 4)
-	for i := range frames {
-		frames[i] = &benchFrames(b, i).Frame
-	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()

@@ -39,7 +39,9 @@ const (
 //	  frame_format: jpeg       # jpeg or png (lossless, for exact replays)
 //	  jpeg_quality: 90
 //	  maps: [depth, laplace_scale, epistemic]
-//	  map_mantissa_bits: 23    # map precision; 10: relative error <= 2^-11, half the bytes
+//	  map_resolution: computed # computed (the models' grids, default) or frame (resampled to the frame)
+//	  map_precision: float16   # float16 (default: relative error <= 2^-11) or float32
+//	  map_mantissa_bits: 23    # float32 only: 23 exact; 10 rounds like float16's precision
 //	  queue: 4                 # frames waiting for the recorder; more are dropped
 //	  compression: zstd        # MCAP chunk compression: zstd, lz4 or none
 //	  chunk_bytes: 4194304     # uncompressed bytes per chunk (4 MiB): what a kill can lose
@@ -64,9 +66,19 @@ type Config struct {
 	// Maps lists the maps recorded beside each frame; nil records all
 	// three, an empty list none.
 	Maps []string `yaml:"maps"`
-	// MapMantissaBits is the precision of the recorded maps: values are
-	// rounded to this many of float32's 23 mantissa bits (relative error
-	// at most 2^-(bits+1)); 23 records them exactly.
+	// MapResolution is the grid the maps are recorded on: MapsComputed
+	// (the grid each model computed its map on, with the rule that
+	// resamples it to the frame in the channel's metadata) or MapsFrame
+	// (the frame's size, as the alerts saw them).
+	MapResolution string `yaml:"map_resolution"`
+	// MapPrecision is MapsFloat16 (IEEE binary16: relative error at most
+	// 2^-11; a map beyond its range, |v| >= 65520, is written in float32)
+	// or MapsFloat32.
+	MapPrecision string `yaml:"map_precision"`
+	// MapMantissaBits is the precision of float32 maps: values are rounded
+	// to this many of float32's 23 mantissa bits (relative error at most
+	// 2^-(bits+1)); 23 records them exactly. Setting it without
+	// map_precision means float32.
 	MapMantissaBits int    `yaml:"map_mantissa_bits"`
 	Queue           int    `yaml:"queue"`
 	Compression     string `yaml:"compression"`
@@ -96,11 +108,20 @@ const (
 	DefaultJPEGQuality = 90
 	DefaultQueue       = 4
 	DefaultChunkBytes  = 4 << 20
-	// DefaultMapMantissaBits records the maps exactly. Fewer bits (10:
-	// relative error 2^-11, 5 mm at 10 m) halve the bytes of the maps but
-	// cost zstd about 2.5 times the CPU (BenchmarkRecordFrame), and the
-	// recorder's CPU is what competes with inference.
+	// DefaultMapMantissaBits records float32 maps exactly. Fewer bits (10:
+	// relative error 2^-11, 5 mm at 10 m) halve their compressed bytes
+	// but cost zstd about 2.5 times the CPU (BenchmarkRecordFrame);
+	// float16 gets the same precision from half the bytes before
+	// compression.
 	DefaultMapMantissaBits = 23
+)
+
+// Values of map_resolution and map_precision.
+const (
+	MapsComputed = "computed"
+	MapsFrame    = "frame"
+	MapsFloat16  = "float16"
+	MapsFloat32  = "float32"
 )
 
 // Enabled reports whether the recorder should run.
@@ -138,7 +159,16 @@ func (c Config) WithDefaults() Config {
 	if c.Maps == nil {
 		c.Maps = []string{MapDepth, MapScale, MapEpistemic}
 	}
-	if c.MapMantissaBits == 0 {
+	if c.MapResolution == "" {
+		c.MapResolution = MapsComputed
+	}
+	if c.MapPrecision == "" {
+		c.MapPrecision = MapsFloat16
+		if c.MapMantissaBits != 0 {
+			c.MapPrecision = MapsFloat32
+		}
+	}
+	if c.MapMantissaBits == 0 && c.MapPrecision == MapsFloat32 {
 		c.MapMantissaBits = DefaultMapMantissaBits
 	}
 	if c.Queue == 0 {
@@ -228,8 +258,22 @@ func (c Config) Validate(prefix string) error {
 		}
 		seen[m] = true
 	}
-	if c.MapMantissaBits < 1 || c.MapMantissaBits > 23 {
-		return bad("map_mantissa_bits", "%d outside [1, 23]", c.MapMantissaBits)
+	switch c.MapResolution {
+	case MapsComputed, MapsFrame:
+	default:
+		return bad("map_resolution", "%q is not computed or frame", c.MapResolution)
+	}
+	switch c.MapPrecision {
+	case MapsFloat16:
+		if c.MapMantissaBits != 0 {
+			return bad("map_mantissa_bits", "applies to map_precision float32, not float16")
+		}
+	case MapsFloat32:
+		if c.MapMantissaBits < 1 || c.MapMantissaBits > 23 {
+			return bad("map_mantissa_bits", "%d outside [1, 23]", c.MapMantissaBits)
+		}
+	default:
+		return bad("map_precision", "%q is not float16 or float32", c.MapPrecision)
 	}
 	if c.Queue < 1 || c.Queue > 256 {
 		return bad("queue", "%d outside [1, 256]", c.Queue)

@@ -37,7 +37,8 @@ record:
 		t.Fatal(err)
 	}
 	if c.Dir != filepath.Join("/etc/didoedge", "recordings") || c.PreRoll != 3*time.Second || c.PostRoll != DefaultPostRoll ||
-		len(c.Maps) != 1 || c.JPEGQuality != DefaultJPEGQuality || c.BudgetBytes != DefaultBudgetBytes || c.Compression != "zstd" {
+		len(c.Maps) != 1 || c.JPEGQuality != DefaultJPEGQuality || c.BudgetBytes != DefaultBudgetBytes || c.Compression != "zstd" ||
+		c.MapResolution != MapsComputed || c.MapPrecision != MapsFloat16 || c.MapMantissaBits != 0 {
 		t.Fatalf("config %+v", c)
 	}
 	// record.upload: defaults, the queue's directory under dir unless
@@ -76,6 +77,11 @@ record:
 		{"record: {mode: event, dir: d, frame_format: webp}", "record.frame_format"},
 		{"record: {mode: event, dir: d, pre_roll: -1s}", "record.pre_roll"},
 		{"record: {mode: event, dir: d, map_mantissa_bits: 30}", "record.map_mantissa_bits"},
+		{"record: {mode: event, dir: d, map_mantissa_bits: 10}", ""}, // float32 rounded: map_precision follows
+		{"record: {mode: event, dir: d, map_precision: float16, map_mantissa_bits: 10}", "record.map_mantissa_bits: applies to map_precision float32"},
+		{"record: {mode: event, dir: d, map_precision: bfloat16}", "record.map_precision: \"bfloat16\""},
+		{"record: {mode: event, dir: d, map_resolution: native}", "record.map_resolution: \"native\" is not computed or frame"},
+		{"record: {mode: event, dir: d, map_resolution: frame, map_precision: float32}", ""},
 		{"record: {mode: event, dir: d, rotate_time: 10ms}", "record.rotate_time"},
 		{"record: {mode: event, dir: d, ring_bytes: 10}", "record.ring_bytes"},
 		{"record: {mode: event, dir: d, pre_rol: 1s}", "record.pre_rol: unknown key (line 1)"},

@@ -1,6 +1,8 @@
 // Package record writes what a vehicle saw to MCAP files that Foxglove
 // opens: per camera the frame (foxglove.CompressedImage, JPEG or PNG), the
-// depth, Laplace scale and epistemic maps (foxglove.RawImage 32FC1), the
+// depth, Laplace scale and epistemic maps (foxglove.RawImage; by default
+// on the grids the models computed them on, in float16, the resize rule to
+// the frame in the channel's metadata: internal/mcaprec), the
 // camera intrinsics (foxglove.CameraCalibration), zone states and alert
 // events (JSON with their JSON Schemas), and the identity of the models as
 // metadata. The layout is internal/mcaprec's; camera/mcapsource reads it

@@ -13,6 +13,7 @@ import (
 
 	"github.com/didoedge/didoedge/internal/mcaprec"
 	"github.com/didoedge/didoedge/internal/objstore"
+	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 )
 
 // Intrinsics are the pinhole intrinsics of a camera's frames.
@@ -29,11 +30,30 @@ type Frame struct {
 	// RGB is the frame, interleaved 8-bit, Width*Height*3 bytes.
 	Width, Height int
 	RGB           []uint8
-	// Maps are row-major MapWidth x MapHeight; nil ones are not recorded.
+	// Maps are row-major MapWidth x MapHeight at the frame's size; nil
+	// ones are not recorded.
 	MapWidth, MapHeight int
-	Depth               []float32 // metres
-	Scale               []float32 // Laplace scale b, metres
+	Depth               []float32 // metres (relative inverse depth when Relative)
+	Scale               []float32 // Laplace scale b, metres (b/depth when Relative)
 	Epistemic           []float32 // DIDO K/S
+	// Relative: the maps are a relative model's (no metres).
+	Relative bool
+	// Computed are the same maps on the grids the models computed them
+	// on: what map_resolution computed (the default) records. Without
+	// them the frame-size maps are recorded.
+	Computed ComputedMaps
+}
+
+// ComputedMaps are a frame's maps at the resolution they were computed
+// at: the depth on the depth model's output grid, the Laplace scale and
+// K/S on the AuxUE's, both covering the model input that Grid places the
+// frame in. mapgrid.NewRemap(Grid, w, h) resamples them to the frame.
+type ComputedMaps struct {
+	Grid                    mapgrid.Geometry
+	DepthWidth, DepthHeight int
+	Depth                   []float32
+	AuxWidth, AuxHeight     int
+	Scale, Epistemic        []float32
 }
 
 // JSONStream declares a JSON channel kind, one per camera:
@@ -73,7 +93,10 @@ type Stats struct {
 	FilesDeleted    uint64 // removed to stay within budget_bytes
 	BytesWritten    uint64 // bytes of completed and current files
 	Clips           uint64 // event mode: clips opened
-	QueueLength     int    // frames waiting now
+	// WideMaps counts maps written in float32 under map_precision float16
+	// because a value lay beyond binary16's range.
+	WideMaps    uint64
+	QueueLength int // frames waiting now
 	// WorkerCPU is the CPU time (user + system) of the recorder's
 	// goroutine, which runs locked to its own OS thread: encoding,
 	// compression and writes. Zero where the thread clock is unavailable.
@@ -104,6 +127,7 @@ type Recorder struct {
 
 	submitted, dropped, written, msgDropped, writeErrs atomic.Uint64
 	filesClosed, filesDeleted, bytesWritten, clips     atomic.Uint64
+	wideMaps                                           atomic.Uint64
 	current                                            atomic.Int64 // bytes of the open file
 	workerCPU                                          atomic.Int64 // ns of the worker thread's CPU time
 
@@ -121,7 +145,10 @@ type slot struct {
 	capture         time.Time
 	width, height   int
 	rgb             []uint8
-	mapW, mapH      int
+	relative        bool
+	grid            mapgrid.Geometry // the computed maps' grid; zero: frame-size maps
+	depthW, depthH  int
+	auxW, auxH      int
 	depth, scale, e []float32
 }
 
@@ -222,10 +249,21 @@ func (r *Recorder) Frame(f *Frame) bool {
 	}
 	s.camera, s.seq, s.capture, s.width, s.height = f.Camera, f.Seq, f.Capture, f.Width, f.Height
 	s.rgb = append(s.rgb[:0], f.RGB...)
-	s.mapW, s.mapH = f.MapWidth, f.MapHeight
-	s.depth = copyMap(s.depth, f.Depth, r.cfg.records(MapDepth))
-	s.scale = copyMap(s.scale, f.Scale, r.cfg.records(MapScale))
-	s.e = copyMap(s.e, f.Epistemic, r.cfg.records(MapEpistemic))
+	s.relative = f.Relative
+	c := &f.Computed
+	if r.cfg.MapResolution == MapsComputed && (c.Depth != nil || c.Scale != nil || c.Epistemic != nil) {
+		s.grid = c.Grid
+		s.depthW, s.depthH, s.auxW, s.auxH = c.DepthWidth, c.DepthHeight, c.AuxWidth, c.AuxHeight
+		s.depth = copyMap(s.depth, c.Depth, r.cfg.records(MapDepth))
+		s.scale = copyMap(s.scale, c.Scale, r.cfg.records(MapScale))
+		s.e = copyMap(s.e, c.Epistemic, r.cfg.records(MapEpistemic))
+	} else {
+		s.grid = mapgrid.Geometry{}
+		s.depthW, s.depthH, s.auxW, s.auxH = f.MapWidth, f.MapHeight, f.MapWidth, f.MapHeight
+		s.depth = copyMap(s.depth, f.Depth, r.cfg.records(MapDepth))
+		s.scale = copyMap(s.scale, f.Scale, r.cfg.records(MapScale))
+		s.e = copyMap(s.e, f.Epistemic, r.cfg.records(MapEpistemic))
+	}
 	r.frames <- s // cannot block: there are as many slots as queue places
 	return true
 }
@@ -323,7 +361,7 @@ func (r *Recorder) Stats() Stats {
 		FramesSubmitted: r.submitted.Load(), FramesDropped: r.dropped.Load(), FramesWritten: r.written.Load(),
 		MessagesDropped: r.msgDropped.Load(), WriteErrors: r.writeErrs.Load(), FilesClosed: r.filesClosed.Load(),
 		FilesDeleted: r.filesDeleted.Load(), BytesWritten: r.bytesWritten.Load() + uint64(r.current.Load()), Clips: r.clips.Load(),
-		QueueLength: len(r.frames), WorkerCPU: time.Duration(r.workerCPU.Load()),
+		WideMaps: r.wideMaps.Load(), QueueLength: len(r.frames), WorkerCPU: time.Duration(r.workerCPU.Load()),
 	}
 	if h := r.ho; h != nil {
 		s.UploadQueued, s.UploadDiscarded, s.UploadWaiting = h.queued.Load(), h.discarded.Load(), h.waiting.Load()

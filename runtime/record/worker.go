@@ -16,6 +16,7 @@ import (
 	"github.com/foxglove/mcap/go/mcap"
 
 	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 )
 
 // run is the recorder's goroutine: it takes frames, JSON messages and
@@ -67,10 +68,20 @@ func (r *Recorder) run() {
 
 // camState is what the worker knows of one camera.
 type camState struct {
-	image, depth, scale, epistemic, calib int // channel spec indexes
-	json                                  []int
-	intr                                  *Intrinsics
-	calibVersion                          int
+	image, calib int // channel spec indexes
+	json         []int
+	// maps are the depth, scale and epistemic channels of each grid the
+	// camera's maps came on: a channel's metadata holds its grid, so a
+	// new frame size or model grid opens new channels on the same topics.
+	maps         map[mapKey][3]int
+	intr         *Intrinsics
+	calibVersion int
+}
+
+// mapKey tells map channels apart.
+type mapKey struct {
+	grid     mapgrid.Geometry // zero: frame-size maps
+	relative bool
 }
 
 // worker is the state of the recorder's goroutine.
@@ -151,18 +162,10 @@ func (w *worker) camera(id string) (*camState, error) {
 	if err := mcaprec.CheckCamera(id); err != nil {
 		return nil, err
 	}
-	c := &camState{}
-	raw := func(stream, unit, meaning string) int {
-		return w.addSpec(channelSpec{topic: mcaprec.Topic(id, stream), schemaName: mcaprec.RawImageSchema,
-			schemaEncoding: mcaprec.ProtobufEncoding, schemaData: w.rawSchema, messageEnc: mcaprec.ProtobufEncoding,
-			metadata: map[string]string{"camera": id, "unit": unit, "meaning": meaning}})
-	}
+	c := &camState{maps: map[mapKey][3]int{}}
 	c.image = w.addSpec(channelSpec{topic: mcaprec.Topic(id, mcaprec.ImageStream), schemaName: mcaprec.CompressedImageSchema,
 		schemaEncoding: mcaprec.ProtobufEncoding, schemaData: w.imgSchema, messageEnc: mcaprec.ProtobufEncoding,
 		metadata: map[string]string{"camera": id}})
-	c.depth = raw(mcaprec.DepthStream, "m", "predicted depth")
-	c.scale = raw(mcaprec.ScaleStream, "m", "Laplace scale b of the depth error (aleatoric)")
-	c.epistemic = raw(mcaprec.EpistemicStream, "1", "DIDO epistemic uncertainty K/S")
 	c.calib = w.addSpec(channelSpec{topic: mcaprec.Topic(id, mcaprec.CalibrationStream), schemaName: mcaprec.CameraCalibrationSchema,
 		schemaEncoding: mcaprec.ProtobufEncoding, schemaData: w.calSchema, messageEnc: mcaprec.ProtobufEncoding,
 		metadata: map[string]string{"camera": id}})
@@ -173,6 +176,37 @@ func (w *worker) camera(id string) (*camState, error) {
 	}
 	w.cams[id] = c
 	return c, nil
+}
+
+// mapChannels returns the camera's depth, scale and epistemic channels
+// for the grid and units of frame s, declaring them on first use.
+func (w *worker) mapChannels(id string, c *camState, s *slot) [3]int {
+	k := mapKey{grid: s.grid, relative: s.relative}
+	if ch, ok := c.maps[k]; ok {
+		return ch
+	}
+	mc := mcaprec.MapChannel{Resolution: mcaprec.ResolutionFrame, Value: w.cfg.MapPrecision, MantissaBits: w.cfg.MapMantissaBits}
+	if k.grid != (mapgrid.Geometry{}) {
+		mc.Resolution, mc.Grid = mcaprec.ResolutionComputed, k.grid
+	}
+	raw := func(stream, unit, meaning string) int {
+		md := mc.Metadata()
+		md["camera"], md["unit"], md["meaning"] = id, unit, meaning
+		return w.addSpec(channelSpec{topic: mcaprec.Topic(id, stream), schemaName: mcaprec.RawImageSchema,
+			schemaEncoding: mcaprec.ProtobufEncoding, schemaData: w.rawSchema, messageEnc: mcaprec.ProtobufEncoding,
+			metadata: md})
+	}
+	var ch [3]int
+	if k.relative {
+		ch[0] = raw(mcaprec.DepthStream, mcaprec.MapsUnitDimensionless, "predicted relative inverse depth (larger is nearer)")
+		ch[1] = raw(mcaprec.ScaleStream, mcaprec.MapsUnitDimensionless, "Laplace scale b of the relative depth error over the relative depth (aleatoric)")
+	} else {
+		ch[0] = raw(mcaprec.DepthStream, mcaprec.MapsUnitMetres, "predicted depth")
+		ch[1] = raw(mcaprec.ScaleStream, mcaprec.MapsUnitMetres, "Laplace scale b of the depth error (aleatoric)")
+	}
+	ch[2] = raw(mcaprec.EpistemicStream, mcaprec.MapsUnitDimensionless, "DIDO epistemic uncertainty K/S")
+	c.maps[k] = ch
+	return ch
 }
 
 func (w *worker) fail(err error) {
@@ -212,21 +246,40 @@ func (w *worker) frame(s *slot) {
 	}
 	w.msg = mcaprec.AppendCompressedImage(w.msg[:0], s.capture, s.camera, w.cfg.FrameFormat, w.img.Bytes())
 	w.emit(cam.image, seq, t, w.msg)
+	if len(s.depth) == 0 && len(s.scale) == 0 && len(s.e) == 0 {
+		return
+	}
+	ch := w.mapChannels(s.camera, cam, s)
 	for _, m := range [...]struct {
-		spec int
-		px   []float32
-	}{{cam.depth, s.depth}, {cam.scale, s.scale}, {cam.epistemic, s.e}} {
+		spec   int
+		px     []float32
+		mw, mh int
+	}{{ch[0], s.depth, s.depthW, s.depthH}, {ch[1], s.scale, s.auxW, s.auxH}, {ch[2], s.e, s.auxW, s.auxH}} {
 		if len(m.px) == 0 {
 			continue
 		}
-		if len(m.px) != s.mapW*s.mapH {
+		if m.mw <= 0 || m.mh <= 0 || len(m.px) != m.mw*m.mh {
 			w.r.log.Warn("record: map skipped", "topic", w.specs[m.spec].topic, "err",
-				fmt.Sprintf("%d values for %dx%d", len(m.px), s.mapW, s.mapH))
+				fmt.Sprintf("%d values for %dx%d", len(m.px), m.mw, m.mh))
 			continue
 		}
-		w.msg = mcaprec.AppendRawImage32F(w.msg[:0], s.capture, s.camera, s.mapW, s.mapH, m.px, w.cfg.MapMantissaBits)
+		w.msg = w.appendMap(w.msg[:0], s, m.mw, m.mh, m.px)
 		w.emit(m.spec, seq, t, w.msg)
 	}
+}
+
+// appendMap encodes one map at the configured precision: binary16, or
+// exact float32 for a map beyond binary16's range (the message's encoding
+// says which), or float32 at map_mantissa_bits.
+func (w *worker) appendMap(dst []byte, s *slot, mw, mh int, px []float32) []byte {
+	if w.cfg.MapPrecision == MapsFloat16 {
+		if out, ok := mcaprec.AppendRawImage16F(dst, s.capture, s.camera, mw, mh, px); ok {
+			return out
+		}
+		w.r.wideMaps.Add(1)
+		return mcaprec.AppendRawImage32F(dst, s.capture, s.camera, mw, mh, px, 23)
+	}
+	return mcaprec.AppendRawImage32F(dst, s.capture, s.camera, mw, mh, px, w.cfg.MapMantissaBits)
 }
 
 func (w *worker) encodeImage(s *slot) error {
@@ -431,7 +484,7 @@ func (w *worker) metadata(now time.Time, t uint64) []mcap.Metadata {
 	c := w.cfg
 	rec := map[string]string{
 		"mode": c.Mode, "frame_format": c.FrameFormat, "jpeg_quality": strconv.Itoa(c.JPEGQuality),
-		"maps": strings.Join(c.Maps, ","), "map_mantissa_bits": strconv.Itoa(c.MapMantissaBits), "compression": c.Compression, "chunk_bytes": strconv.FormatInt(c.ChunkBytes, 10),
+		"maps": strings.Join(c.Maps, ","), "map_resolution": c.MapResolution, "map_precision": c.MapPrecision, "compression": c.Compression, "chunk_bytes": strconv.FormatInt(c.ChunkBytes, 10),
 		"created": now.UTC().Format(time.RFC3339Nano), "first_log_time_ns": strconv.FormatUint(t, 10),
 		"seq": "MCAP message sequence = frame sequence number mod 2^32",
 	}

@@ -285,7 +285,10 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	if err := c.engine.Observe(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &c.image}, maps); err != nil {
 		c.engineError(f.Seq, err)
 	}
-	c.p.rec.frame(c.spec.Name, f, maps) // recording.go: never blocks
+	c.p.rec.frame(c.spec.Name, f, c.models.modelMaps()) // recording.go: never blocks
+	if on := c.p.opts.OnMaps; on != nil {
+		on(c.spec.Name, f.Seq, c.models.modelMaps())
+	}
 	t5 := time.Now()
 	c.copyStatus()
 	c.tapFrame(f, maps) // tap.go: only while the live viewer wants this camera

@@ -95,6 +95,13 @@ func (m *Models) result() (alerts.Maps, []uint8, error) {
 	return m.alertsMaps(m.Models.Result())
 }
 
+// modelMaps are the view's maps of the last inferBatch as the models gave
+// them (frame-size and on their own grids), for the recorder.
+func (m *Models) modelMaps() infer.Maps {
+	im, _, _ := m.Models.Result()
+	return im
+}
+
 // alertsMaps turns the models' maps into the alerts' (relative depth for
 // a relative model, see relative).
 func (m *Models) alertsMaps(im infer.Maps, img []uint8, err error) (alerts.Maps, []uint8, error) {

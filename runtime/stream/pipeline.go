@@ -40,6 +40,12 @@ type Options struct {
 	// frame of any camera with its timing; benchmarks use it. It must not
 	// block.
 	OnFrame func(FrameTiming)
+	// OnMaps is called from the pipeline goroutine after each assessed
+	// frame with the models' maps (frame-size and on their own grids;
+	// infer.Maps); they alias the pipeline's buffers and are valid only
+	// during the call, which must not block. A replay compares them with
+	// the recorded maps.
+	OnMaps func(camera string, seq uint64, maps infer.Maps)
 	// Tap, when set, sees the assessed frames it wants and every alert
 	// event and zone state (the live Foxglove server; tap.go).
 	Tap Tap

@@ -14,6 +14,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/schema"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/record/upload"
 	"github.com/didoedge/didoedge/runtime/runconfig"
@@ -171,9 +172,13 @@ func (h *recorderHook) sinks() []alerts.Sink {
 	return []alerts.Sink{h}
 }
 
-// frame hands one assessed frame of a camera and its maps to the
+// frame hands one assessed frame of a camera and the models' maps to the
 // recorder: a copy into a free slot, or a counted drop. It never blocks.
-func (h *recorderHook) frame(cameraID string, f *camera.Frame, m alerts.Maps) {
+// The recorder takes the maps on the grids the models computed them on
+// (map_resolution computed) or at the frame's size; a relative model's
+// maps are recorded as the model gave them (relative inverse depth), not
+// as the alerts' relative depth.
+func (h *recorderHook) frame(cameraID string, f *camera.Frame, m infer.Maps) {
 	if h == nil {
 		return
 	}
@@ -181,8 +186,11 @@ func (h *recorderHook) frame(cameraID string, f *camera.Frame, m alerts.Maps) {
 	if h.intr != nil || len(h.cams) > 0 {
 		h.setCamera(cameraID, f.Width, f.Height)
 	}
+	n := &m.Native
 	h.rec.Frame(&record.Frame{Camera: cameraID, Seq: f.Seq, Capture: f.Capture, Width: f.Width, Height: f.Height, RGB: f.RGB,
-		MapWidth: m.Width, MapHeight: m.Height, Depth: m.Depth, Scale: m.Scale, Epistemic: m.Epistemic})
+		MapWidth: m.Width, MapHeight: m.Height, Depth: m.Depth, Scale: m.Scale, Epistemic: m.Epistemic, Relative: m.Relative,
+		Computed: record.ComputedMaps{Grid: n.Geometry, DepthWidth: n.DepthW, DepthHeight: n.DepthH, Depth: n.Depth,
+			AuxWidth: n.AuxW, AuxHeight: n.AuxH, Scale: n.Scale, Epistemic: n.Epistemic}})
 	h.callNS.Add(int64(time.Since(t0)))
 }
 

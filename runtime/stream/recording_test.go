@@ -143,6 +143,12 @@ func TestReplayDeterminism(t *testing.T) {
 			t.Errorf("%s: %d messages, want %d", topic, rep.Counts[topic], frames)
 		}
 	}
+	// The maps are recorded on the models' grids in float16, the grid in
+	// each channel's metadata (the frame here is the model input's size).
+	if md := rep.Channels["/front/depth"].Metadata; md["resolution"] != "computed" || md["value_encoding"] != "float16" ||
+		md["input_size"] != md["frame_size"] || rep.Decoded["/front/epistemic"]["encoding"] != "16UC1" {
+		t.Errorf("depth channel metadata %v, epistemic %v", md, rep.Decoded["/front/epistemic"])
+	}
 	if rep.Counts["/front/events"] != len(liveEvents) || rep.Counts["/front/camera_calibration"] != 1 || rep.Counts["/front/zone_states"] == 0 {
 		t.Errorf("counts %v, want %d events and one camera calibration", rep.Counts, len(liveEvents))
 	}

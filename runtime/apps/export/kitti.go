@@ -36,10 +36,14 @@ type Options struct {
 	Every int
 	// Intrinsics are used when the recording has no camera calibration.
 	Intrinsics *record.Intrinsics
+	// Maps also writes the recorded maps of each exported frame at the
+	// frame's size, as NumPy arrays under DIR/<drive>/maps/ (MapsDir).
+	Maps bool
 }
 
 // Result describes an export.
 type Result struct {
+	Camera        string
 	Drive, Split  string
 	Frames        int
 	Width, Height int
@@ -47,6 +51,8 @@ type Result struct {
 	// Truncated: the recording ended inside a chunk (a killed writer);
 	// every complete chunk was exported.
 	Truncated bool
+	// Maps counts the maps written per stream (Options.Maps).
+	Maps map[string]int
 }
 
 // FramesFile lists, per exported frame, "<index> <recorded seq>
@@ -98,6 +104,19 @@ func KITTI(ctx context.Context, path string, o Options) (Result, error) {
 		return res, fmt.Errorf("export %s: %w", path, err)
 	}
 	res.Truncated = src.truncated
+	if o.Maps {
+		seqs := make(map[uint32]int, len(src.index))
+		for _, l := range src.index {
+			i, seq, err := parseIndexSeq(l)
+			if err != nil {
+				return res, fmt.Errorf("export %s: %w", path, err)
+			}
+			seqs[uint32(seq)] = i // MCAP sequences are the frame's mod 2^32
+		}
+		if res.Maps, err = writeMaps(path, res.Camera, filepath.Join(o.Dir, res.Drive), seqs); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 
@@ -174,6 +193,7 @@ func scanRecording(path string, o Options) (Result, error) {
 		n++
 	}
 	res.Truncated = rd.Truncated()
+	res.Camera = cam
 	cal := cals[cam]
 	switch {
 	case cal != nil:
@@ -272,6 +292,10 @@ func (e *exportSource) writeIndex(path string) error {
 func (r Result) Write(w io.Writer, file, dir string) {
 	fmt.Fprintf(w, "exported %d frames (%dx%d) of %s to %s, drive %s, split %s\n", r.Frames, r.Width, r.Height, file, dir, r.Drive, r.Split)
 	fmt.Fprintf(w, "intrinsics fx %.4g fy %.4g cx %.4g cy %.4g\n", r.Intrinsics.Fx, r.Intrinsics.Fy, r.Intrinsics.Cx, r.Intrinsics.Cy)
+	if len(r.Maps) > 0 {
+		fmt.Fprintf(w, "maps at the frame's size (NumPy float32): depth %d, laplace_scale %d, epistemic %d in %s\n",
+			r.Maps[mcaprec.DepthStream], r.Maps[mcaprec.ScaleStream], r.Maps[mcaprec.EpistemicStream], filepath.Join(dir, r.Drive, MapsDir))
+	}
 	if r.Truncated {
 		fmt.Fprintln(w, "the recording ends inside a chunk (its writer was killed): every complete chunk was exported")
 	}

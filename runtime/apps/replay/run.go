@@ -12,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
+	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
@@ -32,7 +33,8 @@ type RunOptions struct {
 	// Camera is the camera id ("": the only camera of the file).
 	Camera string
 	// Compare lists recorded against replayed events; a mismatch is an
-	// error.
+	// error. It also compares the recorded maps, rebuilt at the frame's
+	// size, with the replay's (MapsResult: reported, not an error).
 	Compare bool
 	// Publish sends the events with the config's MQTT section (false: a
 	// private embedded broker and a temporary outbox).
@@ -105,6 +107,14 @@ func Run(ctx context.Context, o RunOptions) error {
 			fmt.Fprintln(w, stream.FormatEvent(ev))
 		}
 	}}
+	var maps *mapComparer
+	if o.Compare {
+		if maps, err = newMapComparer(o.File, rec.Camera); err != nil {
+			return err
+		}
+		defer maps.close()
+		opts.OnMaps = func(_ string, seq uint64, m infer.Maps) { maps.frame(seq, m) }
+	}
 	p, err := stream.New(ctx, cfg, opts)
 	if err != nil {
 		return err
@@ -127,6 +137,8 @@ func Run(ctx context.Context, o RunOptions) error {
 	fmt.Fprintln(w)
 	res := Compare(rec, replayed)
 	res.Write(w)
+	fmt.Fprintln(w)
+	maps.result().Write(w)
 	if !res.Match() {
 		return fmt.Errorf("replay differs from the recording in %d events", res.Mismatches)
 	}

@@ -119,8 +119,13 @@ async function main() {
     for (const c of reader.channelsById.values()) onChannel(c);
     const st = reader.statistics;
     report.summary = { messageCount: toNumber(st.messageCount), chunkCount: st.chunkCount, metadataCount: st.metadataCount,
-      channelMessageCounts: Object.fromEntries([...st.channelMessageCounts].map(([id, n]) =>
-        [reader.channelsById.get(id).topic, toNumber(n)])) };
+      channelMessageCounts: {} };
+    // Summed per topic: a topic may have several channels (a recording
+    // opens a new map channel when the maps' grid changes).
+    for (const [id, n] of st.channelMessageCounts) {
+      const topic = reader.channelsById.get(id).topic;
+      report.summary.channelMessageCounts[topic] = (report.summary.channelMessageCounts[topic] ?? 0) + toNumber(n);
+    }
     for await (const m of reader.readMessages()) onMessage(m);
     for await (const md of reader.readMetadata()) report.metadata.push({ name: md.name, metadata: Object.fromEntries(md.metadata) });
     report.complete = true;
