@@ -24,8 +24,8 @@ import (
 // are offered again (and leftovers looked for).
 const handoverRetry = 5 * time.Second
 
-// Object metadata of an uploaded recording (besides the queue's own
-// "sha256" of the content). S3 sends user metadata as HTTP headers
+// Object metadata of an uploaded recording (the content's own checksum is
+// S3's x-amz-checksum-crc64nvme, which the queue sends). S3 sends user metadata as HTTP headers
 // (x-amz-meta-<name>), so the names are lower-case words and hyphens.
 const (
 	MetaVehicle     = "vehicle"
@@ -41,8 +41,8 @@ const (
 )
 
 // handover moves finished recordings into the upload queue, on its own
-// goroutine: Enqueue hashes the whole file (SHA-256 and part MD5s), which
-// must not stall the recorder's worker. It owns every finished file of
+// goroutine: Enqueue reads the whole file (its CRC-64/NVME checksums),
+// which must not stall the recorder's worker. It owns every finished file of
 // dir: the worker tells it which file is open (never offered) and which
 // one it finished; files left by an earlier process are offered too. A
 // file the full queue refuses stays in dir and is offered again every

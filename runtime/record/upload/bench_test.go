@@ -19,8 +19,8 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkUploadCPU measures the vehicle-side CPU of the queue per MB
-// recorded: Enqueue (SHA-256 and part MD5s) plus the upload (read, any
-// payload hashing of the request signing, the HTTP client), against a
+// recorded: Enqueue (one read through CRC-64/NVME) plus the upload (read,
+// any payload hashing of the request signing, the HTTP client), against a
 // gateway in another process (its CPU is not counted). Reported as
 // cpu-ms/MB: at a recording rate of R MB/s the uploader takes R x that of
 // CPU per second. Two shapes: a clip sent in one PUT (8 MiB, below the

@@ -1,23 +1,23 @@
 package upload
 
 import (
-	"crypto/md5"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/minio/crc64nvme"
 
 	"github.com/didoedge/didoedge/internal/objstore"
 )
@@ -28,37 +28,35 @@ var ErrBudget = errors.New("upload queue: byte budget reached")
 
 // item is one queued file; its sidecar is the JSON of it.
 type item struct {
-	Seq    uint64 `json:"seq"`
-	Key    string `json:"key"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-	// PartMD5 are the hex MD5s of the parts (one for a single PUT): the
-	// ETag the server must report is computed from them.
-	PartMD5  []string          `json:"part_md5"`
-	PartSize int64             `json:"part_size"`
-	Meta     map[string]string `json:"meta"`
+	Seq  uint64 `json:"seq"`
+	Key  string `json:"key"`
+	Size int64  `json:"size"`
+	// CRC64NVME is the file's CRC-64/NVME and PartCRC64NVME each part's
+	// (one for a single PUT), base64 of the 8 big-endian bytes as S3
+	// writes them: the requests carry them for the server to check, and
+	// the object's stored full-object checksum must equal CRC64NVME.
+	CRC64NVME     string            `json:"crc64nvme,omitempty"`
+	PartCRC64NVME []string          `json:"part_crc64nvme,omitempty"`
+	PartSize      int64             `json:"part_size"`
+	Meta          map[string]string `json:"meta"`
 	// UploadID is the multipart upload in progress ("" before it starts).
 	UploadID string `json:"upload_id,omitempty"`
 	// QueuedAt is when Enqueue took the file (zero in sidecars written
 	// before it existed: the data file's modification time stands in).
 	QueuedAt time.Time `json:"queued_at"`
+
+	// SHA256 and PartMD5 are what sidecars written before the CRC64NVME
+	// ones held (the file's SHA-256, each part's MD5). Such an item is
+	// upgraded before its upload (see Queue.upgrade): the file is checked
+	// against them once, then carries CRCs like any other.
+	SHA256  string   `json:"sha256,omitempty"`
+	PartMD5 []string `json:"part_md5,omitempty"`
 }
 
-func (it *item) multipart() bool { return len(it.PartMD5) > 1 }
+func (it *item) multipart() bool { return len(it.PartCRC64NVME) > 1 }
 
-// etag is the ETag S3 gives the object: the MD5 of a single PUT, or the
-// MD5 of the concatenated part MD5s, "-", the part count.
-func (it *item) etag() string {
-	if !it.multipart() {
-		return it.PartMD5[0]
-	}
-	h := md5.New()
-	for _, p := range it.PartMD5 {
-		b, _ := hex.DecodeString(p)
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(it.PartMD5))
-}
+// legacy reports a sidecar of the MD5/SHA-256 format.
+func (it *item) legacy() bool { return len(it.PartCRC64NVME) == 0 }
 
 // Stats are the queue's counters; Queued and QueuedBytes are its present
 // content, the rest count since Open.
@@ -181,8 +179,13 @@ func readSidecar(path string) (*item, error) {
 	if err := json.Unmarshal(b, &it); err != nil {
 		return nil, fmt.Errorf("upload queue: sidecar %s: %w", path, err)
 	}
-	if it.Key == "" || len(it.PartMD5) == 0 || it.Size < 0 {
+	switch {
+	case it.Key == "" || it.Size < 0 || it.PartSize <= 0:
 		return nil, fmt.Errorf("upload queue: sidecar %s: incomplete", path)
+	case len(it.PartCRC64NVME) > 0 && it.CRC64NVME == "":
+		return nil, fmt.Errorf("upload queue: sidecar %s: part checksums without the file's crc64nvme", path)
+	case len(it.PartCRC64NVME) == 0 && (len(it.PartMD5) == 0 || it.SHA256 == ""):
+		return nil, fmt.Errorf("upload queue: sidecar %s: neither crc64nvme checksums nor the older sha256 and part MD5s", path)
 	}
 	return &it, nil
 }
@@ -288,33 +291,71 @@ func (q *Queue) Enqueue(src string, meta map[string]string) error {
 	return nil
 }
 
-// hashFile fills it's SHA-256 and part MD5s.
+// hashFile fills it's CRC64NVME and PartCRC64NVME in one read of the
+// file. CRC-64/NVME runs on the CPU's carry-less multiply instructions
+// (about 0.02 ms per MB on the test VM, against 1.3 for MD5 and 0.6 for
+// SHA-256), and S3 servers check it on receipt.
 func hashFile(path string, it *item) error {
+	err := hashParts(path, it.PartSize, nil, nil, func(whole, part []byte, _ hash.Hash) {
+		it.PartCRC64NVME = append(it.PartCRC64NVME, encodeCRC(part))
+		it.CRC64NVME = encodeCRC(whole)
+	})
+	if err != nil {
+		return err
+	}
+	if len(it.PartCRC64NVME) > MaxParts {
+		return fmt.Errorf("upload queue: %s needs %d parts of %d bytes, more than S3's %d", path, len(it.PartCRC64NVME), it.PartSize, MaxParts)
+	}
+	return nil
+}
+
+// hashParts reads path once, in parts of partSize bytes (at least one
+// part: an empty file has one empty part), through CRC-64/NVME, and also
+// through w and a hash per part from newPart when they are not nil. After
+// each part, done gets the big-endian CRC-64/NVME of the file so far and
+// of the part, and the part's own hash.
+func hashParts(path string, partSize int64, w io.Writer, newPart func() hash.Hash, done func(whole, part []byte, ph hash.Hash)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("upload queue: %w", err)
 	}
 	defer f.Close()
-	whole := sha256.New()
-	for {
-		part := md5.New()
-		n, err := io.CopyN(io.MultiWriter(whole, part), f, it.PartSize)
-		if n > 0 || len(it.PartMD5) == 0 {
-			it.PartMD5 = append(it.PartMD5, hex.EncodeToString(part.Sum(nil)))
+	whole := crc64nvme.New()
+	buf := make([]byte, min(partSize, 1<<20))
+	for first := true; ; first = false {
+		part := crc64nvme.New()
+		var ph hash.Hash
+		if newPart != nil {
+			ph = newPart()
 		}
-		if err == io.EOF {
-			break
+		var n int64
+		var rerr error
+		for n < partSize && rerr == nil {
+			var k int
+			k, rerr = io.ReadFull(f, buf[:min(int64(len(buf)), partSize-n)])
+			whole.Write(buf[:k])
+			part.Write(buf[:k])
+			if w != nil {
+				w.Write(buf[:k])
+			}
+			if ph != nil {
+				ph.Write(buf[:k])
+			}
+			n += int64(k)
 		}
-		if err != nil {
-			return fmt.Errorf("upload queue: read %s: %w", path, err)
+		if n > 0 || first {
+			done(whole.Sum(nil), part.Sum(nil), ph)
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if rerr != nil {
+			return fmt.Errorf("upload queue: read %s: %w", path, rerr)
 		}
 	}
-	if len(it.PartMD5) > MaxParts {
-		return fmt.Errorf("upload queue: %s needs %d parts of %d bytes, more than S3's %d", path, len(it.PartMD5), it.PartSize, MaxParts)
-	}
-	it.SHA256 = hex.EncodeToString(whole.Sum(nil))
-	return nil
 }
+
+func encodeCRC(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 // Fits reports whether a file of size bytes would be taken now (Enqueue
 // may still refuse it if another enqueue comes first; uploads only free

@@ -131,6 +131,7 @@ func TestQueueUploads(t *testing.T) {
 	if !strings.HasSuffix(strings.Trim(info.ETag, `"`), "-3") {
 		t.Errorf("a 3-part file's ETag %s", info.ETag)
 	}
+	checkCRCs(t, c, "clips", "fleet/")
 	ents, _ := os.ReadDir(filepath.Join(dir, "queue"))
 	if st := q.Stats(); len(ents) != 0 || st.Queued != 0 || st.Uploaded != 3 || st.UploadedBytes != int64(1000+MinPartSize+2*MinPartSize+12345) {
 		t.Fatalf("after the upload: %d files in the queue, stats %+v", len(ents), st)
@@ -151,6 +152,30 @@ func TestQueueUploads(t *testing.T) {
 	} {
 		if err := tc.cfg.WithDefaults().Validate("upload"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// checkCRCs: every object under prefix has, as its stored full-object
+// checksum (HEAD with checksum mode), the CRC-64/NVME of its content as
+// minio-go's own implementation computes it.
+func checkCRCs(t *testing.T, c *objstore.Client, bucket, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	for o, err := range c.List(ctx, bucket, prefix, true) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.ReadAll(ctx, objstore.Location{Bucket: bucket, Key: o.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Minio().StatObject(ctx, bucket, o.Key, minio.StatObjectOptions{Checksum: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := minio.ChecksumCRC64NVME.ChecksumBytes(b).Encoded(); info.ChecksumCRC64NVME != want || info.ChecksumMode != "FULL_OBJECT" {
+			t.Errorf("%s: stored checksum crc64nvme %q (%s), want %s FULL_OBJECT", o.Key, info.ChecksumCRC64NVME, info.ChecksumMode, want)
 		}
 	}
 }
@@ -281,6 +306,7 @@ func TestQueueSurvivesKillsAndOutage(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("bucket holds %v, want exactly %v\n%s", keys(got), keys(want), logs.String())
 	}
+	checkCRCs(t, c, "clips", "")
 	ents, _ := os.ReadDir(qdir)
 	if len(ents) != 0 {
 		t.Fatalf("%d files left in the queue", len(ents))
@@ -293,13 +319,13 @@ func TestQueueSurvivesKillsAndOutage(t *testing.T) {
 		t.Fatalf("%d multipart uploads left on the server", len(uploads.Uploads))
 	}
 	resumed := 0
-	for _, m := range regexp.MustCompile(`upload: resuming.*parts_on_server=(\d+)`).FindAllStringSubmatch(logs.String(), -1) {
+	for _, m := range regexp.MustCompile(`upload: resuming.*parts_kept=(\d+)`).FindAllStringSubmatch(logs.String(), -1) {
 		if n, _ := strconv.Atoi(m[1]); n > 0 {
 			resumed++
 		}
 	}
 	retried := strings.Count(logs.String(), "upload: will retry")
-	t.Logf("8 clips uploaded across 10 SIGKILLs and a %v outage: %d resumes with parts on the server, %d retried attempts", outage, resumed, retried)
+	t.Logf("8 clips uploaded across 10 SIGKILLs and a %v outage: %d resumes kept parts already on the server (their CRC64NVME equal), %d retried attempts", outage, resumed, retried)
 	if resumed == 0 || retried == 0 {
 		t.Fatalf("the test did not exercise a resume (%d) or a retry (%d)\n%s", resumed, retried, logs.String())
 	}
@@ -307,8 +333,8 @@ func TestQueueSurvivesKillsAndOutage(t *testing.T) {
 
 // TestChangedFileNeverUploads: a queued file that changes on disk after
 // Enqueue (one byte flipped: bit rot, a stray writer) is never stored as
-// the object. The uploader sends what Enqueue hashed as the request's
-// checks (Content-MD5; for a single PUT also the signed payload SHA-256)
+// the object. The uploader sends the CRC-64/NVME Enqueue computed as the
+// request's x-amz-checksum-crc64nvme (of the single PUT, or of each part)
 // and does not hash the bytes again, so it is the server that must refuse
 // them: the object never exists, the attempts fail and are retried, and
 // the file stays queued.
@@ -363,6 +389,10 @@ func TestChangedFileNeverUploads(t *testing.T) {
 			}
 			if _, err := os.Stat(data); err != nil {
 				t.Fatalf("the queued file is gone: %v", err)
+			}
+			// Refused for its checksum, not for something else.
+			if first := firstLine(logs.String(), "will retry"); !strings.Contains(first, "CRC64NVME you specified did not match") {
+				t.Fatalf("first failure %q, want the server's CRC64NVME refusal\n%s", first, logs.String())
 			}
 			t.Logf("%d failed attempts; first: %s", st.Failures, firstLine(logs.String(), "will retry"))
 		})

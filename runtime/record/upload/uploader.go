@@ -1,15 +1,18 @@
 package upload
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
+	"crypto/md5"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,39 +105,58 @@ func (q *Queue) core() minio.Core { return minio.Core{Client: q.client.Minio()} 
 // errMismatch marks an object that exists but is not the item's.
 var errMismatch = errors.New("object differs from the queued file")
 
-// verify checks the object against the item: size, SHA-256 metadata and
-// the ETag computed locally.
+// S3's additional-checksum headers (CRC-64/NVME, full-object type).
+const (
+	hdrCRC64NVME    = "x-amz-checksum-crc64nvme"
+	hdrChecksumAlgo = "x-amz-checksum-algorithm"
+	hdrChecksumType = "x-amz-checksum-type"
+)
+
+// verify checks the object against the item: its size and the
+// full-object CRC-64/NVME the server stored for it (a HEAD with
+// x-amz-checksum-mode: ENABLED). The server computed that checksum from
+// the bytes it received and refused them unless it equalled the one the
+// request carried, so equality here means the server holds the queued
+// bytes.
 func (q *Queue) verify(ctx context.Context, it *item) error {
-	info, err := q.client.Stat(ctx, objstore.Location{Bucket: q.loc.Bucket, Key: it.Key})
+	info, err := q.client.Minio().StatObject(ctx, q.loc.Bucket, it.Key, minio.StatObjectOptions{Checksum: true})
 	if err != nil {
 		return err
-	}
-	etag := strings.Trim(info.ETag, `"`)
-	sha := info.UserMetadata["Sha256"]
-	if sha == "" {
-		sha = info.Metadata.Get("X-Amz-Meta-Sha256")
 	}
 	switch {
 	case info.Size != it.Size:
 		return fmt.Errorf("verify %s: size %d, want %d: %w", it.Key, info.Size, it.Size, errMismatch)
-	case sha != it.SHA256:
-		return fmt.Errorf("verify %s: sha256 metadata %q, want %s: %w", it.Key, sha, it.SHA256, errMismatch)
-	case etag != it.etag():
-		return fmt.Errorf("verify %s: ETag %s, want %s: %w", it.Key, etag, it.etag(), errMismatch)
+	case info.ChecksumCRC64NVME == "":
+		return fmt.Errorf("verify %s: the server reports no CRC64NVME checksum (does it support S3 additional checksums?): %w", it.Key, errMismatch)
+	case info.ChecksumCRC64NVME != it.CRC64NVME:
+		return fmt.Errorf("verify %s: CRC64NVME %s, want %s: %w", it.Key, info.ChecksumCRC64NVME, it.CRC64NVME, errMismatch)
 	}
 	return nil
 }
 
-func (it *item) putOptions() minio.PutObjectOptions {
-	meta := map[string]string{"sha256": it.SHA256}
+// putOptions are the object's metadata (the recorder's identities) plus
+// the given S3 headers.
+func (it *item) putOptions(headers ...string) minio.PutObjectOptions {
+	meta := make(map[string]string, len(it.Meta)+len(headers)/2)
 	for k, v := range it.Meta {
 		meta[k] = v
 	}
-	return minio.PutObjectOptions{UserMetadata: meta, ContentType: "application/octet-stream"}
+	for i := 0; i+1 < len(headers); i += 2 {
+		meta[headers[i]] = headers[i+1]
+	}
+	// Unsigned payload: the CRC header (signed) is the body's check, so
+	// nothing hashes the body with SHA-256 for the signature (minio-go
+	// would otherwise sign it chunk by chunk over plain HTTP).
+	return minio.PutObjectOptions{UserMetadata: meta, ContentType: "application/octet-stream", DisableContentSha256: true}
 }
 
 // upload sends one item and verifies it.
 func (q *Queue) upload(ctx context.Context, it *item) error {
+	if it.legacy() {
+		if err := q.upgrade(it); err != nil {
+			return err
+		}
+	}
 	// Already complete (a crash after the upload, before the delete)?
 	if err := q.verify(ctx, it); err == nil {
 		q.already.Add(1)
@@ -148,16 +170,12 @@ func (q *Queue) upload(ctx context.Context, it *item) error {
 	}
 	defer f.Close()
 	if !it.multipart() {
-		// The payload's MD5 (Content-MD5) and SHA-256 (the signed
-		// X-Amz-Content-Sha256) are the ones computed at Enqueue: the
-		// server checks the body against both. Left to itself, minio-go
-		// would sign over plain HTTP with a streaming signature that
-		// hashes every 64 KiB chunk with SHA-256 a second time.
-		md5b, _ := hex.DecodeString(it.PartMD5[0])
-		opts := it.putOptions()
-		opts.DisableContentSha256 = true
-		if _, err := q.core().PutObject(ctx, q.loc.Bucket, it.Key, q.limit(ctx, f), it.Size,
-			base64.StdEncoding.EncodeToString(md5b), it.SHA256, opts); err != nil {
+		// The request carries the CRC-64/NVME computed at Enqueue: the
+		// server computes it over the body it receives and refuses a
+		// mismatch (BadDigest), so a file changed since it was queued
+		// never becomes the object, and nothing here hashes it again.
+		if _, err := q.core().PutObject(ctx, q.loc.Bucket, it.Key, q.limit(ctx, f), it.Size, "", "",
+			it.putOptions(hdrCRC64NVME, it.CRC64NVME)); err != nil {
 			return fmt.Errorf("put %s: %w", it.Key, err)
 		}
 		return q.verify(ctx, it)
@@ -167,7 +185,10 @@ func (q *Queue) upload(ctx context.Context, it *item) error {
 
 func (q *Queue) multipart(ctx context.Context, it *item, f *os.File) error {
 	c := q.core()
-	have := map[int]string{}
+	// have: the parts the server holds, by number: ETag (which the
+	// completion names) and CRC-64/NVME (which must be the queued one).
+	type serverPart struct{ etag, crc string }
+	have := map[int]serverPart{}
 	if it.UploadID != "" {
 		// Resume: the parts the server holds, at most MaxParts of them
 		// (one page of 1000 at a time).
@@ -186,14 +207,22 @@ func (q *Queue) multipart(ctx context.Context, it *item, f *os.File) error {
 				return fmt.Errorf("resume %s: %w", it.Key, err)
 			}
 			for _, p := range res.ObjectParts {
-				have[p.PartNumber] = strings.Trim(p.ETag, `"`)
+				have[p.PartNumber] = serverPart{etag: strings.Trim(p.ETag, `"`), crc: p.ChecksumCRC64NVME}
 			}
 			if !res.IsTruncated {
 				break
 			}
 			marker = res.NextPartNumberMarker
 		}
-		q.log.Info("upload: resuming", "key", it.Key, "parts_on_server", len(have), "parts", len(it.PartMD5))
+		kept := 0
+		for i, sum := range it.PartCRC64NVME {
+			if p, ok := have[i+1]; ok && p.crc == sum {
+				kept++
+			}
+		}
+		// parts_kept: those whose CRC-64/NVME on the server is the queued
+		// one; the others are sent (again).
+		q.log.Info("upload: resuming", "key", it.Key, "parts_on_server", len(have), "parts_kept", kept, "parts", len(it.PartCRC64NVME))
 	} else {
 		// Abort what an earlier process started for this key but did not
 		// record (killed between the two): no orphan parts stay behind.
@@ -208,7 +237,10 @@ func (q *Queue) multipart(ctx context.Context, it *item, f *os.File) error {
 				}
 			}
 		}
-		id, err := c.NewMultipartUpload(ctx, q.loc.Bucket, it.Key, it.putOptions())
+		// A full-object CRC-64/NVME upload: each part is checked against
+		// its CRC on receipt, and the completion against the file's.
+		id, err := c.NewMultipartUpload(ctx, q.loc.Bucket, it.Key,
+			it.putOptions(hdrChecksumAlgo, "CRC64NVME", hdrChecksumType, "FULL_OBJECT"))
 		if err != nil {
 			return fmt.Errorf("start upload of %s: %w", it.Key, err)
 		}
@@ -217,36 +249,72 @@ func (q *Queue) multipart(ctx context.Context, it *item, f *os.File) error {
 			return err
 		}
 	}
-	parts := make([]minio.CompletePart, len(it.PartMD5))
-	buf := make([]byte, it.PartSize)
-	for i, sum := range it.PartMD5 {
+	parts := make([]minio.CompletePart, len(it.PartCRC64NVME))
+	for i, sum := range it.PartCRC64NVME {
 		n := i + 1
-		parts[i] = minio.CompletePart{PartNumber: n, ETag: sum}
-		if have[n] == sum {
+		parts[i] = minio.CompletePart{PartNumber: n, ChecksumCRC64NVME: sum}
+		if p, ok := have[n]; ok && p.crc == sum {
+			parts[i].ETag = p.etag
 			q.resumed.Add(1)
 			continue
 		}
+		// The part goes with the CRC-64/NVME computed at Enqueue: the
+		// server refuses a part whose bytes differ (BadDigest), so a local
+		// file that changed since it was queued never completes an object;
+		// the payload is unsigned (UNSIGNED-PAYLOAD; the CRC header is
+		// signed), so nothing hashes the part here. It is read from the
+		// file as it is sent (a section reader: minio-go's retry seeks it
+		// back to the part's start), not through a part-sized buffer.
 		size := min(it.PartSize, it.Size-int64(i)*it.PartSize)
-		if _, err := f.ReadAt(buf[:size], int64(i)*it.PartSize); err != nil && !(errors.Is(err, io.EOF) && int64(len(buf[:size])) == size) {
-			return fmt.Errorf("upload queue: read part %d of %s: %w", n, it.Key, err)
-		}
-		// The part goes with the MD5 computed at Enqueue as its
-		// Content-MD5: the server refuses a part whose bytes differ
-		// (BadDigest), so a local file that changed since it was queued
-		// never completes an object, without hashing the part here again
-		// (1.2 ms of CPU per MB on the test VM). The signature's payload
-		// SHA-256 would hash it once more (0.9 ms per MB), so it is left
-		// out (UNSIGNED-PAYLOAD; the MD5 header is signed).
-		md5b, _ := hex.DecodeString(sum)
-		if _, err := c.PutObjectPart(ctx, q.loc.Bucket, it.Key, it.UploadID, n, q.limit(ctx, bytes.NewReader(buf[:size])), size,
-			minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(md5b), DisableContentSha256: true}); err != nil {
+		h := http.Header{}
+		h.Set(hdrCRC64NVME, sum)
+		p, err := c.PutObjectPart(ctx, q.loc.Bucket, it.Key, it.UploadID, n, q.limit(ctx, io.NewSectionReader(f, int64(i)*it.PartSize, size)), size,
+			minio.PutObjectPartOptions{CustomHeader: h, DisableContentSha256: true})
+		if err != nil {
 			return fmt.Errorf("upload part %d of %s: %w", n, it.Key, err)
 		}
+		parts[i].ETag = p.ETag
 	}
-	if _, err := c.CompleteMultipartUpload(ctx, q.loc.Bucket, it.Key, it.UploadID, parts, minio.PutObjectOptions{}); err != nil {
+	// The completion carries the file's CRC-64/NVME: the server combines
+	// the parts' checksums and refuses a different whole.
+	if _, err := c.CompleteMultipartUpload(ctx, q.loc.Bucket, it.Key, it.UploadID, parts,
+		minio.PutObjectOptions{UserMetadata: map[string]string{hdrCRC64NVME: it.CRC64NVME, hdrChecksumType: "FULL_OBJECT"}}); err != nil {
 		return fmt.Errorf("complete %s: %w", it.Key, err)
 	}
 	return q.verify(ctx, it)
+}
+
+// upgrade turns an item queued with the older SHA-256 and part-MD5
+// sidecar into a CRC-64/NVME one. One read of the file checks it against
+// the old sums (a file changed since it was queued fails here, is
+// retried and stays queued, as before) and computes the CRCs from the
+// same bytes. A multipart upload the old format had started is dropped
+// from the sidecar: its parts carry no CRC, so the next attempt aborts it
+// (as any unrecorded upload of the key) and starts a checksummed one.
+func (q *Queue) upgrade(it *item) error {
+	path := q.dataPath(it.Seq)
+	sha := sha256.New()
+	up := *it
+	up.PartCRC64NVME, up.CRC64NVME = nil, ""
+	var partMD5 []string
+	err := hashParts(path, it.PartSize, sha, md5.New, func(whole, part []byte, ph hash.Hash) {
+		up.PartCRC64NVME = append(up.PartCRC64NVME, encodeCRC(part))
+		up.CRC64NVME = encodeCRC(whole)
+		partMD5 = append(partMD5, hex.EncodeToString(ph.Sum(nil)))
+	})
+	if err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(sha.Sum(nil)); got != it.SHA256 || !slices.Equal(partMD5, it.PartMD5) {
+		return fmt.Errorf("upload queue: %s (queued as %s) changed since it was queued: sha256 %s, want %s", path, it.Key, got, it.SHA256)
+	}
+	up.SHA256, up.PartMD5, up.UploadID = "", nil, ""
+	if err := q.writeSidecar(&up); err != nil {
+		return err
+	}
+	q.log.Info("upload: upgraded a queued item to CRC64NVME checksums", "key", it.Key)
+	*it = up
+	return nil
 }
 
 // limit paces r at the configured rate.
