@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -29,10 +30,14 @@ type AuxTrainConfig struct {
 	DepthModel, DepthSpec string
 	Inference             infer.Config
 
-	// Data is a data set on disk (dataset.Open: the sim render
-	// layout, real KITTI with split files, NYU); "" draws frames from the
-	// simulated pool rendered on the fly (the reference models).
+	// Data is a data set (dataset.Open: the sim render layout, real KITTI
+	// with split files, NYU); "" draws frames from the simulated pool
+	// rendered on the fly (the reference models).
 	Data, Layout, KITTIDepth string
+	// DataFS and KITTIDepthFS, when set, read Data and KITTIDepth (an S3
+	// prefix; Data is then only its name). Each frame is read once, into
+	// the cache that the epochs read.
+	DataFS, KITTIDepthFS fs.FS
 	// Split and ValSplit name the training and validation splits (names
 	// or split files) [train, val]; ValSplit "none" skips validation.
 	Split, ValSplit string
@@ -485,7 +490,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 		}
 		return tr, va, nil
 	}
-	src := dataset.Source{Dir: cfg.Data, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth}
+	src := dataset.Source{Dir: cfg.Data, FS: cfg.DataFS, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth, KITTIDepthFS: cfg.KITTIDepthFS}
 	tr, err := openDataFrames(src, cfg.Split, cfg.Frames)
 	if err != nil {
 		return nil, nil, err

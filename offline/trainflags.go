@@ -1,16 +1,19 @@
 package offline
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/auxue/depthnet"
+	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -72,9 +75,9 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	d, c := DefaultAuxTrainConfig(), &f.Train
 	fs.StringVar(&c.DepthModel, "depth", "models/depth.onnx", "frozen depth model (any ONNX depth model with an IO spec)")
 	fs.StringVar(&c.DepthSpec, "depth-spec", "", "IO spec YAML of the depth model (default: the model path with .yaml)")
-	fs.StringVar(&c.Data, "data", "", "data set directory (sim render layout, real KITTI with split files, NYU); default: the simulated pool rendered on the fly")
+	fs.StringVar(&c.Data, "data", "", "data set directory or s3:// prefix (sim render layout, real KITTI with split files, NYU); default: the simulated pool rendered on the fly")
 	fs.StringVar(&c.Layout, "layout", "auto", "layout of --data: auto, sim, kitti, nyu")
-	fs.StringVar(&c.KITTIDepth, "kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
+	fs.StringVar(&c.KITTIDepth, "kitti-depth", "", "KITTI: root of the annotated depth, a directory or s3:// prefix (default: --data)")
 	fs.StringVar(&c.Split, "split", d.Split, "training split of --data: a name (train, val, test, all) or a split file")
 	fs.StringVar(&c.ValSplit, "val-split", d.ValSplit, "validation split of --data (none: no validation)")
 	fs.StringVar(&f.Out, "out", "models", "directory for the AuxUE and its IO spec")
@@ -136,6 +139,26 @@ func (f *AuxFlags) AuxRun(args []string, log *slog.Logger, progress io.Writer) (
 		cfg.Progress = progress
 	}
 	return AuxRun{Train: cfg, Out: f.Out, Name: f.Name, Args: args}, nil
+}
+
+// OpenData opens --data and --kitti-depth (directories or s3:// prefixes)
+// through store: training reads each frame once, through the FS, into the
+// depth cache (--cache-dir, local), and the epochs read the cache.
+func (r *AuxRun) OpenData(ctx context.Context, store *objstore.Store) error {
+	c := &r.Train
+	for _, d := range []struct {
+		flag, loc string
+		fsys      *iofs.FS
+	}{{"--data", c.Data, &c.DataFS}, {"--kitti-depth", c.KITTIDepth, &c.KITTIDepthFS}} {
+		if d.loc == "" {
+			continue
+		}
+		var err error
+		if *d.fsys, err = store.DirFS(ctx, d.loc); err != nil {
+			return fmt.Errorf("%s %s: %w", d.flag, d.loc, err)
+		}
+	}
+	return nil
 }
 
 func outlierKindsString(kinds []auxue.OutlierKind) string {

@@ -32,7 +32,7 @@ type Message struct {
 // summary section.
 type Reader struct {
 	path     string
-	f        *os.File
+	f        io.ReadCloser
 	cr       *countingReader
 	size     int64
 	lex      *mcap.Lexer
@@ -68,18 +68,45 @@ func maxRecord(size int64) int {
 	return int(min(max(32<<20, 4*size), 2<<30-1))
 }
 
-// OpenReader opens a recording and reads its header.
-func OpenReader(path string) (*Reader, error) {
-	f, err := os.Open(path)
+// Opener opens a recording for one pass from its first byte: r streams
+// its content, size is its length in bytes (which bounds what a damaged
+// length field may allocate, and tells a tail cut by a killed writer from
+// damage). Each call is a new pass: a local file opened again, or a new
+// GET of an object, so a recording in object storage is read as a stream,
+// never copied whole.
+type Opener func() (r io.ReadCloser, size int64, err error)
+
+// FileOpener opens the local file path.
+func FileOpener(path string) Opener {
+	return func() (io.ReadCloser, int64, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+		return f, st.Size(), nil
+	}
+}
+
+// OpenReader opens a local recording and reads its header.
+func OpenReader(path string) (*Reader, error) { return OpenReaderFrom(path, FileOpener(path)) }
+
+// OpenReaderFrom opens the recording open opens and reads its header; name
+// (a path or an s3:// URL) names it in errors.
+func OpenReaderFrom(name string, open Opener) (*Reader, error) {
+	f, size, err := open()
 	if err != nil {
 		return nil, fmt.Errorf("recording: %w", err)
 	}
-	st, err := f.Stat()
-	if err != nil {
+	if size < 0 {
 		f.Close()
-		return nil, fmt.Errorf("recording: %w", err)
+		return nil, fmt.Errorf("recording %s: unknown size", name)
 	}
-	r := &Reader{path: path, f: f, size: st.Size(), cr: &countingReader{r: f},
+	r := &Reader{path: name, f: f, size: size, cr: &countingReader{r: f},
 		schemas: map[uint16]*mcap.Schema{}, channels: map[uint16]*mcap.Channel{}}
 	lim := maxRecord(r.size)
 	// A zstd decoder of our own: one goroutine, and memory bounded like
@@ -89,7 +116,7 @@ func OpenReader(path string) (*Reader, error) {
 		zstd.WithDecoderMaxWindow(uint64(min(lim, 1<<27))))
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("recording %s: %w", path, err)
+		return nil, fmt.Errorf("recording %s: %w", name, err)
 	}
 	err = guard(func() error {
 		var err error
@@ -100,7 +127,7 @@ func OpenReader(path string) (*Reader, error) {
 	if err != nil {
 		r.zstd.Close()
 		f.Close()
-		return nil, fmt.Errorf("recording %s: not an MCAP file: %w", path, err)
+		return nil, fmt.Errorf("recording %s: not an MCAP file: %w", name, err)
 	}
 	return r, nil
 }
@@ -117,7 +144,7 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
-// Path is the file read.
+// Path names the recording read (a path or an s3:// URL).
 func (r *Reader) Path() string { return r.path }
 
 // Truncated reports whether the file ended inside a record or a chunk (a
@@ -130,7 +157,7 @@ func (r *Reader) Complete() bool { return r.complete }
 // Metadata returns the metadata records read so far.
 func (r *Reader) Metadata() []mcap.Metadata { return r.metadata }
 
-// Close closes the file.
+// Close closes the file or the object's stream.
 func (r *Reader) Close() error {
 	if r.lex != nil {
 		r.lex.Close()
@@ -155,7 +182,7 @@ func (r *Reader) Next(m *Message) error {
 		})
 		if err != nil {
 			r.done = true
-			if errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			if errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && r.cr.n >= r.size {
 				r.truncated = !r.complete
 				return io.EOF
 			}
@@ -164,6 +191,13 @@ func (r *Reader) Next(m *Message) error {
 				// inside a record or a chunk.
 				r.truncated = true
 				return io.EOF
+			}
+			// Short of the size the file or object had when opened: damage,
+			// or a stream (an object's GET) that ended early, which is
+			// not a killed writer's cut.
+			if errors.Is(err, io.EOF) {
+				// Not the end of the data: no caller may take it for one.
+				return fmt.Errorf("recording %s: at byte %d of %d: the data ends early: %v", r.path, r.cr.n, r.size, err)
 			}
 			return fmt.Errorf("recording %s: at byte %d of %d: %w", r.path, r.cr.n, r.size, err)
 		}

@@ -18,7 +18,11 @@ import (
 
 // Config configures a replay source.
 type Config struct {
+	// Path names the recording: the local file read when Open is nil, and
+	// the name errors give it (an s3:// URL with Open).
 	Path string
+	// Open, when set, opens the recording (a stream of an object).
+	Open Opener
 	// Camera selects the camera; "" takes the only one in the file.
 	Camera string
 	// Speed paces the frames: 1 plays at the recorded pace, 2 twice as
@@ -59,7 +63,11 @@ func Open(cfg Config) (*Source, error) {
 			return nil, fmt.Errorf("replay %s: %w", cfg.Path, err)
 		}
 	}
-	r, err := OpenReader(cfg.Path)
+	open := cfg.Open
+	if open == nil {
+		open = FileOpener(cfg.Path)
+	}
+	r, err := OpenReaderFrom(cfg.Path, open)
 	if err != nil {
 		return nil, err
 	}

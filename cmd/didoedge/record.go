@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/record"
 )
@@ -12,7 +15,7 @@ import (
 // runRecord dispatches the recording subcommands.
 func runRecord(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 || args[0] != "export" {
-		return errors.New("usage: didoedge record export FILE --kitti DIR [--camera ID] [--every N] [--drive NAME] [--maps] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]")
+		return errors.New("usage: didoedge record export FILE|s3://BUCKET/KEY --kitti DIR [--camera ID] [--every N] [--drive NAME] [--maps] [--intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE]")
 	}
 	return runRecordExport(ctx, env, args[1:])
 }
@@ -39,7 +42,12 @@ func runRecordExport(ctx context.Context, env *cliEnv, args []string) error {
 		return errors.New("usage: didoedge record export FILE --kitti DIR")
 	}
 	file := pos[0]
-	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split, Maps: *maps}
+	if objstore.IsURL(*kitti) {
+		return fmt.Errorf("record export --kitti %s: the data set is written to a local directory (a file per frame and map): export to a directory, then copy it to object storage (aws s3 sync DIR %s); calibrate --data reads it there", *kitti, *kitti)
+	}
+	// FILE may be an s3:// object: each pass of the export streams it.
+	o := export.Options{Dir: *kitti, Camera: *cam, Every: *every, Drive: *drive, Split: *split, Maps: *maps,
+		Open: func() (io.ReadCloser, int64, error) { return env.store().Open(ctx, file) }}
 	in, err := intr.Intrinsics()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/didoedge/didoedge/runtime/apps/replay"
@@ -28,14 +29,16 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("usage: didoedge replay FILE [--config FILE] [--speed 1|max] [--compare]")
+		return errors.New("usage: didoedge replay FILE|s3://BUCKET/KEY [--config FILE] [--speed 1|max] [--compare]")
 	}
 	file := pos[0]
 	pace, err := parseSpeed(*speed)
 	if err != nil {
 		return err
 	}
-	return replay.Run(ctx, replay.RunOptions{File: file, Config: *path, ModelsDir: *models, Speed: pace, SpeedName: *speed,
+	// FILE may be an s3:// object: each pass of the replay streams it.
+	open := func() (io.ReadCloser, int64, error) { return env.store().Open(ctx, file) }
+	return replay.Run(ctx, replay.RunOptions{File: file, Open: open, Config: *path, ModelsDir: *models, Speed: pace, SpeedName: *speed,
 		Camera: *cam, Compare: *compare, Publish: *publish, Quiet: *quiet, Out: env.stdout, Log: env.log})
 }
 

@@ -42,11 +42,14 @@ func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // runTrainAuxUE trains the generalized AuxUE on the errors of a frozen depth
-// model run through ONNX Runtime, on the simulated pool or a data set on
-// disk, and exports it with its input contract.
+// model run through ONNX Runtime, on the simulated pool or a data set (a
+// directory or an s3:// prefix), and exports it with its input contract.
 func runTrainAuxUE(ctx context.Context, env *cliEnv, args []string) error {
 	run, summary, err := parseTrainAuxUE(env, args)
 	if err != nil {
+		return err
+	}
+	if err := run.OpenData(ctx, env.store()); err != nil {
 		return err
 	}
 	sum, err := run.Run(ctx)

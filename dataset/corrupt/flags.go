@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/objstore"
 )
 
 // Flags are the flags of `didoedge sim corrupt`.
@@ -36,6 +38,13 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 func (f *Flags) Options(log *slog.Logger) (DatasetOptions, error) {
 	if f.In == "" || f.Out == "" {
 		return DatasetOptions{}, errors.New("--in and --out are required")
+	}
+	for _, d := range []struct{ flag, loc string }{{"--in", f.In}, {"--out", f.Out}} {
+		if objstore.IsURL(d.loc) {
+			// Corruption walks a local tree and hard-links the files it
+			// leaves unchanged: object storage has neither.
+			return DatasetOptions{}, fmt.Errorf("sim corrupt %s %s: s3:// is not supported: it reads and writes local directories; copy the data set locally (aws s3 sync), corrupt it, and upload the output", d.flag, d.loc)
+		}
 	}
 	opts := DatasetOptions{In: f.In, Out: f.Out, Seed: f.Seed, Workers: f.Workers, Log: log}
 	switch {

@@ -24,6 +24,8 @@ func TestFlagsOptions(t *testing.T) {
 		{"--in a --out b --type fog", nil, nil, "give --type and --severity, or --all"},
 		{"--in a --out b --type rain --severity 1", nil, nil, `unknown corruption "rain"`},
 		{"--in a --out b --type fog --severity 6", nil, nil, "severity 6 out of range"},
+		{"--in s3://fleet/d --out b --all", nil, nil, "sim corrupt --in s3://fleet/d: s3:// is not supported"},
+		{"--in a --out s3://fleet/c --all", nil, nil, "sim corrupt --out s3://fleet/c: s3:// is not supported"},
 	} {
 		var f Flags
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)

@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -75,6 +76,40 @@ func (s *Store) DirFS(ctx context.Context, loc string) (fs.FS, error) {
 		return nil, err
 	}
 	return c.FS(ctx, l), nil
+}
+
+// Open opens the file or object loc for one streamed read and returns its
+// size: an object is one GET whose body is consumed as it is read, never
+// copied whole, so a reader of a multi-gigabyte recording holds only what
+// it buffers. Each call is a new GET.
+func (s *Store) Open(ctx context.Context, loc string) (io.ReadCloser, int64, error) {
+	if !IsURL(loc) {
+		f, err := os.Open(loc)
+		if err != nil {
+			return nil, 0, err
+		}
+		st, err := f.Stat()
+		if err == nil && st.IsDir() {
+			err = fmt.Errorf("%s is a directory", loc)
+		}
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+		return f, st.Size(), nil
+	}
+	c, l, err := s.remote(loc)
+	if err != nil {
+		return nil, 0, err
+	}
+	if l.Key == "" {
+		return nil, 0, fmt.Errorf("%s: names a bucket, not an object", loc)
+	}
+	r, info, err := c.Get(ctx, l)
+	if err != nil {
+		return nil, 0, err
+	}
+	return r, info.Size, nil
 }
 
 // ReadFile reads the file or object loc whole.

@@ -35,10 +35,17 @@ type Recording struct {
 	Truncated bool
 }
 
-// Read walks a recording and collects one camera's frames' range and
-// events; camera "" takes the only camera with frames.
+// ReadRecording walks a local recording and collects one camera's
+// frames' range and events; camera "" takes the only camera with frames.
 func ReadRecording(path, camera string) (*Recording, error) {
-	r, err := mcapsource.OpenReader(path)
+	return ReadRecordingFrom(path, mcapsource.FileOpener(path), camera)
+}
+
+// ReadRecordingFrom is ReadRecording of the recording open opens (one
+// streamed pass: an object in S3 is not copied); path names it (a path
+// or an s3:// URL).
+func ReadRecordingFrom(path string, open mcapsource.Opener, camera string) (*Recording, error) {
+	r, err := mcapsource.OpenReaderFrom(path, open)
 	if err != nil {
 		return nil, err
 	}

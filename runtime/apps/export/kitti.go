@@ -39,6 +39,10 @@ type Options struct {
 	// Maps also writes the recorded maps of each exported frame at the
 	// frame's size, as NumPy arrays under DIR/<drive>/maps/ (MapsDir).
 	Maps bool
+	// Open, when set, opens the recording (an object in S3: each of the
+	// export's two or three passes, scan, frames and maps, is one streamed
+	// GET); nil reads the local file of KITTI's path.
+	Open mcapsource.Opener
 }
 
 // Result describes an export.
@@ -79,6 +83,9 @@ func KITTI(ctx context.Context, path string, o Options) (Result, error) {
 	if o.Dir == "" {
 		return Result{}, errors.New("export: no output directory")
 	}
+	if o.Open == nil {
+		o.Open = mcapsource.FileOpener(path)
+	}
 	if _, err := os.Stat(filepath.Join(o.Dir, dataset.MetaFile)); err == nil {
 		return Result{}, fmt.Errorf("export: %s already holds a data set", o.Dir)
 	}
@@ -103,7 +110,9 @@ func KITTI(ctx context.Context, path string, o Options) (Result, error) {
 	if err := src.writeIndex(filepath.Join(o.Dir, res.Drive, FramesFile)); err != nil {
 		return res, fmt.Errorf("export %s: %w", path, err)
 	}
-	res.Truncated = src.truncated
+	// The scan read the file to its end; the frame pass stops at the last
+	// kept frame, before the cut it would see.
+	res.Truncated = res.Truncated || src.truncated
 	if o.Maps {
 		seqs := make(map[uint32]int, len(src.index))
 		for _, l := range src.index {
@@ -113,7 +122,7 @@ func KITTI(ctx context.Context, path string, o Options) (Result, error) {
 			}
 			seqs[uint32(seq)] = i // MCAP sequences are the frame's mod 2^32
 		}
-		if res.Maps, err = writeMaps(path, res.Camera, filepath.Join(o.Dir, res.Drive), seqs); err != nil {
+		if res.Maps, err = writeMaps(path, o.Open, res.Camera, filepath.Join(o.Dir, res.Drive), seqs); err != nil {
 			return res, err
 		}
 	}
@@ -138,7 +147,7 @@ func sanitizeDrive(s string) string {
 // the intrinsics, without decoding pictures.
 func scanRecording(path string, o Options) (Result, error) {
 	res := Result{Drive: o.Drive}
-	rd, err := mcapsource.OpenReader(path)
+	rd, err := mcapsource.OpenReaderFrom(path, o.Open)
 	if err != nil {
 		return res, err
 	}
@@ -242,7 +251,7 @@ func (e *exportSource) OpenDrive(dataset.Drive) (dataset.FrameRenderer, error) {
 	if e.src != nil {
 		return nil, errors.New("one drive per recording")
 	}
-	s, err := mcapsource.Open(mcapsource.Config{Path: e.path, Camera: e.o.Camera})
+	s, err := mcapsource.Open(mcapsource.Config{Path: e.path, Open: e.o.Open, Camera: e.o.Camera})
 	if err != nil {
 		return nil, err
 	}

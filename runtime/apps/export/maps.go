@@ -21,14 +21,14 @@ import (
 const MapsDir = "maps"
 
 // writeMaps writes the recorded maps of the exported frames at the
-// frame's size: each map is decoded (float16 or float32) and, when it was
+// frame's size (one more pass of the recording open opens): each map is decoded (float16 or float32) and, when it was
 // recorded at the resolution its model computed it at, resampled to the
 // frame by the rule its channel's metadata names (mcaprec.MapChannel). The
 // files are NumPy .npy arrays, float32 little-endian, shape (height,
 // width). seqs maps a recorded sequence number (mod 2^32) to the exported
 // frame index. It returns the number of maps written per stream.
-func writeMaps(path, camera, driveDir string, seqs map[uint32]int) (map[string]int, error) {
-	rd, err := mcapsource.OpenReader(path)
+func writeMaps(path string, open mcapsource.Opener, camera, driveDir string, seqs map[uint32]int) (map[string]int, error) {
+	rd, err := mcapsource.OpenReaderFrom(path, open)
 	if err != nil {
 		return nil, err
 	}

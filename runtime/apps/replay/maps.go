@@ -84,8 +84,8 @@ type mapComparer struct {
 	res           MapsResult
 }
 
-func newMapComparer(path, camera string) (*mapComparer, error) {
-	rd, err := mcapsource.OpenReader(path)
+func newMapComparer(path string, open mcapsource.Opener, camera string) (*mapComparer, error) {
+	rd, err := mcapsource.OpenReaderFrom(path, open)
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,13 @@ import (
 
 // RunOptions configure Run: `didoedge replay`.
 type RunOptions struct {
-	// File is the recording.
+	// File names the recording: the local file read when Open is nil, or
+	// an s3:// URL that Open streams.
 	File string
+	// Open, when set, opens the recording: a replay reads it two times,
+	// three with Compare (its frames' range and events, the frames, the
+	// recorded maps alongside), each one streamed pass (one GET).
+	Open mcapsource.Opener
 	// Config is a runtime config file (models, calibration, zones; its
 	// camera and record sections are not used); "" runs the demo config of
 	// ModelsDir (the reference models).
@@ -50,7 +55,10 @@ type RunOptions struct {
 // the reference models), and optionally compares the events with the
 // recorded ones.
 func Run(ctx context.Context, o RunOptions) error {
-	rec, err := record.ReadRecording(o.File, o.Camera)
+	if o.Open == nil {
+		o.Open = mcapsource.FileOpener(o.File)
+	}
+	rec, err := record.ReadRecordingFrom(o.File, o.Open, o.Camera)
 	if err != nil {
 		return err
 	}
@@ -95,7 +103,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		}
 	}
 
-	src, err := mcapsource.Open(mcapsource.Config{Path: o.File, Camera: rec.Camera, Speed: o.Speed})
+	src, err := mcapsource.Open(mcapsource.Config{Path: o.File, Open: o.Open, Camera: rec.Camera, Speed: o.Speed})
 	if err != nil {
 		return err
 	}
@@ -109,7 +117,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}}
 	var maps *mapComparer
 	if o.Compare {
-		if maps, err = newMapComparer(o.File, rec.Camera); err != nil {
+		if maps, err = newMapComparer(o.File, o.Open, rec.Camera); err != nil {
 			return err
 		}
 		defer maps.close()
