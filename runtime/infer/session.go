@@ -55,7 +55,7 @@ type Session struct {
 	// host value to the device once, at bind time (IOBinding::BindInput,
 	// CopyOneInputAcrossDevices), so a binding made once would run every
 	// frame on the first frame's inputs.
-	batchIns [][]ort.Value
+	batchIns  [][]ort.Value
 	slotValid []bool
 	outNames  []string
 	outMaps   [][2]int // (h, w) of the map outputs (depth, scale, epistemic); 0 otherwise
