@@ -143,16 +143,19 @@ static void dev_release(const void *api, int kind, void *p) {
 
 // The CUDA runtime's copy, from the libcudart.so.13 the CUDA provider
 // loaded into the process: cudaMemcpy(dst, src, bytes, cudaMemcpyDefault)
-// (unified addressing tells host from device). It is synchronous, and
+// (unified addressing tells host from device), then cudaDeviceSynchronize.
 // ONNX Runtime synchronizes its stream at the end of every run
-// (OnRunEnd), so a copy after a run sees the outputs and a copy before a
-// run is done when the run starts.
+// (OnRunEnd), so a copy after a run sees the outputs, and the
+// synchronization makes a copy before a run done when the run starts.
 typedef int (*devMemcpyFn)(void *dst, const void *src, size_t bytes, int kind);
 typedef const char *(*devCudaErrFn)(int);
+
+typedef int (*devSyncFn)(void);
 
 typedef struct {
 	devMemcpyFn memcpy;
 	devCudaErrFn err;
+	devSyncFn sync;
 } devCuda;
 
 static int dev_cuda_open(devCuda *c, char *err, int errlen) {
@@ -169,8 +172,9 @@ static int dev_cuda_open(devCuda *c, char *err, int errlen) {
 	}
 	c->memcpy = (devMemcpyFn) dlsym(h, "cudaMemcpy");
 	c->err = (devCudaErrFn) dlsym(h, "cudaGetErrorString");
-	if (!c->memcpy) {
-		strncpy(err, "libcudart has no cudaMemcpy", errlen - 1);
+	c->sync = (devSyncFn) dlsym(h, "cudaDeviceSynchronize");
+	if (!c->memcpy || !c->sync) {
+		strncpy(err, "libcudart has no cudaMemcpy or cudaDeviceSynchronize", errlen - 1);
 		return 1;
 	}
 	return 0;
@@ -184,7 +188,11 @@ static int dev_copy(const devCuda *c, void *dst, const void *src, size_t bytes) 
 		memcpy(dst, src, bytes);
 		return 0;
 	}
-	return c->memcpy(dst, src, bytes, 4);
+	int rc = c->memcpy(dst, src, bytes, 4);
+	// A copy from pageable host memory may return before its DMA is done,
+	// on the legacy default stream, which does not order ONNX Runtime's
+	// non-blocking stream: wait for it before the run reads the tensor.
+	return rc ? rc : c->sync();
 }
 
 static const char *dev_cuda_error(const devCuda *c, int rc) {
