@@ -94,8 +94,9 @@ def main(d):
         model = tag.rsplit("-", 1)[0]
         nodes = "; ".join(placement(path[:-4] + ".log")) or "unknown"
         prov = r["provider"]
-        if tag.endswith("_off"):
-            prov += " (device_tensors off)"
+        for dt in ("off", "on"):
+            if tag.endswith("_" + dt):
+                prov += " (device_tensors %s)" % dt
         print("| %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f | %.2f | %.2f | %.3f | %s | %s |" % (
             model, prov, r["lat50"], r["lat99"], r["inf50"], r["inf99"], r["fps"], r["depth"], r["auxue"],
             r["auxue"] / r["depth"] if r["depth"] else float("nan"), r["copies"], nodes))
