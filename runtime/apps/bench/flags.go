@@ -276,7 +276,7 @@ func (f *MulticamFlags) ChildCommand(self string) func(ctx context.Context, n in
 			"--frames", strconv.Itoa(f.Frames), "--slices", strconv.Itoa(f.Slices), "--batch-size", strconv.Itoa(f.BatchSize),
 			"--dynamic-batch="+strconv.FormatBool(f.DynamicBatch), "--thread-pool", f.ThreadPool,
 			"--thread-spinning="+strconv.FormatBool(f.ThreadSpinning), "--providers", f.Inference.Providers, "--library", f.Inference.Library,
-			"--child", strconv.Itoa(n))
+			"--device-tensors", f.Inference.DeviceTensors, "--child", strconv.Itoa(n))
 	}
 }
 
