@@ -113,6 +113,9 @@ hits=$( { [ -n "$roots" ] && find $roots \( "${expr[@]:1}" \) -print 2>/dev/null
 if [ "$(for so in "${names[@]:0:4}"; do echo "$hits" | grep -m1 "/${so%\*}" ; done | wc -l)" -lt 4 ]; then
   hits=$(timeout 180 find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o \( "${expr[@]:1}" \) -print 2>/dev/null)
 fi
+# Only real shared objects (ELF): an empty or stray file of the same name (a test's fake
+# library in /tmp) would make the loader stop at "file too short".
+hits=$(echo "$hits" | while read -r f; do [ -n "$f" ] && [ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && echo "$f"; done)
 for so in "${names[@]}"; do
   hit=$(echo "$hits" | grep -m1 "/${so%\*}" || true)
   if [ -n "$hit" ]; then
@@ -136,13 +139,13 @@ if [ "$card" != none ] && [ -n "$card" ] && [ "$cpu_only" = 0 ]; then gpu=1; fi
 
 # runtime/infer's GPU tests, in the package directory (they read ../../models).
 echo "== GPU tests (runtime/infer)"
-(cd runtime/infer && ONNXRUNTIME_LIB=$ORT "$P/bin/infer.test" -test.run '^(TestCUDA|TestGPUBuild|TestSIGINT|TestDefaultBatchFollowsProvider)' -test.v -test.count=1) \
+(cd runtime/infer && ONNXRUNTIME_LIB=$ORT "$P/bin/infer.test" -test.run '^(TestCUDA|TestGPUBuild|TestSIGINT|TestDefaultBatchFollowsProvider|TestDevice)' -test.v -test.count=1) \
   > "$OUT/gpu-tests.txt" 2>&1
 rc=$?
 grep -E '^(=== RUN|--- |\s+\w+_test\.go|PASS|FAIL|ok)' "$OUT/gpu-tests.txt" | grep -v '=== RUN'
 if [ $rc -ne 0 ]; then echo "gpu-check: GPU tests FAILED (rc $rc)"; status=1; fi
 if [ "$gpu" = 1 ]; then
-  for t in TestCUDAModelsMatchCPU TestCUDAFaultRebuildsOnCPU TestCUDADefaultBatch; do
+  for t in TestCUDAModelsMatchCPU TestCUDAFaultRebuildsOnCPU TestCUDADefaultBatch TestCUDADeviceTensors; do
     grep -q -- "--- PASS: $t " "$OUT/gpu-tests.txt" || { echo "gpu-check: $t did not pass on the GPU"; status=1; }
   done
 else
@@ -150,21 +153,35 @@ else
 fi
 
 # Benchmarks: reference models and the large model; CUDA (required) and the CPU provider.
-providers=("cpu")
-[ "$gpu" = 1 ] && providers=("cuda:required" "cpu")
+# CUDA runs with device-resident tensors (inference.device_tensors auto: the image uploaded
+# once, the depth model's outputs handed to the AuxUE on the device, only the maps copied
+# back; the report's "host/device copies per frame" line), and once more with
+# --device-tensors off (host tensors) for bench latency, tag <model>-cuda_off.
+# The dry run (--cpu-only) runs bench latency once more with --device-tensors on: the same
+# device-resident code path over host memory, so that its copy line and the table are checked.
+providers=("cpu" "cpu/on")
+[ "$gpu" = 1 ] && providers=("cuda:required" "cuda:required/off" "cpu")
 models=("reference:models" "large:$P/models-large")
 for mp in "${models[@]}"; do
   name=${mp%%:*}
   dir=${mp#*:}
-  for prov in "${providers[@]}"; do
+  for pv in "${providers[@]}"; do
+    prov=${pv%/*}
+    dt=auto
     tag=$name-${prov%%:*}
-    echo "== bench latency: $name, $prov"
-    ONNXRUNTIME_LIB=$ORT "$BIN" bench latency --models "$dir" --providers "$prov" --library "$ORT" \
+    if [ "$pv" != "$prov" ]; then dt=${pv##*/}; tag=${tag}_$dt; fi
+    echo "== bench latency: $name, $prov, device_tensors $dt"
+    ONNXRUNTIME_LIB=$ORT "$BIN" bench latency --models "$dir" --providers "$prov" --device-tensors "$dt" --library "$ORT" \
       --duration "$DURATION" --warmup "$WARMUP" --precompute 8 > "$OUT/latency-$tag.txt" 2> "$OUT/latency-$tag.log"
     rc=$?
     cat "$OUT/latency-$tag.txt"
+    grep -h 'device-resident tensors' "$OUT/latency-$tag.log" | head -n 2
     grep -h 'msg="model session"\|msg="ONNX Runtime loaded"\|level=WARN\|level=ERROR' "$OUT/latency-$tag.log" | head -n 8
     if [ $rc -ne 0 ]; then echo "gpu-check: bench latency $tag failed (rc $rc)"; tail -n 5 "$OUT/latency-$tag.log"; status=1; fi
+    if [ "$gpu" = 1 ] && [ "$prov" = cuda:required ] && [ "$dt" = auto ] && ! grep -q 'host/device copies per frame (device-resident' "$OUT/latency-$tag.txt"; then
+      echo "gpu-check: $tag: the device-resident path did not run on CUDA (see $OUT/latency-$tag.log)"; status=1
+    fi
+    [ "$dt" != auto ] && continue # the comparison: bench latency only
     echo "== bench multicam: $name, $prov"
     ONNXRUNTIME_LIB=$ORT "$BIN" bench multicam --models "$dir" --cameras 1,4,8 --dynamic-batch --providers "$prov" --library "$ORT" \
       --duration "$DURATION" --warmup "$WARMUP" --slices 2 --frames 4 > "$OUT/multicam-$tag.txt" 2> "$OUT/multicam-$tag.log"

@@ -40,7 +40,18 @@ def latency(path):
     for st in ("depth", "auxue", "preprocess", "readout"):
         m = re.search(r" " + st + r" " + DUR, t.split("stages:", 1)[1])
         r[st] = ms(m.group(1))
+    r["copies"] = copies(t)
     return r
+
+
+def copies(text):
+    """The host/device copy line of bench latency or multicam (device-resident tensors)."""
+    m = re.search(r"host/device copies per frame \(device-resident tensors\): " + DUR + r", ([0-9.]+) of inference", text)
+    if m:
+        return "%.3f ms, %.3f of inference" % (ms(m.group(1)), float(m.group(2)))
+    if "host/device copies per frame: none separate" in text:
+        return "inside the runs (host tensors)"
+    return "not reported"
 
 
 def placement(path):
@@ -82,15 +93,21 @@ def main(d):
         lat[tag] = r
         model = tag.rsplit("-", 1)[0]
         nodes = "; ".join(placement(path[:-4] + ".log")) or "unknown"
-        copies = "not measured (host tensors)" if r["provider"] != "cpu" else "none (host)"
+        prov = r["provider"]
+        for dt in ("off", "on"):
+            if tag.endswith("_" + dt):
+                prov += " (device_tensors %s)" % dt
         print("| %s | %s | %.1f / %.1f | %.1f / %.1f | %.2f | %.2f | %.2f | %.3f | %s | %s |" % (
-            model, r["provider"], r["lat50"], r["lat99"], r["inf50"], r["inf99"], r["fps"], r["depth"], r["auxue"],
-            r["auxue"] / r["depth"] if r["depth"] else float("nan"), copies, nodes))
+            model, prov, r["lat50"], r["lat99"], r["inf50"], r["inf99"], r["fps"], r["depth"], r["auxue"],
+            r["auxue"] / r["depth"] if r["depth"] else float("nan"), r["copies"], nodes))
     print()
     for model in sorted({t.rsplit("-", 1)[0] for t in lat}):
         g, c = lat.get(model + "-cuda"), lat.get(model + "-cpu")
         if g and c:
             print("%s: CUDA inference (depth + AuxUE, p50) %.2f ms vs CPU %.2f ms: %.1fx" % (model, g["inf50"], c["inf50"], c["inf50"] / g["inf50"]))
+        h = lat.get(model + "-cuda_off")
+        if g and h:
+            print("%s: CUDA frame->MQTT p50 %.2f ms with device-resident tensors, %.2f ms with host tensors" % (model, g["lat50"], h["lat50"]))
     print()
     print("| model | provider | cameras | batch | aggregate fps | bound fps | /bound | p50 ms | p99 ms |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -103,6 +120,10 @@ def main(d):
         for r in rows:
             print("| %s | %s | %d | %d | %.2f | %.2f | %.3f | %.1f | %.1f |" % (
                 model, prov, r["cameras"], r["batch"], r["aggregate"], r["bound"], r["ratio"], r["p50"], r["p99"]))
+    print()
+    for path in sorted(glob.glob(os.path.join(d, "multicam-*.txt"))):
+        tag = os.path.basename(path)[len("multicam-"):-len(".txt")]
+        print("%s, single-session bound: host/device copies %s" % (tag, copies(open(path, encoding="utf-8").read())))
 
 
 if __name__ == "__main__":

@@ -38,6 +38,11 @@ type Config struct {
 	// (docs/runtime.md, Threads).
 	ThreadSpinning bool             `yaml:"thread_spinning"`
 	Providers      []ProviderConfig `yaml:"providers"`
+	// DeviceTensors selects the device-resident path between the depth
+	// model and the AuxUE (device.go): DeviceTensorsAuto (the default when
+	// empty: on when both models run on CUDA), DeviceTensorsOn (also over
+	// host memory when both run on the CPU) or DeviceTensorsOff.
+	DeviceTensors string `yaml:"device_tensors"`
 }
 
 // Provider names.
@@ -103,6 +108,11 @@ func (c Config) Validate() error {
 	case "", ThreadPoolGlobal, ThreadPoolSession:
 	default:
 		return fmt.Errorf("thread_pool: %q is not one of %s, %s", c.ThreadPool, ThreadPoolGlobal, ThreadPoolSession)
+	}
+	switch c.DeviceTensors {
+	case "", DeviceTensorsAuto, DeviceTensorsOn, DeviceTensorsOff:
+	default:
+		return fmt.Errorf("device_tensors: %q is not one of %s, %s, %s", c.DeviceTensors, DeviceTensorsAuto, DeviceTensorsOn, DeviceTensorsOff)
 	}
 	seen := map[string]bool{}
 	required := -1

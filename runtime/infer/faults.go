@@ -158,11 +158,21 @@ func nextProvider(ps []ProviderConfig, cur int) int {
 func (s *Session) runOnce(n int) error {
 	var err error
 	switch {
+	case s.faults.inject > 0 && s.dev != nil:
+		s.faults.inject--
+		err = s.dev.run(n, true)
 	case s.faults.inject > 0:
 		s.faults.inject--
 		err = s.runTerminated(n)
+	case s.dev != nil:
+		err = s.dev.run(n, false)
 	case s.dyn != nil:
-		err = s.dyn.RunWithBinding(s.bindings[n-1])
+		if s.providers[s.providerIdx].gpu() {
+			err = s.rebindInputs(n)
+		}
+		if err == nil {
+			err = s.dyn.RunWithBinding(s.bindings[n-1])
+		}
 	default:
 		err = s.sess.Run()
 	}
@@ -219,6 +229,9 @@ func (s *Session) injectRunFailures(k int) {
 // the same tensors and with the same batch size. On failure the old
 // session stays in use.
 func (s *Session) rebuild(idx int) error {
+	// The device bindings belong to the old OrtSession: the rebuilt
+	// session runs on the host path (Models turns it off for both).
+	s.closeDevice()
 	old := s.takeSessions()
 	if err := s.open(s.providers[idx], s.maxBatch); err != nil {
 		s.destroySessions()
@@ -240,15 +253,28 @@ type sessions struct {
 	dyn       *ort.DynamicAdvancedSession
 	bindings  []*ort.IoBinding
 	batchVals [][]*ort.Tensor[float32]
+	batchIns  [][]ort.Value
 	placement Placement
 }
 
 func (s *Session) takeSessions() sessions {
-	o := sessions{s.sess, s.dyn, s.bindings, s.batchVals, s.placement}
-	s.sess, s.dyn, s.bindings, s.batchVals, s.placement = nil, nil, nil, nil, nil
+	o := sessions{s.sess, s.dyn, s.bindings, s.batchVals, s.batchIns, s.placement}
+	s.sess, s.dyn, s.bindings, s.batchVals, s.batchIns, s.placement = nil, nil, nil, nil, nil, nil
 	return o
 }
 
 func (s *Session) putSessions(o sessions) {
-	s.sess, s.dyn, s.bindings, s.batchVals, s.placement = o.sess, o.dyn, o.bindings, o.batchVals, o.placement
+	s.sess, s.dyn, s.bindings, s.batchVals, s.batchIns, s.placement = o.sess, o.dyn, o.bindings, o.batchVals, o.batchIns, o.placement
+}
+
+// rebindInputs binds the inputs of batch n again, which on a GPU provider
+// uploads their current values (Session.batchIns).
+func (s *Session) rebindInputs(n int) error {
+	names := s.spec.inputNames()
+	for i, v := range s.batchIns[n-1] {
+		if err := s.bindings[n-1].BindInput(names[i], v); err != nil {
+			return fmt.Errorf("bind input %q: %w", names[i], err)
+		}
+	}
+	return nil
 }

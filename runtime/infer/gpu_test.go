@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The GPU tests need an NVIDIA GPU, ONNX Runtime's GPU build as the
@@ -220,6 +221,70 @@ func TestDefaultBatchFollowsProvider(t *testing.T) {
 					t.Fatal("a batch of 2 ran on a session with batch 1")
 				}
 			}
+		})
+	}
+}
+
+// On CUDA, device-resident tensors (device_tensors auto) run the
+// reference models with the maps of the CPU provider (1e-3 relative, as
+// TestCUDAModelsMatchCPU), and so does the host path (off), batched too:
+// batches of 1 to 3 cameras through shared views of dynamic-batch
+// copies, whose host-path inputs are bound again before each run (a
+// binding uploads at bind time). It reports the copies per frame and
+// their share of the models' run time (goal <= 0.10).
+func TestCUDADeviceTensors(t *testing.T) {
+	requireGPUBuild(t)
+	ref := modelPairs(t)[1]
+	dref := ref
+	dref.depth, dref.aux = dynamicCopy(t, ref.depth), dynamicCopy(t, ref.aux)
+	cuda := []ProviderConfig{{Name: ProviderCUDA, Required: true}}
+	for _, k := range []deviceKind{
+		{name: "reference", pair: ref, device: true},
+		{name: "reference batch 3 views", pair: dref, batch: 3, views: 3, device: true},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			open := func(providers []ProviderConfig, mode string) *Models {
+				m, err := OpenModels(context.Background(), ModelsConfig{Depth: k.pair.depth, DepthSpec: k.pair.depthSpec, AuxUE: k.pair.aux,
+					AuxUESpec: k.pair.auxueSpec, Inference: Config{Providers: providers, DeviceTensors: mode}, BatchSize: k.batch}, slog.Default())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { m.Close() })
+				return m
+			}
+			cpu := open([]ProviderConfig{{Name: ProviderCPU}}, DeviceTensorsOff)
+			dev, host := open(cuda, DeviceTensorsAuto), open(cuda, DeviceTensorsOff)
+			if got := dev.DeviceResident(); got != "Cuda" {
+				t.Fatalf("CUDA, device_tensors auto: DeviceResident %q, want Cuda", got)
+			}
+			cv, dv, hv := kindViews(t, cpu, k), kindViews(t, dev, k), kindViews(t, host, k)
+			var copies, runs time.Duration
+			frames := 0
+			for r := range 6 {
+				want, _ := inferKind(t, cpu, cv, k, r)
+				for _, c := range []struct {
+					name string
+					m    *Models
+					v    []*Models
+				}{{"device", dev, dv}, {"host", host, hv}} {
+					got, tm := inferKind(t, c.m, c.v, k, r)
+					for i := range want {
+						if d := maxRelDiff(got[i], want[i]); d > 1e-3 {
+							t.Fatalf("round %d, %s path: map %d differs from the CPU's by %.3g (relative), want <= 1e-3", r, c.name, i, d)
+						}
+					}
+					if c.name == "device" && r > 0 { // round 0 warms up
+						copies += tm.Copy
+						runs += tm.Depth + tm.AuxUE
+						frames += len(got) / 6
+					}
+				}
+			}
+			if copies <= 0 {
+				t.Fatalf("device path: no copy time measured")
+			}
+			t.Logf("CUDA device-resident tensors: copies %v per frame, %.3f of the models' run time (%v per frame)",
+				copies/time.Duration(frames), float64(copies)/float64(runs), runs/time.Duration(frames))
 		})
 	}
 }

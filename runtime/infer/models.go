@@ -110,8 +110,14 @@ type DepthPass struct {
 // ONNX Runtime's execution of each model alone; Readout is everything
 // else after the staging copy (Preprocess): the scans of the outputs for
 // NaN and Inf, the depth conversion and the AuxUE's inputs, the remaps.
+//
+// Copy is the time of the host/device copies of the device-resident path
+// (inference.device_tensors, device.go): the image's upload, the depth
+// map's and the AuxUE maps' download, and a depth read-out's upload when
+// the AuxUE cannot read the raw output. It is 0 on the host path, where
+// ONNX Runtime copies inside its runs (in Depth and AuxUE).
 type StageTimes struct {
-	Preprocess, Depth, AuxUE, Readout time.Duration
+	Preprocess, Depth, AuxUE, Readout, Copy time.Duration
 }
 
 // ErrInvalidOutput marks a frame whose model outputs held NaN or Inf.
@@ -140,6 +146,7 @@ type Models struct {
 	tensorOut []int
 	tensors   [][]float32 // their batch-1 slots
 	featOut   int
+	dev       *modelsDev // the device path, shared by the views
 
 	// The camera's focal length fx, in pixels of frames calibW wide (0 =
 	// the frames' own width); 0 = not given. A camera-dependent depth
@@ -310,15 +317,18 @@ func (m *Models) Result() (Maps, []uint8, error) { return m.res, m.resImg, m.res
 func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) error {
 	n := len(views)
 	t1 := time.Now()
+	dev := m.deviceOn()
 	fr, err := m.depth.RunBatch(ctx, n)
 	if err != nil {
 		return err
 	}
 	t2 := time.Now()
 	// Depth and AuxUE are ONNX Runtime's execution alone; the output scans
-	// (RunBatch's NaN/Inf count) belong to the read-outs.
-	t.Depth = fr.Run
-	scans := t2.Sub(t1) - fr.Run
+	// (RunBatch's NaN/Inf count) belong to the read-outs, the device
+	// path's copies to Copy.
+	t.Depth, t.Copy = fr.Run, fr.Copy
+	scans := t2.Sub(t1) - fr.Run - fr.Copy
+	var slotCopies time.Duration
 	for k, v := range views {
 		v.res, v.resErr = Maps{}, nil
 		if !fr.SlotValid[k] {
@@ -329,19 +339,36 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		// saving a copy of the map; it is this frame's Maps.Depth then.
 		owns := m.cfg.AuxUESpec.OwnsInputs()
 		v.resDepth = v.depthOut
-		if owns && v.toInput == nil && len(m.aux.InputSlot(1, k)) == len(v.depthOut) {
+		if !dev && owns && v.toInput == nil && len(m.aux.InputSlot(1, k)) == len(v.depthOut) {
 			v.resDepth = m.aux.InputSlot(1, k)
 		}
 		if err := v.focalReady(); err != nil {
 			return err
 		}
-		if _, err := m.depth.DepthSlotReadout(k, v.resDepth, v.readout); err != nil {
+		invalid, err := m.depth.DepthSlotReadout(k, v.resDepth, v.readout)
+		if err != nil {
 			return err
 		}
 		if v.toInput != nil {
 			if err := v.toInput.Apply(v.depthOut, v.depthIn); err != nil {
 				return err
 			}
+		}
+		if dev {
+			// The image and model_features are the depth model's device
+			// tensors already; the AuxUE's depth input is its raw depth
+			// output unless the read-out changed a value.
+			switch {
+			case !m.dev.depthShared:
+				copy(m.aux.InputSlot(1, k), v.depthIn) // uploaded by the AuxUE's run
+			case !v.readout.identity() || invalid > 0:
+				d, err := m.depth.uploadOutputSlot(0, k, v.depthIn)
+				if err != nil {
+					return err
+				}
+				slotCopies += d
+			}
+			continue
 		}
 		if owns {
 			if !m.aux.InputShared(0) {
@@ -383,7 +410,8 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 	}
 	t4 := time.Now()
 	t.AuxUE = fa.Run
-	scans += t4.Sub(t3) - fa.Run
+	t.Copy += fa.Copy + slotCopies
+	scans += t4.Sub(t3) - fa.Run - fa.Copy - slotCopies
 	for k, v := range views {
 		if !fa.SlotValid[k] && v.resErr == nil {
 			v.resErr = m.nonFinite(m.aux, fa)
@@ -496,6 +524,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	if err = m.wire(log); err != nil {
 		return nil, err
 	}
+	m.setupDevice(log)
 	return m, nil
 }
 
@@ -507,7 +536,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 // view releases nothing, Close of m releases the sessions of every view.
 func (m *Models) Share() (*Models, error) {
 	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true, rl: m.rl,
-		tensorOut: m.tensorOut, tensors: make([][]float32, len(m.tensors)), featOut: m.featOut}
+		tensorOut: m.tensorOut, tensors: make([][]float32, len(m.tensors)), featOut: m.featOut, dev: m.dev}
 	// m's wire already warned about anything worth a warning.
 	if err := v.wire(slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err

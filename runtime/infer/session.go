@@ -50,6 +50,12 @@ type Session struct {
 	bindings  []*ort.IoBinding         // [n-1]
 	inShared  []bool                   // per input: memory of another session (SharedInputs)
 	batchVals [][]*ort.Tensor[float32] // [n-1]: inputs then outputs of batch n
+	// batchIns are the input values bound in bindings[n-1], to bind again
+	// before each run on a GPU provider: ONNX Runtime's BindInput copies a
+	// host value to the device once, at bind time (IOBinding::BindInput,
+	// CopyOneInputAcrossDevices), so a binding made once would run every
+	// frame on the first frame's inputs.
+	batchIns  [][]ort.Value
 	slotValid []bool
 	outNames  []string
 	outMaps   [][2]int // (h, w) of the map outputs (depth, scale, epistemic); 0 otherwise
@@ -77,6 +83,8 @@ type Session struct {
 	// pools is the environment's global thread pool the session runs on;
 	// nil when it has its own (thread_pool: session).
 	pools *globalPools
+	// dev is the device-resident binding (device.go); nil on the host path.
+	dev *devIO
 
 	frames, flagged, nonFiniteValues atomic.Uint64
 }
@@ -95,6 +103,10 @@ type Frame struct {
 	// Run is how long ONNX Runtime took to execute the model, without the
 	// scan of the outputs (the caller's read-out time).
 	Run time.Duration
+	// Copy is the time of the explicit host/device copies of the device
+	// path (device.go): the inputs' upload and the maps' download; 0 on
+	// the host path, where ONNX Runtime copies inside Run.
+	Copy time.Duration
 }
 
 // Stats are cumulative counters for metrics.
@@ -411,7 +423,7 @@ func (s *Session) destroySessions() error {
 			errs = append(errs, t.Destroy())
 		}
 	}
-	s.batchVals = nil
+	s.batchVals, s.batchIns = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -480,6 +492,7 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 			return fmt.Errorf("io binding: %w", err)
 		}
 		s.bindings = append(s.bindings, b)
+		s.batchIns = append(s.batchIns, nil)
 		var vals []*ort.Tensor[float32]
 		bind := func(name string, full *ort.Tensor[float32], c *cast, per int, input bool) error {
 			var v ort.Value
@@ -498,6 +511,7 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 				v = t
 			}
 			if input {
+				s.batchIns[n-1] = append(s.batchIns[n-1], v)
 				return b.BindInput(name, v)
 			}
 			return b.BindOutput(name, v)
@@ -617,11 +631,26 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 			c.from(s.inputs[i].GetData(), n)
 		}
 	}
+	var copies time.Duration
+	if s.dev != nil {
+		t := time.Now()
+		if err := s.uploadInputs(n); err != nil {
+			return Frame{}, err
+		}
+		copies = time.Since(t)
+	}
 	t0 := time.Now()
 	if err := s.runPolicy(n); err != nil {
 		return Frame{}, err
 	}
 	run := time.Since(t0)
+	if s.dev != nil {
+		t := time.Now()
+		if err := s.downloadOutputs(n); err != nil {
+			return Frame{}, err
+		}
+		copies += time.Since(t)
+	}
 	for i, c := range s.outCast {
 		if c != nil {
 			c.into(s.outputs[i].GetData(), n)
@@ -634,6 +663,9 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 	for k := range n {
 		bad := 0
 		for i, t := range s.outputs {
+			if s.dev != nil && !s.dev.outs[i].download {
+				continue // on the device only: its NaN/Inf shows in the AuxUE's maps
+			}
 			per := s.outPer[i]
 			c := nonfinite.Count(t.GetData()[k*per : (k+1)*per])
 			s.nonFinite[i] += c
@@ -647,7 +679,7 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 		total += bad
 	}
 	s.nonFiniteValues.Add(uint64(total))
-	return Frame{NonFinite: s.nonFinite, Valid: total == 0, SlotValid: s.slotValid[:n], Run: run}, nil
+	return Frame{NonFinite: s.nonFinite, Valid: total == 0, SlotValid: s.slotValid[:n], Run: run, Copy: copies}, nil
 }
 
 // Input returns the first input tensor's backing slice (the image, or an
@@ -871,6 +903,7 @@ func (s *Session) DepthSlotReadout(slot int, dst []float32, r Readout) (invalid 
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeDevice()
 	errs := []error{s.destroySessions(), s.faults.close()}
 	for _, t := range s.outputs {
 		errs = append(errs, t.Destroy())

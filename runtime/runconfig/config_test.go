@@ -98,6 +98,12 @@ func TestParseConfig(t *testing.T) {
 		{"bad thread_pool", func(s string) string {
 			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  thread_pool: shared", 1)
 		}, []string{"cfg.yaml", `inference.thread_pool: "shared" is not one of global, session`}},
+		{"device_tensors key", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  device_tensors: off", 1)
+		}, nil},
+		{"bad device_tensors", func(s string) string {
+			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  device_tensors: always", 1)
+		}, []string{"cfg.yaml", `inference.device_tensors: "always" is not one of auto, on, off`}},
 		{"bad thread_spinning", func(s string) string {
 			return strings.Replace(s, "  intra_op_threads: 1", "  intra_op_threads: 1\n  thread_spinning: sometimes", 1)
 		}, []string{"cfg.yaml", "inference.thread_spinning", "sometimes"}},

@@ -278,6 +278,7 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	m.Stages[StagePreprocess].Observe(prep)
 	m.Stages[StageDepth].Observe(tm.Depth)
 	m.Stages[StageAuxUE].Observe(tm.AuxUE)
+	m.Stages[StageCopy].Observe(tm.Copy)
 	m.Stages[StageReadout].Observe(tm.Readout + tm.Preprocess)
 	t4 := time.Now()
 	inW, inH := c.models.InputSize()

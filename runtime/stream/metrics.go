@@ -26,12 +26,16 @@ const (
 	StagePreprocess
 	StageDepth
 	StageAuxUE
+	// StageCopy is the host/device copies of the device-resident path
+	// (inference.device_tensors; 0 on the host path, whose copies are in
+	// depth and auxue).
+	StageCopy
 	StageReadout
 	StageAlerts
 	numStages
 )
 
-var stageNames = [numStages]string{"camera", "preprocess", "depth", "auxue", "readout", "alerts"}
+var stageNames = [numStages]string{"camera", "preprocess", "depth", "auxue", "copy", "readout", "alerts"}
 
 func (s Stage) String() string { return stageNames[s] }
 

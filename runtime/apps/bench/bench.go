@@ -490,4 +490,7 @@ func applyInference(inf *infer.Config, cfg *runconfig.Config) {
 	if inf.Library != "" {
 		cfg.Inference.Library = inf.Library
 	}
+	if inf.DeviceTensors != "" {
+		cfg.Inference.DeviceTensors = inf.DeviceTensors
+	}
 }

@@ -21,24 +21,29 @@ import (
 // InferenceFlags are --providers and --library of the measurements that
 // may leave the demo's CPU provider.
 type InferenceFlags struct {
-	Providers, Library string
+	Providers, Library, DeviceTensors string
 }
 
 // AddFlags declares the flags on fs.
 func (f *InferenceFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.Providers, "providers", "", "execution providers in order, e.g. cuda:required or cuda,cpu (\":required\": no fallback); empty: the demo's cpu")
+	fs.StringVar(&f.DeviceTensors, "device-tensors", "", "inference.device_tensors: auto (device-resident tensors when both models run on cuda), on (also over host memory on the cpu), off (host tensors); empty: the config's, auto")
 	fs.StringVar(&f.Library, "library", "", "ONNX Runtime library (default: $ONNXRUNTIME_LIB, then third_party/: the GPU build first when a GPU provider is named)")
 }
 
 // Config is the inference override the flags give (Options.Inference);
 // nil when neither is set: the demo's CPU provider and library resolution.
 func (f *InferenceFlags) Config() (*infer.Config, error) {
-	if f.Providers == "" && f.Library == "" {
+	if f.Providers == "" && f.Library == "" && f.DeviceTensors == "" {
 		return nil, nil
 	}
 	c, err := infer.ParseProviders(f.Providers, f.Library)
 	if err != nil {
 		return nil, fmt.Errorf("--providers %q: %w", f.Providers, err)
+	}
+	c.DeviceTensors = f.DeviceTensors
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("--device-tensors: %w", err)
 	}
 	return &c, nil
 }
@@ -271,7 +276,7 @@ func (f *MulticamFlags) ChildCommand(self string) func(ctx context.Context, n in
 			"--frames", strconv.Itoa(f.Frames), "--slices", strconv.Itoa(f.Slices), "--batch-size", strconv.Itoa(f.BatchSize),
 			"--dynamic-batch="+strconv.FormatBool(f.DynamicBatch), "--thread-pool", f.ThreadPool,
 			"--thread-spinning="+strconv.FormatBool(f.ThreadSpinning), "--providers", f.Inference.Providers, "--library", f.Inference.Library,
-			"--child", strconv.Itoa(n))
+			"--device-tensors", f.Inference.DeviceTensors, "--child", strconv.Itoa(n))
 	}
 }
 

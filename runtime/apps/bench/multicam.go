@@ -129,6 +129,10 @@ type BoundResult struct {
 	MeanTime  time.Duration `json:"mean_ns"`
 	RSSBytes  int64         `json:"rss_bytes"`
 	Provider  string        `json:"provider"`
+	// Copy and Inference are the host/device copies (StageTimes.Copy) and
+	// the models' runs (Depth + AuxUE) per frame, means over the window.
+	Copy      time.Duration `json:"copy_ns"`
+	Inference time.Duration `json:"inference_ns"`
 }
 
 // quietCalibration never alarms: the steady state has no events.
@@ -489,6 +493,8 @@ type batchBound struct {
 	stb     []*infer.Staged
 	scratch []*infer.Models
 	times   stream.StageTimes
+	// copySum and inferSum add up the batches' copy and run times.
+	copySum, inferSum time.Duration
 }
 
 func openBound(ctx context.Context, cfg *runconfig.Config, cameras int, frames [][][]uint8, w, h int, log *slog.Logger) (_ *batchBound, err error) {
@@ -529,6 +535,10 @@ func openBound(ctx context.Context, cfg *runconfig.Config, cameras int, frames [
 // frame; it returns the frames run.
 func (b *batchBound) run(ctx context.Context, i int) (int, error) {
 	n := min(b.batch, b.cameras)
+	defer func() {
+		b.copySum += b.times.Copy
+		b.inferSum += b.times.Depth + b.times.AuxUE
+	}()
 	for k := range n {
 		c := (i*n + k) % b.cameras
 		sts := b.staged[c]
@@ -595,11 +605,13 @@ func InferenceBound(ctx context.Context, o MulticamOptions, cameras int) (*Bound
 	if _, _, err := run(o.Warmup); err != nil {
 		return nil, err
 	}
+	b.copySum, b.inferSum = 0, 0
 	n, el, err := run(o.Duration)
 	if err != nil {
 		return nil, err
 	}
-	res := &BoundResult{BatchSize: b.batch, FPS: float64(n) / el.Seconds(), Frames: n, MeanTime: el / time.Duration(max(n, 1))}
+	res := &BoundResult{BatchSize: b.batch, FPS: float64(n) / el.Seconds(), Frames: n, MeanTime: el / time.Duration(max(n, 1)),
+		Copy: b.copySum / time.Duration(max(n, 1)), Inference: b.inferSum / time.Duration(max(n, 1))}
 	res.Provider = b.m.DepthSession().Provider()
 	if res.RSSBytes, err = rssBytes(); err != nil {
 		return nil, err

@@ -80,6 +80,7 @@ func (r MulticamRun) Run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "single-session bound alone (models back to back on staged frames, %d cameras, batch %d, provider %s): %.2f fps (%v per frame), rss %.1f MiB\n",
 		slices.Max(r.Counts), bound.BatchSize, bound.Provider, bound.FPS, bound.MeanTime.Round(time.Microsecond), float64(bound.RSSBytes)/(1<<20))
+	fmt.Fprintf(w, "single-session bound: %s\n", copyLine(bound.Copy, bound.Inference))
 	fmt.Fprintf(w, "each row: the pipeline and the bound (models back to back on sessions of their own) in %d alternating slices in the same process; /bound = aggregate over that bound\n", r.Options.Slices)
 	fmt.Fprintf(w, "%7s %5s %9s %7s %7s %7s %10s %10s %9s %12s %12s  %s\n", "cameras", "batch", "aggregate", "bound", "/bound", "spread", "p50", "p99", "rss MiB",
 		"allocs/frame", "less idle", "per camera fps (dropped)")
