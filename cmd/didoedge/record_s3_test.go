@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/internal/objstore/s3test"
 	"github.com/didoedge/didoedge/internal/testmodels"
@@ -76,19 +75,7 @@ func TestRecordingsOnObjectStorage(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.MakeBucket(t, "fleet")
 	dir := t.TempDir()
-	frames := filepath.Join(dir, "frames")
-	os.MkdirAll(frames, 0o755)
-	rgb := make([]uint8, 64*32*3)
-	for i := 1; i <= 40; i++ {
-		for j := range rgb {
-			rgb[j] = uint8(j*7 + i*3)
-		}
-		var b bytes.Buffer
-		if err := dataset.EncodeRGBPNG(&b, 64, 32, rgb); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(frames, fmt.Sprintf("%03d.png", i)), b.Bytes(), 0o644)
-	}
+	writeReplayFrames(t, dir, 40)
 	testmodels.Write(t, dir)
 	// Chunks of 64 KiB: the drive spans several, so a cut file keeps some.
 	runYAML := strings.Replace(fmt.Sprintf(replayConfig, "flicker.yaml"), "queue: 64,", "queue: 64, chunk_bytes: 65536,", 1)

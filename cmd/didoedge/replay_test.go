@@ -59,15 +59,16 @@ levels:
   ood_fraction: {warn: {enter: 0.42, exit: 0.41}, critical: {enter: 0.6, exit: 0.59}}
 `
 
-// TestReplayCommand: `didoedge run` records a drive, `didoedge replay
-// --compare` with the same config reproduces its events (exit 0), and with
-// another calibration reports the differences (exit 1).
-func TestReplayCommand(t *testing.T) {
-	dir := t.TempDir()
+// writeReplayFrames writes n 64x32 PNG frames that change with their
+// index into DIR/frames, the image sequence of replayConfig.
+func writeReplayFrames(t *testing.T, dir string, n int) {
+	t.Helper()
 	frames := filepath.Join(dir, "frames")
-	os.MkdirAll(frames, 0o755)
+	if err := os.MkdirAll(frames, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rgb := make([]uint8, 64*32*3)
-	for i := 1; i <= 40; i++ {
+	for i := 1; i <= n; i++ {
 		for j := range rgb {
 			rgb[j] = uint8(j*7 + i*3)
 		}
@@ -75,8 +76,18 @@ func TestReplayCommand(t *testing.T) {
 		if err := dataset.EncodeRGBPNG(&b, 64, 32, rgb); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(frames, fmt.Sprintf("%03d.png", i)), b.Bytes(), 0o644)
+		if err := os.WriteFile(filepath.Join(frames, fmt.Sprintf("%03d.png", i)), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+// TestReplayCommand: `didoedge run` records a drive, `didoedge replay
+// --compare` with the same config reproduces its events (exit 0), and with
+// another calibration reports the differences (exit 1).
+func TestReplayCommand(t *testing.T) {
+	dir := t.TempDir()
+	writeReplayFrames(t, dir, 40)
 	testmodels.Write(t, dir)
 	for name, text := range map[string]string{
 		"flicker.yaml": replayFlicker,
@@ -181,19 +192,7 @@ func TestReplayCommand(t *testing.T) {
 // file is reported and its events mismatch.
 func TestReplayCameraOfSeveral(t *testing.T) {
 	dir := t.TempDir()
-	frames := filepath.Join(dir, "frames")
-	os.MkdirAll(frames, 0o755)
-	rgb := make([]uint8, 64*32*3)
-	for i := 1; i <= 30; i++ {
-		for j := range rgb {
-			rgb[j] = uint8(j*7 + i*3)
-		}
-		var b bytes.Buffer
-		if err := dataset.EncodeRGBPNG(&b, 64, 32, rgb); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(frames, fmt.Sprintf("%03d.png", i)), b.Bytes(), 0o644)
-	}
+	writeReplayFrames(t, dir, 30)
 	testmodels.Write(t, dir)
 	twoCameras := func(left string) string {
 		text := fmt.Sprintf(replayConfig, "quiet.yaml")

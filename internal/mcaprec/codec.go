@@ -308,12 +308,9 @@ func (m RawImage) Float32s(dst []float32) ([]float32, error) {
 	if m.Encoding != Float32Encoding {
 		return dst, fmt.Errorf("foxglove.RawImage: encoding %q, want %s", m.Encoding, Float32Encoding)
 	}
-	w, h := int(m.Width), int(m.Height)
-	if w <= 0 || h <= 0 || w > 1<<15 || h > 1<<15 || uint64(m.Step) < 4*uint64(w) {
-		return dst, fmt.Errorf("foxglove.RawImage: size %dx%d with step %d", w, h, m.Step)
-	}
-	if uint64(len(m.Data)) < uint64(m.Step)*uint64(h-1)+4*uint64(w) {
-		return dst, fmt.Errorf("foxglove.RawImage: %d data bytes for %dx%d with step %d", len(m.Data), w, h, m.Step)
+	w, h, err := m.size(4)
+	if err != nil {
+		return dst, err
 	}
 	if cap(dst) < w*h {
 		dst = make([]float32, w*h)
@@ -326,6 +323,19 @@ func (m RawImage) Float32s(dst []float32) ([]float32, error) {
 		}
 	}
 	return dst, nil
+}
+
+// size checks that the image's width, height, step and data hold rows of
+// bytesPerPixel-byte pixels, and returns the width and height.
+func (m RawImage) size(bytesPerPixel uint64) (w, h int, err error) {
+	w, h = int(m.Width), int(m.Height)
+	if w <= 0 || h <= 0 || w > 1<<15 || h > 1<<15 || uint64(m.Step) < bytesPerPixel*uint64(w) {
+		return 0, 0, fmt.Errorf("foxglove.RawImage: size %dx%d with step %d", w, h, m.Step)
+	}
+	if uint64(len(m.Data)) < uint64(m.Step)*uint64(h-1)+bytesPerPixel*uint64(w) {
+		return 0, 0, fmt.Errorf("foxglove.RawImage: %d data bytes for %dx%d with step %d", len(m.Data), w, h, m.Step)
+	}
+	return w, h, nil
 }
 
 // ParseCameraCalibration decodes a foxglove.CameraCalibration.

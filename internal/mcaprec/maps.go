@@ -245,12 +245,9 @@ func toHalf(b uint32) (uint16, bool) {
 
 // halfs decodes a Float16Encoding image into dst (grown when short).
 func (m RawImage) halfs(dst []float32) ([]float32, error) {
-	w, h := int(m.Width), int(m.Height)
-	if w <= 0 || h <= 0 || w > 1<<15 || h > 1<<15 || uint64(m.Step) < 2*uint64(w) {
-		return dst, fmt.Errorf("foxglove.RawImage: size %dx%d with step %d", w, h, m.Step)
-	}
-	if uint64(len(m.Data)) < uint64(m.Step)*uint64(h-1)+2*uint64(w) {
-		return dst, fmt.Errorf("foxglove.RawImage: %d data bytes for %dx%d with step %d", len(m.Data), w, h, m.Step)
+	w, h, err := m.size(2)
+	if err != nil {
+		return dst, err
 	}
 	if cap(dst) < w*h {
 		dst = make([]float32, w*h)

@@ -3,13 +3,9 @@ package infer
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 )
 
 const auxSpecYAML = `kind: auxue
@@ -201,28 +197,10 @@ func TestCheckPair(t *testing.T) {
 // the maps come back at the frame's size; a features-input AuxUE is fed
 // the image and the depth it names.
 func TestModelsLetterboxAndFeaturesInput(t *testing.T) {
-	const h, w = 16, 16
-	u, err := onnx.NewTinyUNet(2, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, err := u.Export([]int64{1, 3, h, w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: 4, EncoderWidth: 2, Hidden: 2, K: 4, Lambda: 0.01, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, h, w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := IOSpec{Input: InputSpec{Name: "image", Height: h, Width: w, Mean: []float32{0.5, 0.5, 0.5}, Std: []float32{0.25, 0.25, 0.25}, Resize: ResizeLetterbox},
-		Depth: OutputSpec{Name: "depth", Meaning: MeaningMetricDepth}}
-	as := IOSpec{Kind: KindAuxUE, Input: InputSpec{Name: "features", Channels: 4, Height: h, Width: w},
-		Scale: TensorSpec{Name: onnx.OutputScale}, Epistemic: TensorSpec{Name: onnx.OutputEpistemic}}
-	m, err := OpenModels(context.Background(), ModelsConfig{Depth: saveModel(t, dm), DepthSpec: ds, AuxUE: saveModel(t, ax), AuxUESpec: as,
+	const h, w = 16, 16 // featuresPair's input
+	pair := featuresPair(t)
+	pair.depthSpec.Input.Resize = ResizeLetterbox
+	m, err := OpenModels(context.Background(), ModelsConfig{Depth: pair.depth, DepthSpec: pair.depthSpec, AuxUE: pair.aux, AuxUESpec: pair.auxueSpec,
 		AuxInputs: []string{SourceImage, SourceDepth}}, nil)
 	if err != nil {
 		t.Fatal(err)
