@@ -65,17 +65,7 @@ func AppendCompressedImage(dst []byte, t time.Time, frameID, format string, data
 // so that the zeroed low bits compress; 23 keeps the values exact. It
 // allocates nothing when dst has room.
 func AppendRawImage32F(dst []byte, t time.Time, frameID string, width, height int, px []float32, mantissaBits int) []byte {
-	dst = appendTimestamp(dst, 1, t)
-	dst = appendString(dst, 7, frameID)
-	dst = appendFixed32(dst, 2, uint32(width))
-	dst = appendFixed32(dst, 3, uint32(height))
-	dst = appendString(dst, 4, Float32Encoding)
-	dst = appendFixed32(dst, 5, uint32(4*width))
-	dst = protowire.AppendTag(dst, 6, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(4*len(px)))
-	n := len(dst)
-	dst = growLen(dst, 4*len(px))
-	out := dst[n:]
+	dst, out := appendRawImageHeader(dst, t, frameID, width, height, Float32Encoding, 4, len(px))
 	drop := uint(23 - min(23, max(1, mantissaBits)))
 	if drop == 0 {
 		for i, v := range px {
@@ -92,6 +82,24 @@ func AppendRawImage32F(dst []byte, t time.Time, frameID string, width, height in
 		binary.LittleEndian.PutUint32(out[4*i:], b)
 	}
 	return dst
+}
+
+// appendRawImageHeader appends a foxglove.RawImage's fields up to its data
+// (timestamp, frame id, size, encoding, step of bytesPerPixel-byte
+// pixels) and room for n pixels, which it returns as out for the caller
+// to fill.
+func appendRawImageHeader(dst []byte, t time.Time, frameID string, width, height int, encoding string, bytesPerPixel, n int) (_, out []byte) {
+	dst = appendTimestamp(dst, 1, t)
+	dst = appendString(dst, 7, frameID)
+	dst = appendFixed32(dst, 2, uint32(width))
+	dst = appendFixed32(dst, 3, uint32(height))
+	dst = appendString(dst, 4, encoding)
+	dst = appendFixed32(dst, 5, uint32(bytesPerPixel*width))
+	dst = protowire.AppendTag(dst, 6, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(bytesPerPixel*n))
+	start := len(dst)
+	dst = growLen(dst, bytesPerPixel*n)
+	return dst, dst[start:]
 }
 
 // growLen extends b by n bytes, reallocating only when its capacity is short.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/x448/float16"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 )
@@ -198,17 +197,7 @@ func (c MapChannel) FrameMap(values []float32, w, h int, dst []float32) (out []f
 // caller records that map in float32.
 func AppendRawImage16F(dst []byte, t time.Time, frameID string, width, height int, px []float32) (_ []byte, ok bool) {
 	start := len(dst)
-	dst = appendTimestamp(dst, 1, t)
-	dst = appendString(dst, 7, frameID)
-	dst = appendFixed32(dst, 2, uint32(width))
-	dst = appendFixed32(dst, 3, uint32(height))
-	dst = appendString(dst, 4, Float16Encoding)
-	dst = appendFixed32(dst, 5, uint32(2*width))
-	dst = protowire.AppendTag(dst, 6, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(2*len(px)))
-	n := len(dst)
-	dst = growLen(dst, 2*len(px))
-	out := dst[n:]
+	dst, out := appendRawImageHeader(dst, t, frameID, width, height, Float16Encoding, 2, len(px))
 	for i, v := range px {
 		h, ok := toHalf(math.Float32bits(v))
 		if !ok {
