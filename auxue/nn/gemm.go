@@ -187,21 +187,32 @@ func (p *workerPool) work(w int) {
 
 // await returns the pass number once it differs from seen: polling first,
 // then blocked on the worker's wake channel.
+//
+// A wake-up is only a hint: a worker woken while the pass number is still
+// seen goes back to sleep. With sequentially consistent atomics a token
+// is never left over, but under qemu-aarch64 (CI's arm64 tests) one was: a
+// worker woken with the pass number unchanged ran its last pass again,
+// checked in twice, and the caller waited for ever (left below zero). The
+// check after the wake-up makes such a token harmless.
 func (p *workerPool) await(me *poolWorker, seen uint64) uint64 {
 	for t0 := time.Now(); time.Since(t0) < poolSpin; runtime.Gosched() {
 		if g := p.gen.Load(); g != seen {
 			return g
 		}
 	}
-	me.asleep.Store(true)
-	if g := p.gen.Load(); g != seen {
-		if !me.asleep.CompareAndSwap(true, false) {
-			<-me.wake // the caller saw us asleep and sent a token: take it
+	for {
+		me.asleep.Store(true)
+		if g := p.gen.Load(); g != seen {
+			if !me.asleep.CompareAndSwap(true, false) {
+				<-me.wake // the caller saw us asleep and sent a token: take it
+			}
+			return g
 		}
-		return g
+		<-me.wake
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
 	}
-	<-me.wake
-	return p.gen.Load()
 }
 
 // start bumps the pass number and wakes the workers that sleep.
@@ -245,14 +256,20 @@ func (p *workerPool) wait() {
 			return
 		}
 	}
-	p.callerWait.Store(true)
-	if p.left.Load() == 0 {
-		if !p.callerWait.CompareAndSwap(true, false) {
-			<-p.done
+	// As in await, a token is a hint: the pass is over when left is 0.
+	for {
+		p.callerWait.Store(true)
+		if p.left.Load() == 0 {
+			if !p.callerWait.CompareAndSwap(true, false) {
+				<-p.done
+			}
+			return
 		}
-		return
+		<-p.done
+		if p.left.Load() == 0 {
+			return
+		}
 	}
-	<-p.done
 }
 
 // drain runs chunks of the current pass as worker w until none is left.
