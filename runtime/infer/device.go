@@ -390,6 +390,9 @@ func (m *Models) openDevice(mem string, device int) error {
 	nOut := len(d.outputs)
 	dl := make([]bool, nOut)
 	dl[0] = true // the depth map: the alerts read it
+	if m.confOut >= 0 {
+		dl[m.confOut] = true // the model's confidence: the alerts read it too
+	}
 	if err := d.openDevice(dapi, devSpec{mem: mem, device: device, upload: []bool{true}, download: dl}); err != nil {
 		return err
 	}

@@ -132,8 +132,8 @@ func rawPixels(spec IOSpec) bool {
 }
 
 // checkOutputShapes checks the concrete output shapes against the roles:
-// depth, scale and epistemic must each be one map (MapShape), alpha
-// (1,K,h,w).
+// depth, scale and epistemic must each be one map (MapShape), a depth
+// model's confidence one map of the depth's size, alpha (1,K,h,w).
 func checkOutputShapes(spec IOSpec, shapes []ort.Shape, inputs, outputs []ort.InputOutputInfo) error {
 	var problems []string
 	roles, names := spec.outputRoles(), spec.outputNames()
@@ -142,6 +142,14 @@ func checkOutputShapes(spec IOSpec, shapes []ort.Shape, inputs, outputs []ort.In
 		case RoleDepth, RoleScale, RoleEpistemic:
 			if _, _, err := MapShape(sh); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: output %q: %v", roles[i], names[i], err))
+			}
+		case RoleConfidence:
+			dh, dw, err := MapShape(shapes[0])
+			if err != nil {
+				break // the depth output's own problem is reported
+			}
+			if err := checkConfidenceShape(names[i], sh, dh, dw); err != nil {
+				problems = append(problems, err.Error())
 			}
 		case RoleAlpha:
 			if len(sh) != 4 || sh[0] != 1 || sh[1] < 2 {

@@ -68,7 +68,12 @@ type Maps struct {
 	Scale []float32
 	// Epistemic is DIDO's K/S in (0, 1].
 	Epistemic []float32
-	Relative  bool
+	// Confidence is the depth model's own confidence read into an
+	// uncertainty u (ConfidenceSpec.Readout: larger is less trustworthy,
+	// NaN where the model gave no confidence); nil when its spec has no
+	// confidence output.
+	Confidence []float32
+	Relative   bool
 	// Native are the same maps on the grids they were computed on, before
 	// the resampling to the frame; the maps above are Native resampled.
 	Native NativeMaps
@@ -84,6 +89,7 @@ type NativeMaps struct {
 	Geometry         Geometry
 	DepthW, DepthH   int
 	Depth            []float32
+	Confidence       []float32 // on the depth grid; nil without a confidence output
 	AuxW, AuxH       int
 	Scale, Epistemic []float32
 }
@@ -98,8 +104,12 @@ type DepthPass struct {
 	// the input grid (InW x InH): the AuxUE's depth input.
 	Depth []float32
 	// Frame is the same read-out at the frame's size.
-	Frame    []float32
-	Relative bool
+	Frame []float32
+	// Confidence and FrameConfidence are the depth model's confidence
+	// read-out u (Maps.Confidence) on the depth output's grid and at the
+	// frame's size; nil without a confidence output.
+	Confidence, FrameConfidence []float32
+	Relative                    bool
 	// Tensors are the depth model's exposed tensors of
 	// ModelsConfig.DepthTensors, in that order (batch 1, NCHW as the
 	// model computes them).
@@ -146,7 +156,12 @@ type Models struct {
 	tensorOut []int
 	tensors   [][]float32 // their batch-1 slots
 	featOut   int
-	dev       *modelsDev // the device path, shared by the views
+	// confOut is the depth model's confidence output (-1: none), read
+	// into confMap on its grid through confRead.
+	confOut  int
+	confRead ConfidenceReadout
+	confMap  []float32
+	dev      *modelsDev // the device path, shared by the views
 
 	// The camera's focal length fx, in pixels of frames calibW wide (0 =
 	// the frames' own width); 0 = not given. A camera-dependent depth
@@ -162,6 +177,7 @@ type Models struct {
 	canvas                               []uint8
 	depthRemap, auxRemap                 *Remap
 	frameDepth, frameScale, frameEpistem []float32
+	frameConf                            []float32
 	one                                  [1]*Models // InferTimed's batch of one, without allocating
 
 	// the last InferBatch's result of this view
@@ -349,6 +365,7 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		if err != nil {
 			return err
 		}
+		v.readConfidence(k)
 		if v.toInput != nil {
 			if err := v.toInput.Apply(v.depthOut, v.depthIn); err != nil {
 				return err
@@ -422,12 +439,19 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		w, h := v.geo.FrameW, v.geo.FrameH
 		maps := Maps{Width: w, Height: h, Depth: v.resDepth, Scale: m.aux.OutputSlot(0, k), Epistemic: m.aux.OutputSlot(1, k), Relative: m.relative}
 		maps.Native = NativeMaps{Geometry: v.geo, DepthW: m.outW, DepthH: m.outH, Depth: maps.Depth,
-			AuxW: m.auxW, AuxH: m.auxH, Scale: maps.Scale, Epistemic: maps.Epistemic}
+			AuxW: m.auxW, AuxH: m.auxH, Scale: maps.Scale, Epistemic: maps.Epistemic, Confidence: v.confMap}
+		maps.Confidence = v.confMap
 		if !v.depthRemap.Identity() {
 			if err := v.depthRemap.Apply(v.resDepth, v.frameDepth); err != nil {
 				return err
 			}
 			maps.Depth = v.frameDepth
+			if v.confMap != nil {
+				if err := v.depthRemap.Apply(v.confMap, v.frameConf); err != nil {
+					return err
+				}
+				maps.Confidence = v.frameConf
+			}
 		}
 		if !v.auxRemap.Identity() {
 			if err := v.auxRemap.Apply(maps.Scale, v.frameScale); err != nil {
@@ -459,7 +483,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 	}
 	// m is not the named result: "return nil, err" must not clear it before
 	// the deferred Close runs.
-	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative(), rl: lograte.New(log, 0), featOut: -1}
+	m := &Models{cfg: cfg, relative: cfg.DepthSpec.Relative(), rl: lograte.New(log, 0), featOut: -1, confOut: -1}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -536,7 +560,7 @@ func OpenModels(ctx context.Context, cfg ModelsConfig, log *slog.Logger) (_ *Mod
 // view releases nothing, Close of m releases the sessions of every view.
 func (m *Models) Share() (*Models, error) {
 	v := &Models{cfg: m.cfg, depth: m.depth, aux: m.aux, relative: m.relative, shared: true, rl: m.rl,
-		tensorOut: m.tensorOut, tensors: make([][]float32, len(m.tensors)), featOut: m.featOut, dev: m.dev}
+		tensorOut: m.tensorOut, tensors: make([][]float32, len(m.tensors)), featOut: m.featOut, confOut: m.confOut, dev: m.dev}
 	// m's wire already warned about anything worth a warning.
 	if err := v.wire(slog.New(slog.DiscardHandler)); err != nil {
 		return nil, err
@@ -633,6 +657,21 @@ func (m *Models) wire(log *slog.Logger) error {
 	m.outW, m.outH = m.depth.MapSize(0)
 	m.depthOut = make([]float32, m.outW*m.outH)
 	m.depthIn = m.depthOut
+	if c := m.cfg.DepthSpec.Confidence; c != nil {
+		for i, n := range m.depth.OutputNames() {
+			if n == c.Name {
+				m.confOut = i
+			}
+		}
+		if m.confOut < 0 {
+			return fmt.Errorf("depth model %q: confidence: no output %q", m.cfg.Depth, c.Name)
+		}
+		if w, h := m.depth.MapSize(m.confOut); w != m.outW || h != m.outH {
+			return fmt.Errorf("depth model %q: confidence: output %q is %dx%d, the depth output %dx%d", m.cfg.Depth, c.Name, w, h, m.outW, m.outH)
+		}
+		m.confRead = c.Readout()
+		m.confMap = make([]float32, m.outW*m.outH)
+	}
 	if m.outW != m.inW || m.outH != m.inH {
 		m.toInput = NewRemap(Fit(m.inW, m.inH, m.inW, m.inH, ResizeStretch), m.outW, m.outH)
 		m.depthIn = make([]float32, m.inW*m.inH)
@@ -802,6 +841,9 @@ func (m *Models) setFrame(w, h int) {
 	m.setReadout()
 	m.depthRemap = NewRemap(m.geo, m.outW, m.outH)
 	m.frameDepth = make([]float32, w*h)
+	if m.confMap != nil {
+		m.frameConf = make([]float32, w*h)
+	}
 	if m.aux != nil {
 		m.auxRemap = NewRemap(m.geo, m.auxW, m.auxH)
 		m.frameScale, m.frameEpistem = make([]float32, w*h), make([]float32, w*h)
@@ -848,10 +890,25 @@ func (m *Models) runDepth(ctx context.Context) error {
 	if _, err := m.depth.DepthSlotReadout(0, m.depthOut, m.readout); err != nil {
 		return err
 	}
+	m.readConfidence(0)
 	if m.toInput != nil {
 		return m.toInput.Apply(m.depthOut, m.depthIn)
 	}
 	return nil
+}
+
+// readConfidence reads the confidence output of batch slot k into the
+// view's confidence map (nothing without a confidence output). Values
+// outside the meaning's domain become NaN; they are logged at a bounded
+// rate.
+func (m *Models) readConfidence(k int) {
+	if m.confOut < 0 {
+		return
+	}
+	if bad := m.confRead.Apply(m.confMap, m.depth.OutputSlot(m.confOut, k)); bad > 0 {
+		m.rl.Warn("confidence", "the depth model's confidence has values outside its meaning's domain (read as no confidence)",
+			"depth", m.cfg.Depth, "output", m.cfg.DepthSpec.Confidence.Name, "meaning", m.confRead.Meaning(), "pixels", bad)
+	}
 }
 
 // RunDepth runs the depth model alone on an interleaved RGB8 frame.
@@ -862,17 +919,24 @@ func (m *Models) RunDepth(ctx context.Context, rgb []uint8, w, h int) (DepthPass
 	if err := m.runDepth(ctx); err != nil {
 		return DepthPass{}, err
 	}
-	frame := m.depthOut
+	frame, frameConf := m.depthOut, m.confMap
 	if !m.depthRemap.Identity() {
 		if err := m.depthRemap.Apply(m.depthOut, m.frameDepth); err != nil {
 			return DepthPass{}, err
 		}
 		frame = m.frameDepth
+		if m.confMap != nil {
+			if err := m.depthRemap.Apply(m.confMap, m.frameConf); err != nil {
+				return DepthPass{}, err
+			}
+			frameConf = m.frameConf
+		}
 	}
 	for j, i := range m.tensorOut { // the outputs' memory may change with a provider fallback
 		m.tensors[j] = m.depth.Output(i)
 	}
-	return DepthPass{Geometry: m.geo, Image: m.depth.Input(), Depth: m.depthIn, Frame: frame, Relative: m.relative, Tensors: m.tensors}, nil
+	return DepthPass{Geometry: m.geo, Image: m.depth.Input(), Depth: m.depthIn, Frame: frame, Relative: m.relative, Tensors: m.tensors,
+		Confidence: m.confMap, FrameConfidence: frameConf}, nil
 }
 
 // Infer runs both models on an interleaved RGB8 frame of any size and

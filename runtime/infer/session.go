@@ -290,7 +290,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 			}
 		}
 		s.outCast = append(s.outCast, c)
-		if roles[i] == RoleDepth || roles[i] == RoleScale || roles[i] == RoleEpistemic {
+		if roles[i] == RoleDepth || roles[i] == RoleScale || roles[i] == RoleEpistemic || roles[i] == RoleConfidence {
 			h, w, _ := MapShape(sh)
 			s.outMaps[i] = [2]int{h, w}
 		}

@@ -83,6 +83,9 @@ const (
 	RoleScale     = "scale"     // AuxUE: Laplace scale b
 	RoleEpistemic = "epistemic" // AuxUE: DIDO K/S
 	RoleAlpha     = "alpha"     // AuxUE: Dirichlet alpha at the AuxUE's grid
+	// RoleConfidence is a depth model's own per-pixel confidence (or
+	// uncertainty, or validity) map, read by ConfidenceSpec.
+	RoleConfidence = "confidence"
 )
 
 // IOSpec is the description of one model's inputs and outputs: the one type
@@ -95,6 +98,7 @@ const (
 //	        pixel_range: 1, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], resize: stretch}
 //	depth: {name: depth, meaning: metric_depth, scale: 1}
 //	features: [{name: enc4}]         # optional extra outputs for an AuxUE
+//	confidence: {name: conf, meaning: ranking}  # optional: the model's own confidence map
 //
 // An AuxUE that owns its input contract reads the depth model's image
 // input as the depth model receives it and its depth map, and computes its
@@ -131,6 +135,10 @@ type IOSpec struct {
 	Scale     TensorSpec    `yaml:"scale,omitempty"`
 	Epistemic TensorSpec    `yaml:"epistemic,omitempty"`
 	Alpha     TensorSpec    `yaml:"alpha,omitempty"`
+	// Confidence is a depth model's own per-pixel confidence output
+	// (UniDepthV2, Metric3D v2, Depth Anything 3, MoGe, a Marigold
+	// ensemble), read into an uncertainty map by ConfidenceSpec.Readout.
+	Confidence *ConfidenceSpec `yaml:"confidence,omitempty"`
 
 	// AuxUE records how an AuxUE was built (written by train auxue).
 	AuxUE *AuxUEInfo `yaml:"auxue,omitempty"`
@@ -457,6 +465,10 @@ func (s IOSpec) validateDepth(name func(key, n string), add func(string, ...any)
 	if s.AuxUE != nil {
 		add("auxue: only an AuxUE (kind: auxue) has it")
 	}
+	if c := s.Confidence; c != nil {
+		name("confidence", c.Name)
+		c.validate(add)
+	}
 }
 
 func (s IOSpec) validateAuxUE(name func(key, n string), add func(string, ...any)) {
@@ -465,6 +477,9 @@ func (s IOSpec) validateAuxUE(name func(key, n string), add func(string, ...any)
 	}
 	if len(s.Features) > 0 {
 		add("features: an AuxUE has no feature outputs (scale, epistemic and alpha only)")
+	}
+	if s.Confidence != nil {
+		add("confidence: only a depth model has it; an AuxUE's uncertainty is its scale and epistemic outputs")
 	}
 	if s.OwnsInputs() {
 		name("depth_input", s.DepthInput.Name)
@@ -676,7 +691,7 @@ func (s IOSpec) inputNames() []string {
 }
 
 // outputNames lists the outputs in the order a Session indexes them: the
-// depth then the features for a depth model; scale, epistemic, then alpha
+// depth, the features, then the confidence for a depth model; scale, epistemic, then alpha
 // (when named) for an AuxUE.
 func (s IOSpec) outputNames() []string {
 	if s.IsAuxUE() {
@@ -689,6 +704,9 @@ func (s IOSpec) outputNames() []string {
 	names := []string{s.Depth.Name}
 	for _, f := range s.Features {
 		names = append(names, f.Name)
+	}
+	if s.Confidence != nil {
+		names = append(names, s.Confidence.Name)
 	}
 	return names
 }
@@ -705,6 +723,9 @@ func (s IOSpec) outputRoles() []string {
 	roles := []string{RoleDepth}
 	for range s.Features {
 		roles = append(roles, RoleFeatures)
+	}
+	if s.Confidence != nil {
+		roles = append(roles, RoleConfidence)
 	}
 	return roles
 }
