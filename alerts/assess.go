@@ -14,6 +14,10 @@ type Maps struct {
 	Scale []float32
 	// Depth is the predicted depth, in metres.
 	Depth []float32
+	// Confidence is the depth model's own confidence read into an
+	// uncertainty u (larger is less trustworthy, NaN where there is
+	// none); nil when the model has no confidence output.
+	Confidence []float32
 }
 
 // ZoneRisk are the metrics of one zone in one frame. Fractions are over
@@ -34,6 +38,11 @@ type ZoneRisk struct {
 	// PessimisticDepth is the smallest lower end of the Laplace interval at
 	// the calibrated coverage: max(0, depth - b' ln(1/(1-coverage))).
 	PessimisticDepth float32
+	// ConfidenceValid is how many of the zone's pixels had a finite
+	// confidence read-out (0 without a confidence map), and
+	// ConfidenceFraction the fraction of those with u > tau_c (the zone's).
+	ConfidenceValid    int
+	ConfidenceFraction float32
 }
 
 // HasDepth reports whether the zone had a valid pixel.
@@ -47,6 +56,7 @@ type Assessor struct {
 	ignore []Zone
 	tauE   []float32
 	tauA   []float32
+	tauC   []float32
 	corr   float32
 	// lnCov is ln(1/(1-coverage)): the half-width of the central Laplace
 	// interval at that coverage is b*lnCov, since P(|X-mu| <= t) = 1-exp(-t/b).
@@ -135,6 +145,7 @@ func NewAssessor(zones, ignore []Zone, cal Calibration) (*Assessor, error) {
 		ignore: ignore,
 		tauE:   make([]float32, len(zones)),
 		tauA:   make([]float32, len(zones)),
+		tauC:   make([]float32, len(zones)),
 		corr:   float32(cal.ScaleCorrection),
 		lnCov:  float32(math.Log(1 / (1 - cal.Coverage))),
 		out:    make([]ZoneRisk, len(zones)),
@@ -143,6 +154,7 @@ func NewAssessor(zones, ignore []Zone, cal Calibration) (*Assessor, error) {
 	for i, z := range zones {
 		a.tauE[i] = float32(cal.tauEFor(z.Name))
 		a.tauA[i] = float32(cal.TauAFor(z.Name))
+		a.tauC[i] = float32(cal.TauCFor(z.Name))
 		a.out[i].Zone = z.Name
 	}
 	return a, nil
@@ -183,9 +195,13 @@ func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
 		return nil, fmt.Errorf("assess: map lengths epistemic %d, scale %d, depth %d, want %d (%dx%d)",
 			len(m.Epistemic), len(m.Scale), len(m.Depth), n, m.Width, m.Height)
 	}
+	if m.Confidence != nil && len(m.Confidence) != n {
+		return nil, fmt.Errorf("assess: confidence map of %d values, want %d (%dx%d)", len(m.Confidence), n, m.Width, m.Height)
+	}
 	if err := a.prepare(m.Width, m.Height); err != nil {
 		return nil, fmt.Errorf("assess: %w", err)
 	}
+	a.assessConfidence(m.Confidence)
 	for zi, spans := range a.spans {
 		tauE, tauA, corr, lnCov := a.tauE[zi], a.tauA[zi], a.corr, a.lnCov
 		buf := a.scratch
@@ -267,6 +283,36 @@ func (a *Assessor) Assess(m Maps) ([]ZoneRisk, error) {
 		r.EpistemicP95 = percentileHist(buf[:n], hist, 0.95, a.kernel, &a.lohi)
 	}
 	return a.out, nil
+}
+
+// assessConfidence sets every zone's ConfidenceValid and
+// ConfidenceFraction: over the zone's pixels with a finite u, the share
+// with u > tau_c. A nil map gives 0 and 0.
+func (a *Assessor) assessConfidence(conf []float32) {
+	for zi, spans := range a.spans {
+		r := &a.out[zi]
+		r.ConfidenceValid, r.ConfidenceFraction = 0, 0
+		if conf == nil {
+			continue
+		}
+		tau := a.tauC[zi]
+		n, above := 0, 0
+		for _, sp := range spans {
+			for _, u := range conf[sp.start:sp.end] {
+				if u*0 != 0 { // NaN or Inf: no confidence here
+					continue
+				}
+				n++
+				if u > tau {
+					above++
+				}
+			}
+		}
+		r.ConfidenceValid = n
+		if n > 0 {
+			r.ConfidenceFraction = float32(above) / float32(n)
+		}
+	}
 }
 
 // percentileHist returns the q-quantile of v by the nearest-rank rule (the

@@ -30,6 +30,14 @@ type Calibration struct {
 	TauA float64 `yaml:"tau_a" json:"tau_a"`
 	// TauAZones overrides TauA per zone name.
 	TauAZones map[string]float64 `yaml:"tau_a_zones,omitempty" json:"tau_a_zones,omitempty"`
+	// TauC is the threshold on the depth model's own confidence read into
+	// an uncertainty u (its io spec's confidence key; larger is less
+	// trustworthy): a pixel with u > TauC counts as unconfident. Required
+	// with levels.confidence_fraction; its unit is the read-out's
+	// (relative error for log_error and relative_error_complement).
+	TauC *float64 `yaml:"tau_c,omitempty" json:"tau_c,omitempty"`
+	// TauCZones overrides TauC per zone name.
+	TauCZones map[string]float64 `yaml:"tau_c_zones,omitempty" json:"tau_c_zones,omitempty"`
 	// ScaleCorrection multiplies every Laplace scale b before use, so that
 	// the interval depth +- b ln(1/(1-Coverage)) covers Coverage of the
 	// errors on calibration data.
@@ -51,6 +59,10 @@ type LevelThresholds struct {
 	AleatoricFraction *Criterion `yaml:"aleatoric_fraction,omitempty" json:"aleatoric_fraction,omitempty"`
 	// PessimisticDepth: pessimistic nearest depth in metres (lower is worse).
 	PessimisticDepth *Criterion `yaml:"pessimistic_depth_m,omitempty" json:"pessimistic_depth_m,omitempty"`
+	// ConfidenceFraction: fraction of zone pixels whose native-confidence
+	// uncertainty u exceeds tau_c (higher is worse). It needs a depth
+	// model with a confidence output.
+	ConfidenceFraction *Criterion `yaml:"confidence_fraction,omitempty" json:"confidence_fraction,omitempty"`
 }
 
 // Criterion holds the enter and exit thresholds of the two raised levels.
@@ -169,9 +181,29 @@ func (c Calibration) Validate() error {
 	if !finite(c.Coverage) || c.Coverage <= 0 || c.Coverage >= 1 {
 		return fmt.Errorf("coverage: %v outside (0,1)", c.Coverage)
 	}
+	if c.TauC != nil && !finite(*c.TauC) {
+		return fmt.Errorf("tau_c: %v is not finite", *c.TauC)
+	}
+	for z, v := range c.TauCZones {
+		if !zoneNamePattern.MatchString(z) {
+			return fmt.Errorf("tau_c_zones.%s: not a valid zone name", z)
+		}
+		if !finite(v) {
+			return fmt.Errorf("tau_c_zones.%s: %v is not finite", z, v)
+		}
+	}
 	l := c.Levels
-	if l.OODFraction == nil && l.AleatoricFraction == nil && l.PessimisticDepth == nil {
+	if l.OODFraction == nil && l.AleatoricFraction == nil && l.PessimisticDepth == nil && l.ConfidenceFraction == nil {
 		return fmt.Errorf("levels: no criterion given")
+	}
+	if l.ConfidenceFraction != nil && c.TauC == nil {
+		return fmt.Errorf("tau_c: missing; levels.confidence_fraction needs the threshold on the confidence read-out (didoedge calibrate sets it)")
+	}
+	if (c.TauC != nil || len(c.TauCZones) > 0) && l.ConfidenceFraction == nil {
+		return fmt.Errorf("tau_c: set, but levels.confidence_fraction is not: give the criterion or remove tau_c and tau_c_zones")
+	}
+	if err := l.ConfidenceFraction.validate("levels.confidence_fraction", true, 1); err != nil {
+		return err
 	}
 	if err := l.OODFraction.validate("levels.ood_fraction", true, 1); err != nil {
 		return err
@@ -225,6 +257,22 @@ func (c Calibration) tauEFor(zone string) float64 {
 
 // TauEFor returns the K/S threshold of a zone: its tau_e_zones entry, else tau_e.
 func (c Calibration) TauEFor(zone string) float64 { return c.tauEFor(zone) }
+
+// TauCFor returns the confidence threshold of a zone: its tau_c_zones
+// entry, else tau_c (0 when neither is set).
+func (c Calibration) TauCFor(zone string) float64 {
+	if v, ok := c.TauCZones[zone]; ok {
+		return v
+	}
+	if c.TauC != nil {
+		return *c.TauC
+	}
+	return 0
+}
+
+// UsesConfidence reports whether the calibration has the
+// confidence_fraction criterion (its maps need a confidence map).
+func (c Calibration) UsesConfidence() bool { return c.Levels.ConfidenceFraction != nil }
 
 // TauAFor returns the b/depth threshold of a zone: its tau_a_zones entry, else tau_a.
 func (c Calibration) TauAFor(zone string) float64 {

@@ -49,6 +49,9 @@ type Metrics struct {
 	AleatoricFraction float32  `json:"aleatoric_fraction"`
 	NearestDepth      *float32 `json:"nearest_depth_m"`
 	PessimisticDepth  *float32 `json:"pessimistic_depth_m"`
+	// ConfidenceFraction is present when the depth model has a confidence
+	// output (ZoneRisk.ConfidenceValid > 0).
+	ConfidenceFraction *float32 `json:"confidence_fraction,omitempty"`
 	// Fused are the zone's signals after temporal fusion (Timing): what
 	// the levels are decided on.
 	Fused *FusedMetrics `json:"fused,omitempty"`
@@ -59,6 +62,9 @@ type FusedMetrics struct {
 	OODFraction       float32  `json:"ood_fraction"`
 	AleatoricFraction float32  `json:"aleatoric_fraction"`
 	PessimisticDepth  *float32 `json:"pessimistic_depth_m"`
+	// ConfidenceFraction is present when the calibration has the
+	// confidence_fraction criterion.
+	ConfidenceFraction *float32 `json:"confidence_fraction,omitempty"`
 }
 
 func metricsOf(r ZoneRisk, f Fused) *Metrics {
@@ -68,7 +74,15 @@ func metricsOf(r ZoneRisk, f Fused) *Metrics {
 		n, p := r.NearestDepth, r.PessimisticDepth
 		m.NearestDepth, m.PessimisticDepth = &n, &p
 	}
+	if r.ConfidenceValid > 0 {
+		c := r.ConfidenceFraction
+		m.ConfidenceFraction = &c
+	}
 	m.Fused = &FusedMetrics{OODFraction: f.OODFraction, AleatoricFraction: f.AleatoricFraction}
+	if f.HasConfidence {
+		c := f.ConfidenceFraction
+		m.Fused.ConfidenceFraction = &c
+	}
 	if f.HasDepth {
 		d := f.PessimisticDepth
 		m.Fused.PessimisticDepth = &d
@@ -199,6 +213,10 @@ type Fused struct {
 	// PessimisticDepth is valid when HasDepth.
 	PessimisticDepth float32
 	HasDepth         bool
+	// ConfidenceFraction is valid when HasConfidence (a frame had a
+	// confidence map).
+	ConfidenceFraction float32
+	HasConfidence      bool
 }
 
 // ZoneStatus is a zone's current level, fused signals and episode.
@@ -217,10 +235,11 @@ const (
 	critOOD = iota
 	critAleatoric
 	critDepth
+	critConfidence
 	numCriteria
 )
 
-var criterionNames = [numCriteria]string{"ood_fraction", "aleatoric_fraction", "pessimistic_depth_m"}
+var criterionNames = [numCriteria]string{"ood_fraction", "aleatoric_fraction", "pessimistic_depth_m", "confidence_fraction"}
 
 type zoneState struct {
 	fused       [numCriteria]ema
@@ -241,6 +260,9 @@ func (z *zoneState) fusedValues() Fused {
 	f := Fused{OODFraction: float32(z.fused[critOOD].value), AleatoricFraction: float32(z.fused[critAleatoric].value)}
 	if d := &z.fused[critDepth]; d.primed {
 		f.PessimisticDepth, f.HasDepth = float32(d.value), true
+	}
+	if c := &z.fused[critConfidence]; c.primed {
+		f.ConfidenceFraction, f.HasConfidence = float32(c.value), true
 	}
 	return f
 }
@@ -431,7 +453,17 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 		} else {
 			z.crit[critDepth] = LevelOK
 		}
-		target := max(z.crit[critOOD], z.crit[critAleatoric], z.crit[critDepth])
+		if r.ConfidenceValid > 0 {
+			c := z.fused[critConfidence].add(float64(r.ConfidenceFraction), dt, tau)
+			if lv.ConfidenceFraction != nil {
+				z.crit[critConfidence] = lv.ConfidenceFraction.step(c, z.crit[critConfidence], true)
+			}
+		} else {
+			// No confidence in the zone this frame (no map, or NaN
+			// everywhere): the criterion holds no level.
+			z.crit[critConfidence] = LevelOK
+		}
+		target := max(z.crit[critOOD], z.crit[critAleatoric], z.crit[critDepth], z.crit[critConfidence])
 		tr, prev := z.track.step(f.Capture, target, e.hold(z, r.HasDepth()), tm)
 		switch tr {
 		case opened:
@@ -479,6 +511,9 @@ func (e *Engine) hold(z *zoneState, hasDepth bool) Level {
 	}
 	if lv.PessimisticDepth != nil && hasDepth {
 		h = max(h, lv.PessimisticDepth.step(z.fused[critDepth].value, LevelCritical, false))
+	}
+	if lv.ConfidenceFraction != nil && z.fused[critConfidence].primed {
+		h = max(h, lv.ConfidenceFraction.step(z.fused[critConfidence].value, LevelCritical, true))
 	}
 	return h
 }
@@ -556,6 +591,9 @@ func (e *Engine) severity(z *zoneState) float64 {
 	}
 	if c := lv.AleatoricFraction; c != nil && c.Warn.Enter > 0 {
 		s = max(s, z.fused[critAleatoric].value/c.Warn.Enter)
+	}
+	if c := lv.ConfidenceFraction; c != nil && c.Warn.Enter > 0 && z.fused[critConfidence].primed {
+		s = max(s, z.fused[critConfidence].value/c.Warn.Enter)
 	}
 	if c := lv.PessimisticDepth; c != nil && z.fused[critDepth].primed {
 		s = max(s, c.Warn.Enter/math.Max(z.fused[critDepth].value, 1e-3))
