@@ -8,6 +8,7 @@ const (
 	DepthStream           = "depth"
 	ScaleStream           = "laplace_scale"
 	EpistemicStream       = "epistemic"
+	ConfidenceStream      = "confidence" // the depth model's own confidence read-out
 	CalibrationStream     = "camera_calibration"
 	EventsStream          = "events"
 	ZoneStatesStream      = "zone_states"
@@ -47,7 +48,7 @@ func CheckStream(name string) error {
 		return fmt.Errorf("stream name %q: want a lower-case word of letters, digits and _", name)
 	}
 	switch name {
-	case ImageStream, DepthStream, ScaleStream, EpistemicStream, CalibrationStream:
+	case ImageStream, DepthStream, ScaleStream, EpistemicStream, ConfidenceStream, CalibrationStream:
 		return fmt.Errorf("stream name %q is reserved for images", name)
 	}
 	return nil

@@ -23,6 +23,9 @@ const (
 	MapDepth     = "depth"
 	MapScale     = "laplace_scale"
 	MapEpistemic = "epistemic"
+	// MapConfidence is the depth model's own confidence read-out u (its
+	// io spec's confidence key), recorded when the model has one.
+	MapConfidence = "confidence"
 )
 
 // Config is the `record:` section of the runtime configuration.
@@ -157,7 +160,7 @@ func (c Config) WithDefaults() Config {
 		c.JPEGQuality = DefaultJPEGQuality
 	}
 	if c.Maps == nil {
-		c.Maps = []string{MapDepth, MapScale, MapEpistemic}
+		c.Maps = []string{MapDepth, MapScale, MapEpistemic, MapConfidence}
 	}
 	if c.MapResolution == "" {
 		c.MapResolution = MapsComputed
@@ -249,9 +252,9 @@ func (c Config) Validate(prefix string) error {
 	seen := map[string]bool{}
 	for i, m := range c.Maps {
 		switch m {
-		case MapDepth, MapScale, MapEpistemic:
+		case MapDepth, MapScale, MapEpistemic, MapConfidence:
 		default:
-			return bad(fmt.Sprintf("maps[%d]", i), "%q is not depth, laplace_scale or epistemic", m)
+			return bad(fmt.Sprintf("maps[%d]", i), "%q is not depth, laplace_scale, epistemic or confidence", m)
 		}
 		if seen[m] {
 			return bad(fmt.Sprintf("maps[%d]", i), "%q listed twice", m)

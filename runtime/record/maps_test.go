@@ -216,3 +216,83 @@ func TestFrameResolutionMaps(t *testing.T) {
 		t.Fatalf("%d depth maps", n)
 	}
 }
+
+// TestConfidenceMapRecorded: a depth model's confidence read-out goes on
+// /<camera>/confidence on the depth grid, within binary16's rounding, its
+// NaN ("no confidence") kept; frames without one record no confidence
+// and a later frame with one adds the channel.
+func TestConfidenceMapRecorded(t *testing.T) {
+	dir := t.TempDir()
+	rec, err := New(Config{Mode: ModeContinuous, Dir: dir, Queue: 64}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []*computedFrame
+	for k := 1; k <= 4; k++ {
+		f := newComputedFrame(48, 30, k)
+		if k > 1 {
+			conf := make([]float32, 16*8)
+			for i := range conf {
+				conf[i] = float32(i%13) / 13
+			}
+			conf[7] = float32(math.NaN())
+			f.Computed.Confidence = conf
+		}
+		sent = append(sent, f)
+		if !rec.Frame(&f.Frame) {
+			t.Fatalf("frame %d dropped", k)
+		}
+		waitIdle(t, rec)
+	}
+	closeRec(t, rec)
+	files, _ := filepath.Glob(filepath.Join(dir, "rec-*.mcap"))
+	rd, err := mcapsource.OpenReader(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var m mcapsource.Message
+	var vals []float32
+	seqs := []uint32{}
+	for {
+		if err := rd.Next(&m); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		if m.Stream != mcaprec.ConfidenceStream {
+			continue
+		}
+		seqs = append(seqs, m.Sequence)
+		ch, err := mcaprec.ParseMapChannel(m.ChannelMetadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, err := mcaprec.ParseRawImage(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ri.Width != 16 || ri.Height != 8 || m.ChannelMetadata["unit"] != mcaprec.MapsUnitDimensionless {
+			t.Fatalf("confidence %dx%d, metadata %v: want the 16x8 depth grid", ri.Width, ri.Height, m.ChannelMetadata)
+		}
+		if vals, err = ch.Decode(ri, vals); err != nil {
+			t.Fatal(err)
+		}
+		want := sent[m.Sequence-1].Computed.Confidence
+		for i, v := range vals {
+			if i == 7 {
+				if v == v {
+					t.Fatalf("seq %d: NaN recorded as %v", m.Sequence, v)
+				}
+				continue
+			}
+			if math.Abs(float64(v-want[i])) > float64(want[i])/2048 {
+				t.Fatalf("seq %d value %d: %v, read-out %v", m.Sequence, i, v, want[i])
+			}
+		}
+	}
+	if len(seqs) != 3 || seqs[0] != 2 {
+		t.Fatalf("confidence messages of frames %v, want 2, 3, 4", seqs)
+	}
+}

@@ -36,6 +36,9 @@ type Frame struct {
 	Depth               []float32 // metres (relative inverse depth when Relative)
 	Scale               []float32 // Laplace scale b, metres (b/depth when Relative)
 	Epistemic           []float32 // DIDO K/S
+	// Confidence is the depth model's own confidence read-out u (larger
+	// is less trustworthy, NaN where none); nil for a model without one.
+	Confidence []float32
 	// Relative: the maps are a relative model's (no metres).
 	Relative bool
 	// Computed are the same maps on the grids the models computed them
@@ -54,6 +57,8 @@ type ComputedMaps struct {
 	Depth                   []float32
 	AuxWidth, AuxHeight     int
 	Scale, Epistemic        []float32
+	// Confidence is on the depth grid (DepthWidth x DepthHeight).
+	Confidence []float32
 }
 
 // JSONStream declares a JSON channel kind, one per camera:
@@ -150,6 +155,7 @@ type slot struct {
 	depthW, depthH  int
 	auxW, auxH      int
 	depth, scale, e []float32
+	conf            []float32 // on the depth grid (depthW x depthH)
 }
 
 type ctrlKind int
@@ -251,18 +257,20 @@ func (r *Recorder) Frame(f *Frame) bool {
 	s.rgb = append(s.rgb[:0], f.RGB...)
 	s.relative = f.Relative
 	c := &f.Computed
-	if r.cfg.MapResolution == MapsComputed && (c.Depth != nil || c.Scale != nil || c.Epistemic != nil) {
+	if r.cfg.MapResolution == MapsComputed && (c.Depth != nil || c.Scale != nil || c.Epistemic != nil || c.Confidence != nil) {
 		s.grid = c.Grid
 		s.depthW, s.depthH, s.auxW, s.auxH = c.DepthWidth, c.DepthHeight, c.AuxWidth, c.AuxHeight
 		s.depth = copyMap(s.depth, c.Depth, r.cfg.records(MapDepth))
 		s.scale = copyMap(s.scale, c.Scale, r.cfg.records(MapScale))
 		s.e = copyMap(s.e, c.Epistemic, r.cfg.records(MapEpistemic))
+		s.conf = copyMap(s.conf, c.Confidence, r.cfg.records(MapConfidence))
 	} else {
 		s.grid = mapgrid.Geometry{}
 		s.depthW, s.depthH, s.auxW, s.auxH = f.MapWidth, f.MapHeight, f.MapWidth, f.MapHeight
 		s.depth = copyMap(s.depth, f.Depth, r.cfg.records(MapDepth))
 		s.scale = copyMap(s.scale, f.Scale, r.cfg.records(MapScale))
 		s.e = copyMap(s.e, f.Epistemic, r.cfg.records(MapEpistemic))
+		s.conf = copyMap(s.conf, f.Confidence, r.cfg.records(MapConfidence))
 	}
 	r.frames <- s // cannot block: there are as many slots as queue places
 	return true

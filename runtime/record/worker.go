@@ -73,7 +73,7 @@ type camState struct {
 	// maps are the depth, scale and epistemic channels of each grid the
 	// camera's maps came on: a channel's metadata holds its grid, so a
 	// new frame size or model grid opens new channels on the same topics.
-	maps         map[mapKey][3]int
+	maps         map[mapKey][4]int
 	intr         *Intrinsics
 	calibVersion int
 }
@@ -162,7 +162,7 @@ func (w *worker) camera(id string) (*camState, error) {
 	if err := mcaprec.CheckCamera(id); err != nil {
 		return nil, err
 	}
-	c := &camState{maps: map[mapKey][3]int{}}
+	c := &camState{maps: map[mapKey][4]int{}}
 	c.image = w.addSpec(channelSpec{topic: mcaprec.Topic(id, mcaprec.ImageStream), schemaName: mcaprec.CompressedImageSchema,
 		schemaEncoding: mcaprec.ProtobufEncoding, schemaData: w.imgSchema, messageEnc: mcaprec.ProtobufEncoding,
 		metadata: map[string]string{"camera": id}})
@@ -178,11 +178,12 @@ func (w *worker) camera(id string) (*camState, error) {
 	return c, nil
 }
 
-// mapChannels returns the camera's depth, scale and epistemic channels
-// for the grid and units of frame s, declaring them on first use.
-func (w *worker) mapChannels(id string, c *camState, s *slot) [3]int {
+// mapChannels returns the camera's depth, scale, epistemic and
+// confidence channels for the grid and units of frame s, declaring them
+// on first use (the confidence only for a frame that has one).
+func (w *worker) mapChannels(id string, c *camState, s *slot) [4]int {
 	k := mapKey{grid: s.grid, relative: s.relative}
-	if ch, ok := c.maps[k]; ok {
+	if ch, ok := c.maps[k]; ok && (ch[3] >= 0 || len(s.conf) == 0) {
 		return ch
 	}
 	mc := mcaprec.MapChannel{Resolution: mcaprec.ResolutionFrame, Value: w.cfg.MapPrecision, MantissaBits: w.cfg.MapMantissaBits}
@@ -196,7 +197,16 @@ func (w *worker) mapChannels(id string, c *camState, s *slot) [3]int {
 			schemaEncoding: mcaprec.ProtobufEncoding, schemaData: w.rawSchema, messageEnc: mcaprec.ProtobufEncoding,
 			metadata: md})
 	}
-	var ch [3]int
+	if ch, ok := c.maps[k]; ok {
+		// A confidence map on channels declared without one.
+		ch[3] = raw(mcaprec.ConfidenceStream, mcaprec.MapsUnitDimensionless, confidenceMeaning)
+		c.maps[k] = ch
+		return ch
+	}
+	ch := [4]int{3: -1}
+	if len(s.conf) > 0 {
+		ch[3] = raw(mcaprec.ConfidenceStream, mcaprec.MapsUnitDimensionless, confidenceMeaning)
+	}
 	if k.relative {
 		ch[0] = raw(mcaprec.DepthStream, mcaprec.MapsUnitDimensionless, "predicted relative inverse depth (larger is nearer)")
 		ch[1] = raw(mcaprec.ScaleStream, mcaprec.MapsUnitDimensionless, "Laplace scale b of the relative depth error over the relative depth (aleatoric)")
@@ -208,6 +218,12 @@ func (w *worker) mapChannels(id string, c *camState, s *slot) [3]int {
 	c.maps[k] = ch
 	return ch
 }
+
+// confidenceMeaning describes the confidence channel: the read-out of the
+// depth model's confidence output (runtime/infer ConfidenceSpec), whose
+// unit depends on the spec's meaning (the recording's models metadata has
+// the spec).
+const confidenceMeaning = "the depth model's own confidence read into an uncertainty u, larger is less trustworthy, NaN where none (io spec confidence.meaning gives the unit)"
 
 func (w *worker) fail(err error) {
 	w.r.writeErrs.Add(1)
@@ -246,7 +262,7 @@ func (w *worker) frame(s *slot) {
 	}
 	w.msg = mcaprec.AppendCompressedImage(w.msg[:0], s.capture, s.camera, w.cfg.FrameFormat, w.img.Bytes())
 	w.emit(cam.image, seq, t, w.msg)
-	if len(s.depth) == 0 && len(s.scale) == 0 && len(s.e) == 0 {
+	if len(s.depth) == 0 && len(s.scale) == 0 && len(s.e) == 0 && len(s.conf) == 0 {
 		return
 	}
 	ch := w.mapChannels(s.camera, cam, s)
@@ -254,7 +270,7 @@ func (w *worker) frame(s *slot) {
 		spec   int
 		px     []float32
 		mw, mh int
-	}{{ch[0], s.depth, s.depthW, s.depthH}, {ch[1], s.scale, s.auxW, s.auxH}, {ch[2], s.e, s.auxW, s.auxH}} {
+	}{{ch[0], s.depth, s.depthW, s.depthH}, {ch[1], s.scale, s.auxW, s.auxH}, {ch[2], s.e, s.auxW, s.auxH}, {ch[3], s.conf, s.depthW, s.depthH}} {
 		if len(m.px) == 0 {
 			continue
 		}

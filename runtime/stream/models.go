@@ -108,7 +108,7 @@ func (m *Models) alertsMaps(im infer.Maps, img []uint8, err error) (alerts.Maps,
 	if err != nil {
 		return alerts.Maps{}, nil, err
 	}
-	maps := alerts.Maps{Width: im.Width, Height: im.Height, Depth: im.Depth, Scale: im.Scale, Epistemic: im.Epistemic}
+	maps := alerts.Maps{Width: im.Width, Height: im.Height, Depth: im.Depth, Scale: im.Scale, Epistemic: im.Epistemic, Confidence: im.Confidence}
 	if im.Relative {
 		maps.Depth, maps.Scale = m.relative(im)
 	}

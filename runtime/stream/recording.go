@@ -188,9 +188,9 @@ func (h *recorderHook) frame(cameraID string, f *camera.Frame, m infer.Maps) {
 	}
 	n := &m.Native
 	h.rec.Frame(&record.Frame{Camera: cameraID, Seq: f.Seq, Capture: f.Capture, Width: f.Width, Height: f.Height, RGB: f.RGB,
-		MapWidth: m.Width, MapHeight: m.Height, Depth: m.Depth, Scale: m.Scale, Epistemic: m.Epistemic, Relative: m.Relative,
+		MapWidth: m.Width, MapHeight: m.Height, Depth: m.Depth, Scale: m.Scale, Epistemic: m.Epistemic, Confidence: m.Confidence, Relative: m.Relative,
 		Computed: record.ComputedMaps{Grid: n.Geometry, DepthWidth: n.DepthW, DepthHeight: n.DepthH, Depth: n.Depth,
-			AuxWidth: n.AuxW, AuxHeight: n.AuxH, Scale: n.Scale, Epistemic: n.Epistemic}})
+			AuxWidth: n.AuxW, AuxHeight: n.AuxH, Scale: n.Scale, Epistemic: n.Epistemic, Confidence: n.Confidence}})
 	h.callNS.Add(int64(time.Since(t0)))
 }
 
