@@ -30,7 +30,7 @@ var rules = []rule{
 		forbidden: []string{"alerts/mqttpub", "alerts/broker", "alerts/outbox", "alerts/snapshot"}},
 	{why: "inference knows no transport, world or data set", from: "runtime/infer",
 		forbidden: []string{"alerts", "camera", "calib", "dataset", "offline", "runtime/stream", "runtime/record", "runtime/apps", "runtime/runconfig", "cmd"}},
-	{why: "the frame-to-model geometry is a leaf that readers of recordings use too", from: "runtime/infer/mapgrid",
+	{why: "the frame-to-model geometry is a leaf that readers of recordings use too", from: "pkg/mapgrid",
 		forbidden: []string{""}},
 	{why: "the streaming core knows no simulated world and no application", from: "runtime/stream",
 		forbidden: []string{"camera/sim", "camera/rtspserver", "dataset", "calib", "offline", "runtime/apps", "cmd"}},

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 )
 

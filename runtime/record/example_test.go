@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/internal/objstore/s3test"
 	"github.com/didoedge/didoedge/runtime/record/upload"

@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/dataset"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 

@@ -6,8 +6,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
