@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/didoedge/didoedge/offline/modeltool"
 	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/offline/modeltool"
 	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
