@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

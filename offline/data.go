@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthnet"
 )
 
 // SimSource renders training frames of the simulated outdoor world on the

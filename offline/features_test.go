@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthnet"
 )
 
 // writePNG writes one PNG through enc.

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // TrainConfig configures Train. Zero fields take the defaults in brackets.

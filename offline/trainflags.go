@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/internal/objstore"
+	"github.com/didoedge/didoedge/offline/depthnet"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/offline"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // auxVariant is one generalized AuxUE trained on the frozen main model.

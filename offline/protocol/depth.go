@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/offline"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // maxDepth is the depth networks' output bound and the AuxUE's depth divisor.
