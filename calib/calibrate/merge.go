@@ -199,6 +199,9 @@ func Merge(sums []Named, o MergeOptions) (*Result, error) {
 	first := sums[0].Summary
 	m := &Summary{Zones: first.Zones, Base: first.Base, Models: first.Models,
 		KSZones: make([]Hist, len(first.Zones)), RatioZones: make([]Hist, len(first.Zones))}
+	if first.ConfidenceZones != nil {
+		m.ConfidenceZones = make([]Hist, len(first.Zones))
+	}
 	relSet := false
 	var sources, splits []string
 	for _, n := range sums {
@@ -225,6 +228,14 @@ func Merge(sums []Named, o MergeOptions) (*Result, error) {
 		m.UCE.Merge(&s.UCE)
 		m.QuietKS = append(m.QuietKS, s.QuietKS...)
 		m.QuietRatio = append(m.QuietRatio, s.QuietRatio...)
+		if (s.ConfidenceZones != nil) != (m.ConfidenceZones != nil) {
+			return nil, fmt.Errorf("calibrate merge: %s and the first summary disagree on the depth model's confidence output", n.Name)
+		}
+		m.Confidence.Merge(&s.Confidence)
+		for z := range m.ConfidenceZones {
+			m.ConfidenceZones[z].Merge(&s.ConfidenceZones[z])
+		}
+		m.QuietConfidence = append(m.QuietConfidence, s.QuietConfidence...)
 		for _, d := range s.Data {
 			if d.Frames > 0 && !slices.Contains(sources, d.Source) {
 				sources = append(sources, d.Source)
@@ -313,6 +324,21 @@ func (m *Summary) calibrate(o MergeOptions, sources []string, shards int) (*Resu
 	}
 	res.FrameAlarmRate = quietAlarmRate(m.QuietKS, m.Zones, cal.TauEFor, 1, res.Frames)
 	res.AleatoricAlarmRate = quietAlarmRate(m.QuietRatio, m.Zones, cal.TauAFor, corr, res.Frames)
+	if m.Confidence.N() > 0 {
+		// tau_c like tau_a: the (1 - FAR)-quantile of the read-out u, per
+		// zone raised to the zone-event bound of its per-frame values.
+		tc := m.Confidence.Quantile(q)
+		cal.TauC, cal.TauCZones = &tc, map[string]float64{}
+		for z, name := range m.Zones {
+			if m.ConfidenceZones[z].N() > 0 {
+				cal.TauCZones[name] = zoneTau(&m.ConfidenceZones[z], m.QuietConfidence, z, q)
+			}
+		}
+		res.ConfidenceAlarmRate = quietAlarmRate(m.QuietConfidence, m.Zones, cal.TauCFor, 1, res.Frames)
+		res.HasConfidence = true
+	} else if cal.Levels.ConfidenceFraction != nil && cal.TauC == nil {
+		return nil, fmt.Errorf("calibrate: levels.confidence_fraction is configured but the frames gave no confidence value (the depth model's io spec has no confidence output, or it was NaN everywhere)")
+	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	data := strings.Join(sources, ",")
 	cal.Meta = map[string]string{
@@ -331,12 +357,16 @@ func (m *Summary) calibrate(o MergeOptions, sources []string, shards int) (*Resu
 		"uce_after_m":          f(res.UCEAfter),
 		"frame_alarm_rate":     f(res.FrameAlarmRate),
 		"aleatoric_alarm_rate": f(res.AleatoricAlarmRate),
+		"confidence_alarm_rate": f(res.ConfidenceAlarmRate),
 		"depth_model":          m.Models.Depth,
 		"depth_model_sha256":   m.Models.DepthSHA256,
 		"auxue_model":          m.Models.AuxUE,
 		"auxue_model_sha256":   m.Models.AuxUESHA256,
 		"relative":             strconv.FormatBool(m.Relative),
 		"time":                 time.Now().UTC().Format(time.RFC3339),
+	}
+	if !res.HasConfidence {
+		delete(cal.Meta, "confidence_alarm_rate")
 	}
 	if m.Skipped > 0 {
 		cal.Meta["skipped_frames"] = strconv.FormatInt(m.Skipped, 10)

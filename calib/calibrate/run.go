@@ -36,6 +36,10 @@ type Options struct {
 	// Coverage is the nominal coverage of the Laplace interval (default 0.9).
 	Coverage  float64
 	MaxFrames int // 0: all the split's frames of each data set
+	// HeldOutSplit, when set, is a split of the same data sets that the
+	// calibration is then checked on: Result.HeldOut are its frames' alarm
+	// rates with the new thresholds.
+	HeldOutSplit string
 	// Force calibrates on data that look out of distribution for the
 	// AuxUE (CheckStranger) with a warning instead of refusing.
 	Force bool
@@ -61,6 +65,14 @@ type Result struct {
 	// AleatoricAlarmRate is the same for aleatoric_fraction with the new
 	// per-zone tau_a.
 	AleatoricAlarmRate float64
+	// ConfidenceAlarmRate is the same for confidence_fraction with the new
+	// per-zone tau_c, when HasConfidence (the depth model has a confidence
+	// output).
+	ConfidenceAlarmRate float64
+	HasConfidence       bool
+	// HeldOut are the alarm rates of the new calibration on other frames
+	// (Options.HeldOutSplit); nil when none were given.
+	HeldOut *AlarmRates
 	// Relative is set for a relative depth model: each frame was aligned
 	// to its ground truth, coverage and UCE compare |d - y|/y with the
 	// relative b, and tau_a thresholds the relative b itself.
@@ -110,7 +122,39 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.HeldOutSplit != "" {
+		// The held-out frames' per-frame values, computed with the same
+		// base levels (the calibration's tau does not enter them).
+		ho, err := Shard(ctx, ShardOptions{Models: o.Models, Alerts: o.Alerts, Inputs: o.inputs(), Split: o.HeldOutSplit, MaxFrames: o.MaxFrames, Log: o.Log})
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: held-out split %s: %w", o.HeldOutSplit, err)
+		}
+		res.HeldOut = heldOutRates(ho, res)
+		res.HeldOut.Split = o.HeldOutSplit
+	}
 	return res, nil
+}
+
+// AlarmRates are the fractions of frames in which some zone would reach
+// warn, per criterion, before temporal fusion (as FrameAlarmRate).
+type AlarmRates struct {
+	Split                      string
+	Frames                     int
+	OOD, Aleatoric, Confidence float64
+	// HasConfidence: the calibration has tau_c (Confidence is meaningful).
+	HasConfidence bool
+}
+
+// heldOutRates applies the calibration of res to another shard's
+// per-frame values.
+func heldOutRates(s *Summary, res *Result) *AlarmRates {
+	c := res.Calibration
+	n := int(s.Frames)
+	r := &AlarmRates{Frames: n, HasConfidence: res.HasConfidence}
+	r.OOD = quietAlarmRate(s.QuietKS, s.Zones, c.TauEFor, 1, n)
+	r.Aleatoric = quietAlarmRate(s.QuietRatio, s.Zones, c.TauAFor, c.ScaleCorrection, n)
+	r.Confidence = quietAlarmRate(s.QuietConfidence, s.Zones, c.TauCFor, 1, n)
+	return r
 }
 
 // clampTau keeps tau_e in (0,1], the range the calibration format allows

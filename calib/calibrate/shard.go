@@ -113,6 +113,15 @@ type Summary struct {
 	// when the criterion is not used.
 	QuietKS    [][]float32 `json:"frame_quiet_ks,omitempty"`
 	QuietRatio [][]float32 `json:"frame_quiet_b_over_depth,omitempty"`
+	// Confidence is the depth model's own confidence read-out u over the
+	// valid pixels with a finite u, overall and per zone, u < 0 counted as
+	// 0 (a read-out below zero, more confident than exact, is below any
+	// threshold a false-alarm rate under 1/2 gives); QuietConfidence the
+	// per-frame values of confidence_fraction. Empty for a depth model
+	// without a confidence output.
+	Confidence      Hist        `json:"confidence"`
+	ConfidenceZones []Hist      `json:"confidence_zones,omitempty"`
+	QuietConfidence [][]float32 `json:"frame_quiet_confidence,omitempty"`
 	// AuxUEValidation is the AuxUE spec's record of its own validation
 	// (nil for older AuxUEs): the merge compares the data with it
 	// (CheckStranger).
@@ -175,6 +184,12 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Models.DepthSpec.Confidence != nil && base.Levels.ConfidenceFraction == nil {
+		// A depth model with its own confidence gets the criterion, with
+		// the aleatoric criterion's default levels; tau_c comes from the
+		// data like tau_a.
+		base.Levels.ConfidenceFraction = DefaultConfidenceCriterion()
+	}
 	zones, ignore, err := o.Alerts.ZoneSet.Resolve("alerts")
 	if err != nil {
 		return nil, err
@@ -199,6 +214,9 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 		Listing:    ListingIdentity{SHA256: l.sha256, Frames: len(l.entries), Index: o.Index, Count: o.Count},
 		KSZones:    make([]Hist, len(zones)),
 		RatioZones: make([]Hist, len(zones)),
+	}
+	if o.Models.DepthSpec.Confidence != nil {
+		sum.ConfidenceZones = make([]Hist, len(zones))
 	}
 	if info := o.Models.AuxUESpec.AuxUE; info != nil {
 		sum.AuxUEValidation = info.Validation
@@ -292,10 +310,10 @@ type scanner struct {
 	ignore   []alerts.Zone
 	relative bool
 
-	raster   [][]int32
-	rw, rh   int
-	aligned  []float32
-	zks, zra []float32
+	raster        [][]int32
+	rw, rh        int
+	aligned       []float32
+	zks, zra, zcf []float32
 }
 
 // frame adds one frame's maps; sparse is its ground truth (nil: none).
@@ -369,9 +387,30 @@ func (s *scanner) frame(maps infer.Maps, sparse []float32, w, h int) error {
 			}
 		}
 	}
-	var qks, qra []float32
+	conf := maps.Confidence
+	if len(sum.ConfidenceZones) != len(s.raster) {
+		conf = nil // a depth model without a confidence output
+	}
+	uOf := func(i int32) (float64, bool) {
+		u := conf[i]
+		if u-u != 0 || !valid(int(i)) {
+			return 0, false
+		}
+		return math.Max(float64(u), 0), true
+	}
+	if conf != nil {
+		for i := range conf {
+			if u, ok := uOf(int32(i)); ok {
+				sum.Confidence.Add(u)
+			}
+		}
+	}
+	var qks, qra, qcf []float32
 	if s.levels.OODFraction != nil {
 		qks = make([]float32, len(s.raster))
+	}
+	if conf != nil && s.levels.ConfidenceFraction != nil {
+		qcf = make([]float32, len(s.raster))
 	}
 	if s.levels.AleatoricFraction != nil {
 		qra = make([]float32, len(s.raster))
@@ -392,6 +431,22 @@ func (s *scanner) frame(maps infer.Maps, sparse []float32, w, h int) error {
 		if qra != nil {
 			qra[z] = quietValue(s.zra, s.levels.AleatoricFraction.Warn.Enter)
 		}
+		if conf == nil {
+			continue
+		}
+		s.zcf = s.zcf[:0]
+		for _, i := range px {
+			if u, ok := uOf(i); ok {
+				s.zcf = append(s.zcf, float32(u))
+				sum.ConfidenceZones[z].Add(u)
+			}
+		}
+		if qcf != nil {
+			qcf[z] = quietValue(s.zcf, s.levels.ConfidenceFraction.Warn.Enter)
+		}
+	}
+	if qcf != nil {
+		sum.QuietConfidence = append(sum.QuietConfidence, qcf)
 	}
 	if qks != nil {
 		sum.QuietKS = append(sum.QuietKS, qks)
@@ -401,6 +456,13 @@ func (s *scanner) frame(maps infer.Maps, sparse []float32, w, h int) error {
 	}
 	sum.Frames++
 	return nil
+}
+
+// DefaultConfidenceCriterion is the confidence_fraction criterion that
+// calibrate adds for a depth model with a confidence output when the
+// configured calibration has none: the default aleatoric_fraction levels.
+func DefaultConfidenceCriterion() *alerts.Criterion {
+	return &alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.15, Exit: 0.10}, Critical: alerts.Hysteresis{Enter: 0.40, Exit: 0.30}}
 }
 
 // quietValue is the m-th largest of v, m = max(ceil(enter n), 1): the zone

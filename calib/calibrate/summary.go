@@ -42,6 +42,25 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "UCE (%s, 15 bins): before %.4f, after %.4f\n", unit, r.UCEBefore, r.UCEAfter)
 	}
-	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
+	if r.HasConfidence {
+		fmt.Fprintf(w, "tau_c %.4g (the depth model's confidence read-out); per zone:", *c.TauC)
+		for _, n := range names {
+			fmt.Fprintf(w, " %s %.4g", n, c.TauCZones[n])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%",
 		100*r.FrameAlarmRate, 100*r.AleatoricAlarmRate)
+	if r.HasConfidence {
+		fmt.Fprintf(w, ", (confidence_fraction): %.2f%%", 100*r.ConfidenceAlarmRate)
+	}
+	fmt.Fprintln(w)
+	if h := r.HeldOut; h != nil {
+		fmt.Fprintf(w, "held-out %s frames (%d) with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%",
+			h.Split, h.Frames, 100*h.OOD, 100*h.Aleatoric)
+		if h.HasConfidence {
+			fmt.Fprintf(w, ", (confidence_fraction): %.2f%%", 100*h.Confidence)
+		}
+		fmt.Fprintf(w, " (target %g)\n", r.TargetFAR)
+	}
 }

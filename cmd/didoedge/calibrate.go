@@ -28,6 +28,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	models.AddFlags(fs)
 	th.AddFlags(fs)
 	out := fs.String("out", "", "calibration file to write (YAML)")
+	heldOut := fs.String("held-out", "", "a split of the same --data (e.g. test) to check the new thresholds on: its frames' alarm rates are printed")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	res, err := calibrate.Run(ctx, calibrate.Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: inputs, Split: data.Split, TargetFAR: th.TargetFAR, Force: th.Force,
-		Coverage: th.Coverage, MaxFrames: data.MaxFrames, Log: env.log})
+		Coverage: th.Coverage, MaxFrames: data.MaxFrames, HeldOutSplit: *heldOut, Log: env.log})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package testmodels
 
 import (
+	_ "embed"
 	"math"
 	"os"
 	"os/exec"
@@ -172,4 +173,34 @@ func ConfidenceModel(tb testing.TB, kind, dir string) (model, spec string) {
 		tb.Fatal(err)
 	}
 	return model, spec
+}
+
+// confidenceHeadScript adds a confidence output to an existing depth model
+// (confidence_head.py, also run by hand: docs/models.md).
+//
+//go:embed confidence_head.py
+var confidenceHeadScript string
+
+// ConfidenceHeadSpecs are the spec lines of the outputs AddConfidenceHead
+// adds, per kind.
+var ConfidenceHeadSpecs = map[string]string{
+	"da3":      "{name: conf, meaning: ranking}",
+	"metric3d": "{name: confidence, meaning: relative_error_complement}",
+	"unidepth": "{name: confidence, meaning: log_error, activation: exp}",
+}
+
+// AddConfidenceHead writes dst: the depth model src (depth output "depth",
+// (1,1,H,W)) with a confidence output of kind computed from its depth
+// (confidence_head.py), and returns the spec's confidence line.
+func AddConfidenceHead(tb testing.TB, src, dst, kind string) string {
+	tb.Helper()
+	line, ok := ConfidenceHeadSpecs[kind]
+	if !ok {
+		tb.Fatalf("unknown confidence head %q", kind)
+	}
+	out, err := exec.Command(Python, "-c", confidenceHeadScript, src, dst, kind).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("add a %s confidence head to %s with python3-onnx: %v\n%s", kind, src, err, out)
+	}
+	return line
 }
