@@ -78,6 +78,20 @@ type QuickResult struct {
 	// to its ground truth (scale and shift in inverse depth) before the
 	// depth metrics, and b is the relative b times the aligned depth.
 	Relative bool `json:"relative"`
+
+	// Confidence is the meaning of the depth model's own confidence output
+	// ("" without one); the Conf figures are those above with its read-out
+	// u (runtime/infer ConfidenceSpec) in place of the Laplace b
+	// (sparsification) and of K/S (AUCs), NaN without a confidence output
+	// or in shard mode. Pixels whose u is NaN are left out of them.
+	Confidence       string  `json:"confidence"`
+	ConfAUSERMSE     float64 `json:"confidence_ause_rmse"`
+	ConfAURGRMSE     float64 `json:"confidence_aurg_rmse"`
+	ConfAUSEAbsRel   float64 `json:"confidence_ause_absrel"`
+	ConfAURGAbsRel   float64 `json:"confidence_aurg_absrel"`
+	ConfSkyAUC       float64 `json:"confidence_sky_auc"`
+	ConfIndoorAUC    float64 `json:"confidence_indoor_auc"`
+	ConfNoGTAUC      float64 `json:"confidence_no_gt_auc"`
 }
 
 // quickFiles resolves the four model files of cfg.
@@ -110,7 +124,9 @@ func OpenModelPair(ctx context.Context, depth, depthSpec, aux, auxSpec string, i
 // QuickEval runs both models through ONNX Runtime on the data sets and
 // computes the figures of QuickResult at the frames' resolution.
 func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
-	res := QuickResult{IndoorAUC: math.NaN()}
+	nan := math.NaN()
+	res := QuickResult{IndoorAUC: nan, ConfAUSERMSE: nan, ConfAURGRMSE: nan, ConfAUSEAbsRel: nan, ConfAURGAbsRel: nan,
+		ConfSkyAUC: nan, ConfIndoorAUC: nan, ConfNoGTAUC: nan}
 	if cfg.Split == "" {
 		cfg.Split = dataset.SplitAll
 	}
@@ -149,6 +165,12 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	res.Relative = models.Relative()
 	if st != nil {
 		st.stats.Relative = res.Relative
+	}
+	// The native confidence's figures, beside the AuxUE's (not in shard
+	// mode: its merge knows the AuxUE's statistics only).
+	conf := confidenceEval{}
+	if c := models.DepthSession().Spec().Confidence; c != nil && st == nil {
+		res.Confidence, conf.on = c.Meaning, true
 	}
 	var (
 		dq            metrics.DepthMean
@@ -221,6 +243,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			return res, err
 		}
 		absM.Add(r2)
+		if err := conf.frame(&sp, d, s, m.Confidence); err != nil {
+			return res, fmt.Errorf("%s: confidence: %w", s.Name, err)
+		}
 		if st != nil {
 			st.stats.frame(q, r, r2)
 		}
@@ -334,6 +359,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			return res, fmt.Errorf("sky AUPR: %w", err)
 		}
 	}
+	if err := conf.finish(&res); err != nil {
+		return res, err
+	}
 	if ind == nil {
 		return res, nil
 	}
@@ -359,6 +387,11 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		if _, err := indoor.AddMasked(m.Epistemic, gtMask, true); err != nil {
 			return res, err
 		}
+		if conf.on {
+			if _, err := conf.indoor.AddMasked(m.Confidence, gtMask, true); err != nil {
+				return res, err
+			}
+		}
 		if st != nil {
 			st.stats.IndoorScores.AddMasked(m.Epistemic, gtMask, true)
 			st.stats.Indoor++
@@ -371,7 +404,110 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if res.IndoorAUC, err = indoor.AUC(); err != nil {
 		return res, fmt.Errorf("indoor AUC: %w", err)
 	}
+	if p, n := conf.indoor.Counts(); conf.on && p > 0 && n > 0 {
+		if res.ConfIndoorAUC, err = conf.indoor.AUC(); err != nil {
+			return res, fmt.Errorf("confidence indoor AUC: %w", err)
+		}
+	}
 	return res, nil
+}
+
+// confidenceEval accumulates the native confidence's figures: the
+// sparsification curves with u as the uncertainty, and u as the score of
+// the sky, no-ground-truth and data-set-change AUCs, the pixel classes
+// of the AuxUE's figures.
+type confidenceEval struct {
+	on                bool
+	rmse, abs         metrics.SparsMean
+	sky, nogt, indoor metrics.BinaryScores
+	semantics         bool
+	gt, noGT, skyMask []bool
+}
+
+// frame adds one outdoor frame (d the depth the AuxUE's figures use, u
+// the confidence read-out at the frame's size).
+func (c *confidenceEval) frame(sp *metrics.Sparsifier, d []float32, s *dataset.Sample, u []float32) error {
+	if !c.on {
+		return nil
+	}
+	if len(u) != len(s.Sparse) {
+		return fmt.Errorf("%d confidence values for %d pixels", len(u), len(s.Sparse))
+	}
+	r, err := sp.Evaluate(d, s.Sparse, u, metrics.SparsRMSE)
+	if err != nil {
+		return err
+	}
+	c.rmse.Add(r)
+	if r, err = sp.Evaluate(d, s.Sparse, u, metrics.SparsAbsRel); err != nil {
+		return err
+	}
+	c.abs.Add(r)
+	n := len(u)
+	if len(c.gt) != n {
+		c.gt, c.noGT, c.skyMask = make([]bool, n), make([]bool, n), make([]bool, n)
+	}
+	for i := range c.gt {
+		c.gt[i] = s.Sparse[i] > 0
+		c.noGT[i] = !c.gt[i]
+		c.skyMask[i] = s.Semantic != nil && s.Semantic[i] == metrics.SkyClass
+	}
+	for _, add := range []struct {
+		b    *metrics.BinaryScores
+		mask []bool
+		pos  bool
+	}{{&c.nogt, c.noGT, true}, {&c.nogt, c.gt, false}, {&c.indoor, c.gt, false}} {
+		if _, err := add.b.AddMasked(u, add.mask, add.pos); err != nil {
+			return err
+		}
+	}
+	if s.Semantic != nil {
+		c.semantics = true
+		if _, err := c.sky.AddMasked(u, c.skyMask, true); err != nil {
+			return err
+		}
+		if _, err := c.sky.AddMasked(u, c.gt, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish writes the outdoor figures into res.
+func (c *confidenceEval) finish(res *QuickResult) error {
+	if !c.on {
+		return nil
+	}
+	res.ConfAUSERMSE, res.ConfAURGRMSE, _ = c.rmse.Mean()
+	res.ConfAUSEAbsRel, res.ConfAURGAbsRel, _ = c.abs.Mean()
+	var err error
+	if p, n := c.nogt.Counts(); p > 0 && n > 0 {
+		if res.ConfNoGTAUC, err = c.nogt.AUC(); err != nil {
+			return fmt.Errorf("confidence no-GT AUC: %w", err)
+		}
+	}
+	if p, n := c.sky.Counts(); c.semantics && p > 0 && n > 0 {
+		if res.ConfSkyAUC, err = c.sky.AUC(); err != nil {
+			return fmt.Errorf("confidence sky AUC: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteSideBySide prints the AuxUE's and the native confidence's figures
+// as a table (nothing without a confidence output): one row per signal.
+func (r QuickResult) WriteSideBySide(w io.Writer) {
+	if r.Confidence == "" {
+		return
+	}
+	f := func(v float64) string {
+		if math.IsNaN(v) {
+			return "-"
+		}
+		return fmt.Sprintf("%.4g", v)
+	}
+	fmt.Fprintf(w, "\n%-34s %10s %10s %12s %12s %8s %10s %9s\n", "signal", "AUSE-RMSE", "AURG-RMSE", "AUSE-AbsRel", "AURG-AbsRel", "sky AUC", "indoor AUC", "no-GT AUC")
+	fmt.Fprintf(w, "%-34s %10s %10s %12s %12s %8s %10s %9s\n", "AuxUE (Laplace b; K/S for AUCs)", f(r.AUSERMSE), f(r.AURGRMSE), f(r.AUSEAbsRel), f(r.AURGAbsRel), f(r.SkyAUC), f(r.IndoorAUC), f(r.NoGTAUC))
+	fmt.Fprintf(w, "%-34s %10s %10s %12s %12s %8s %10s %9s\n", "native confidence ("+r.Confidence+")", f(r.ConfAUSERMSE), f(r.ConfAURGRMSE), f(r.ConfAUSEAbsRel), f(r.ConfAURGAbsRel), f(r.ConfSkyAUC), f(r.ConfIndoorAUC), f(r.ConfNoGTAUC))
 }
 
 // Write prints the result: a line per figure, or JSON (asJSON). JSON has

@@ -234,6 +234,9 @@ func QuickMerge(stats []*QuickStats, names []string) (*QuickMerged, error) {
 	res.AUSERMSE, res.AURGRMSE, _ = m.SparsRMSE.Mean()
 	res.AUSEAbsRel, res.AURGAbsRel, _ = m.SparsAbsRel.Mean()
 	res.SkyAll, res.SkyAUCPerImage, res.SkyAUPRPerImage = nan, nan, nan
+	// Shards carry the AuxUE's statistics only (QuickResult.Confidence).
+	res.ConfAUSERMSE, res.ConfAURGRMSE, res.ConfAUSEAbsRel, res.ConfAURGAbsRel = nan, nan, nan, nan
+	res.ConfSkyAUC, res.ConfIndoorAUC, res.ConfNoGTAUC = nan, nan, nan
 	if m.SkyAllImages > 0 {
 		res.SkyAll = m.SkyAll / float64(m.SkyAllImages)
 	}

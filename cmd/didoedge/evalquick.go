@@ -37,7 +37,15 @@ func runEvalQuick(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	return offline.PrintReport(ctx, env.store(), f.Report, env.stdout, func(w io.Writer) error { return res.Write(w, f.JSON) })
+	return offline.PrintReport(ctx, env.store(), f.Report, env.stdout, func(w io.Writer) error {
+		if err := res.Write(w, f.JSON); err != nil {
+			return err
+		}
+		if !f.JSON {
+			res.WriteSideBySide(w)
+		}
+		return nil
+	})
 }
 
 // runEvalQuickMerge prints the merged figures of eval-quick shards.
