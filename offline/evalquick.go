@@ -84,14 +84,14 @@ type QuickResult struct {
 	// u (runtime/infer ConfidenceSpec) in place of the Laplace b
 	// (sparsification) and of K/S (AUCs), NaN without a confidence output
 	// or in shard mode. Pixels whose u is NaN are left out of them.
-	Confidence       string  `json:"confidence"`
-	ConfAUSERMSE     float64 `json:"confidence_ause_rmse"`
-	ConfAURGRMSE     float64 `json:"confidence_aurg_rmse"`
-	ConfAUSEAbsRel   float64 `json:"confidence_ause_absrel"`
-	ConfAURGAbsRel   float64 `json:"confidence_aurg_absrel"`
-	ConfSkyAUC       float64 `json:"confidence_sky_auc"`
-	ConfIndoorAUC    float64 `json:"confidence_indoor_auc"`
-	ConfNoGTAUC      float64 `json:"confidence_no_gt_auc"`
+	Confidence     string  `json:"confidence"`
+	ConfAUSERMSE   float64 `json:"confidence_ause_rmse"`
+	ConfAURGRMSE   float64 `json:"confidence_aurg_rmse"`
+	ConfAUSEAbsRel float64 `json:"confidence_ause_absrel"`
+	ConfAURGAbsRel float64 `json:"confidence_aurg_absrel"`
+	ConfSkyAUC     float64 `json:"confidence_sky_auc"`
+	ConfIndoorAUC  float64 `json:"confidence_indoor_auc"`
+	ConfNoGTAUC    float64 `json:"confidence_no_gt_auc"`
 }
 
 // quickFiles resolves the four model files of cfg.
