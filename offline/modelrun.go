@@ -84,6 +84,9 @@ type ImageSummary struct {
 	Depth         MapStats          `json:"depth"`
 	Scale         MapStats          `json:"scale"`
 	Epistemic     MapStats          `json:"epistemic"`
+	// Confidence are the statistics of the depth model's own confidence
+	// read-out u (larger is less trustworthy), when it has one.
+	Confidence *MapStats `json:"confidence,omitempty"`
 	// Intrinsics are the camera's, scaled to this image (nil: none given).
 	Intrinsics *intrinsics.Intrinsics `json:"intrinsics,omitempty"`
 	// FocalFactor is what a canonical-camera depth output was multiplied
@@ -240,6 +243,10 @@ func RunImages(ctx context.Context, cfg ImageRunConfig) (*ImageRunSummary, error
 		is.Depth = stats(m.Depth, depthValid)
 		is.Scale = stats(m.Scale, func(v float32) bool { return v >= 0 && v-v == 0 })
 		is.Epistemic = stats(m.Epistemic, func(v float32) bool { return v-v == 0 })
+		if m.Confidence != nil {
+			c := stats(m.Confidence, func(v float32) bool { return v-v == 0 })
+			is.Confidence = &c
+		}
 		depth16 := make([]uint16, w*h)
 		switch {
 		case rel:
@@ -280,7 +287,11 @@ func RunImages(ctx context.Context, cfg ImageRunConfig) (*ImageRunSummary, error
 			is.Files[f.key] = path
 		}
 		panel := filepath.Join(cfg.Out, base+"_panel.png")
-		if err := writePanel(panel, rgb, w, h, m, rel); err != nil {
+		confMeaning := ""
+		if c := ds.Spec().Confidence; c != nil {
+			confMeaning = c.Meaning
+		}
+		if err := writePanel(panel, rgb, w, h, m, rel, confMeaning); err != nil {
 			return nil, err
 		}
 		is.Files["panel"] = panel
@@ -360,9 +371,14 @@ const legendH = 42
 // writePanel draws the image and the three maps in a 2 x 2 grid, each map
 // with its legend: title, colour bar and the values at its ends. Depth is
 // coloured by inverse depth (near is bright) between the 2nd and 98th
-// percentiles; b between 0 and its 98th percentile; K/S on [0, 1].
-func writePanel(path string, rgb []uint8, w, h int, m infer.Maps, rel bool) error {
+// percentiles; b between 0 and its 98th percentile; K/S on [0, 1]. A
+// depth model's own confidence (confMeaning its meaning) adds a third row:
+// its read-out u between its 2nd and 98th percentiles (black: none).
+func writePanel(path string, rgb []uint8, w, h int, m infer.Maps, rel bool, confMeaning string) error {
 	pw, ph := 2*w, 2*(h+legendH)
+	if m.Confidence != nil {
+		ph = 3 * (h + legendH)
+	}
 	img := image.NewRGBA(image.Rect(0, 0, pw, ph))
 	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{255, 255, 255, 255}}, image.Point{}, draw.Src)
 	for y := 0; y < h; y++ {
@@ -408,6 +424,10 @@ func writePanel(path string, rgb []uint8, w, h int, m infer.Maps, rel bool) erro
 	tiles := []tile{depthTile,
 		{x0: 0, y0: h + legendH, title: scaleTitle, v: m.Scale, lo: 0, hi: pct(m.Scale, fin, 0.98), unit: scaleUnit, validity: fin},
 		{x0: w, y0: h + legendH, title: "epistemic: DIDO K/S", v: m.Epistemic, lo: 0, hi: 1, validity: fin}}
+	if m.Confidence != nil {
+		tiles = append(tiles, tile{x0: 0, y0: 2 * (h + legendH), title: "native confidence u (" + confMeaning + ")", v: m.Confidence,
+			lo: pct(m.Confidence, fin, 0.02), hi: pct(m.Confidence, fin, 0.98), validity: fin})
+	}
 	for _, t := range tiles {
 		norm := func(v float64) float64 {
 			if t.inverse {

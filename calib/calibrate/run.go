@@ -143,6 +143,10 @@ type AlarmRates struct {
 	OOD, Aleatoric, Confidence float64
 	// HasConfidence: the calibration has tau_c (Confidence is meaningful).
 	HasConfidence bool
+	// ConfidenceZones is, per zone, the fraction of frames in which that
+	// zone alone would reach warn on confidence_fraction (what tau_c_zones
+	// bound by the target false-alarm rate on the calibration frames).
+	ConfidenceZones map[string]float64
 }
 
 // heldOutRates applies the calibration of res to another shard's
@@ -154,6 +158,18 @@ func heldOutRates(s *Summary, res *Result) *AlarmRates {
 	r.OOD = quietAlarmRate(s.QuietKS, s.Zones, c.TauEFor, 1, n)
 	r.Aleatoric = quietAlarmRate(s.QuietRatio, s.Zones, c.TauAFor, c.ScaleCorrection, n)
 	r.Confidence = quietAlarmRate(s.QuietConfidence, s.Zones, c.TauCFor, 1, n)
+	if res.HasConfidence && n > 0 {
+		r.ConfidenceZones = map[string]float64{}
+		for z, name := range s.Zones {
+			tau, alarms := float32(c.TauCFor(name)), 0
+			for _, row := range s.QuietConfidence {
+				if row[z] >= 0 && row[z] > tau {
+					alarms++
+				}
+			}
+			r.ConfidenceZones[name] = float64(alarms) / float64(n)
+		}
+	}
 	return r
 }
 

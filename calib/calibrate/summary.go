@@ -62,5 +62,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, ", (confidence_fraction): %.2f%%", 100*h.Confidence)
 		}
 		fmt.Fprintf(w, " (target %g)\n", r.TargetFAR)
+		if h.HasConfidence {
+			fmt.Fprintf(w, "held-out %s frames with the zone at warn (confidence_fraction), per zone:", h.Split)
+			for _, n := range names {
+				fmt.Fprintf(w, " %s %.2f%%", n, 100*h.ConfidenceZones[n])
+			}
+			fmt.Fprintln(w)
+		}
 	}
 }

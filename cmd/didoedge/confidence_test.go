@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"image/png"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline"
 	"github.com/didoedge/didoedge/offline/offlinetest"
 )
 
@@ -19,7 +22,8 @@ import (
 // ones computed here from the closed forms of the depth and the read-out
 // u = g/2 on the same frames and ground truth (AUSE and AURG of RMSE by
 // metrics.Sparsifier, the no-ground-truth AUC by metrics.BinaryScores),
-// and the text report prints the side-by-side table.
+// and the text report prints the side-by-side table; `model run` draws
+// the confidence in its panels and summarises it.
 func TestConfidenceThroughEvalQuick(t *testing.T) {
 	dir := t.TempDir()
 	model, spec := testmodels.ConfidenceModel(t, "metric3d", dir)
@@ -84,6 +88,48 @@ func TestConfidenceThroughEvalQuick(t *testing.T) {
 	}
 	if ev["confidence"] != "relative_error_complement" {
 		t.Errorf("confidence meaning %v", ev["confidence"])
+	}
+	// model run: the panel gains the confidence row, summary.json the
+	// read-out's mean (the closed form's, frames at the input's size).
+	run := filepath.Join(dir, "run")
+	cli(t, "model", "run", "--images", filepath.Join(data, "*", "image_02", "data", "*.png"), "--depth", model, "--depth-spec", spec,
+		"--auxue", aux, "--auxue-spec", auxSpec, "--out", run)
+	var sum struct {
+		Images []struct {
+			Image      string             `json:"image"`
+			Confidence map[string]float64 `json:"confidence"`
+			Files      map[string]string  `json:"files"`
+		} `json:"images"`
+	}
+	b, err := os.ReadFile(filepath.Join(run, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Images) != len(items) {
+		t.Fatalf("summary.json: %v, %d images", err, len(sum.Images))
+	}
+	for _, im := range sum.Images {
+		rgb, w, h, err := offline.ReadImageRGB8(im.Image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mean := 0.0
+		for i := range w * h {
+			mean += testmodels.ConfidenceWant("metric3d", rgb[3*i], rgb[3*i+1], rgb[3*i+2])
+		}
+		mean /= float64(w * h)
+		if got := im.Confidence["mean"]; math.Abs(got-mean) > 1e-5 {
+			t.Errorf("%s: confidence mean %v, closed form %v", im.Image, got, mean)
+		}
+		f, err := os.Open(im.Files["panel"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width != 2*w || cfg.Height != 3*(h+42) {
+			t.Errorf("panel %s: %dx%d (%v), want %dx%d with the confidence row", im.Files["panel"], cfg.Width, cfg.Height, err, 2*w, 3*(h+42))
+		}
 	}
 	text := cli(t, "eval-quick", "--depth", model, "--depth-spec", spec, "--auxue", aux, "--auxue-spec", auxSpec, "--data", data, "--split", "all")
 	if !strings.Contains(text, "native confidence (relative_error_complement)") || !strings.Contains(text, "AuxUE (Laplace b; K/S for AUCs)") {

@@ -72,7 +72,8 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	var lv *live.Server
 	if cfg.Live.Enabled() {
 		var err error
-		if lv, err = live.Listen(ctx, cfg.Live, live.Options{Logger: env.log, Intrinsics: cfg.Record.Intrinsics}); err != nil {
+		if lv, err = live.Listen(ctx, cfg.Live, live.Options{Logger: env.log, Intrinsics: cfg.Record.Intrinsics,
+			Confidence: cfg.ModelsConfig().DepthSpec.Confidence != nil}); err != nil {
 			return err
 		}
 		defer lv.Close()

@@ -32,6 +32,7 @@ const (
 	sDepth
 	sScale
 	sEpistemic
+	sConfidence
 	sCalibration
 	sAnnotations
 	sAnnotationsMap
@@ -132,7 +133,7 @@ func loadSchemas() (*schemas, error) {
 }
 
 // newCamChannels declares a camera's channels with ids from next.
-func (s *schemas) newCamChannels(camera string, withCalibration bool, next func() uint32) *camChannels {
+func (s *schemas) newCamChannels(camera string, withCalibration, withConfidence bool, next func() uint32) *camChannels {
 	cc := &camChannels{name: camera}
 	add := func(k int, stream, enc, name, sch, schEnc string) {
 		cc.ch[k] = &channel{id: next(), camera: camera, stream: k, topic: mcaprec.Topic(camera, stream), encoding: enc,
@@ -143,6 +144,9 @@ func (s *schemas) newCamChannels(camera string, withCalibration bool, next func(
 	add(sDepth, mcaprec.DepthStream, pb, mcaprec.RawImageSchema, s.raw, pb)
 	add(sScale, mcaprec.ScaleStream, pb, mcaprec.RawImageSchema, s.raw, pb)
 	add(sEpistemic, mcaprec.EpistemicStream, pb, mcaprec.RawImageSchema, s.raw, pb)
+	if withConfidence {
+		add(sConfidence, mcaprec.ConfidenceStream, pb, mcaprec.RawImageSchema, s.raw, pb)
+	}
 	if withCalibration {
 		add(sCalibration, mcaprec.CalibrationStream, pb, mcaprec.CameraCalibrationSchema, s.calib, pb)
 	}

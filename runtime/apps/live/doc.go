@@ -11,6 +11,7 @@
 //	/<camera>/depth               foxglove.RawImage (protobuf, 32FC1, metres)
 //	/<camera>/laplace_scale       foxglove.RawImage (protobuf, 32FC1, metres)
 //	/<camera>/epistemic           foxglove.RawImage (protobuf, 32FC1, K/S)
+//	/<camera>/confidence          foxglove.RawImage (protobuf, 32FC1, the depth model's confidence read-out u: messages only when the depth model has a confidence output)
 //	/<camera>/camera_calibration  foxglove.CameraCalibration (protobuf; with record.intrinsics)
 //	/<camera>/events              didoedge.event/1 (json, as published on MQTT)
 //	/<camera>/zone_states         didoedge.state/1 (json)

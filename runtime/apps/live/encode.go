@@ -31,6 +31,7 @@ type slot struct {
 	mapW, mapH    int
 	depth, scale  []float32
 	epistemic     []float32
+	confidence    []float32
 	zones         []alerts.Zone // immutable (replaced by a reload)
 	status        []alerts.ZoneStatus
 	risks         []alerts.ZoneRisk
@@ -58,6 +59,7 @@ func (sl *slot) fill(cc *camChannels, f *stream.TapFrame) {
 	sl.depth = cp(sl.depth, f.Maps.Depth, sl.want[sDepth])
 	sl.scale = cp(sl.scale, f.Maps.Scale, sl.want[sScale])
 	sl.epistemic = cp(sl.epistemic, f.Maps.Epistemic, sl.want[sEpistemic])
+	sl.confidence = cp(sl.confidence, f.Maps.Confidence, sl.want[sConfidence])
 	sl.zones = f.Zones
 	sl.status = append(sl.status[:0], f.Status...)
 	sl.risks = append(sl.risks[:0], f.Risks...)
@@ -106,7 +108,7 @@ func (e *encoder) frame(sl *slot) {
 	for _, m := range [...]struct {
 		k  int
 		px []float32
-	}{{sDepth, sl.depth}, {sScale, sl.scale}, {sEpistemic, sl.epistemic}} {
+	}{{sDepth, sl.depth}, {sScale, sl.scale}, {sEpistemic, sl.epistemic}, {sConfidence, sl.confidence}} {
 		if !sl.want[m.k] || len(m.px) != n || n == 0 {
 			continue
 		}
@@ -231,7 +233,10 @@ type zoneRisk struct {
 	PessimisticDepth  float32 `json:"pessimistic_depth_m,omitempty"`
 	FusedOOD          float32 `json:"fused_ood_fraction"`
 	FusedAleatoric    float32 `json:"fused_aleatoric_fraction"`
-	Episode           string  `json:"episode_id,omitempty"`
+	// The native-confidence criterion, when the depth model has one.
+	ConfidenceFraction      *float32 `json:"confidence_fraction,omitempty"`
+	FusedConfidenceFraction *float32 `json:"fused_confidence_fraction,omitempty"`
+	Episode                 string   `json:"episode_id,omitempty"`
 }
 
 func riskOf(sl *slot) risk {
@@ -239,9 +244,17 @@ func riskOf(sl *slot) risk {
 	for i, st := range sl.status {
 		z := zoneRisk{Name: st.Name, Level: st.Level.String(), LevelIndex: int(st.Level), FusedOOD: st.Fused.OODFraction,
 			FusedAleatoric: st.Fused.AleatoricFraction, Episode: st.Episode}
+		if st.Fused.HasConfidence {
+			c := st.Fused.ConfidenceFraction
+			z.FusedConfidenceFraction = &c
+		}
 		if i < len(sl.risks) && sl.risks[i].Zone == st.Name {
 			rk := sl.risks[i]
 			z.OODFraction, z.AleatoricFraction, z.EpistemicP95 = rk.OODFraction, rk.AleatoricFraction, rk.EpistemicP95
+			if rk.ConfidenceValid > 0 {
+				c := rk.ConfidenceFraction
+				z.ConfidenceFraction = &c
+			}
 			if rk.HasDepth() {
 				z.PessimisticDepth = rk.PessimisticDepth
 			}

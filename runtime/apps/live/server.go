@@ -39,6 +39,9 @@ type Options struct {
 	// (record.intrinsics): with them each camera gets a
 	// camera_calibration channel.
 	Intrinsics []float64
+	// Confidence: the depth model has its own confidence output (its io
+	// spec's confidence key), so each camera gets a confidence channel.
+	Confidence bool
 }
 
 // Server is the running live view: it implements stream.Tap (pass it as
@@ -155,7 +158,7 @@ func (s *Server) SetCameras(names []string) {
 			next[n] = cc
 			continue
 		}
-		cc := s.sch.newCamChannels(n, s.opts.Intrinsics != nil, func() uint32 { s.nextID++; return s.nextID })
+		cc := s.sch.newCamChannels(n, s.opts.Intrinsics != nil, s.opts.Confidence, func() uint32 { s.nextID++; return s.nextID })
 		next[n] = cc
 		for _, ch := range cc.ch {
 			if ch != nil {
