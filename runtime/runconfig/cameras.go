@@ -97,6 +97,9 @@ func (c *Config) AddCamera(e CameraEntry) error {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
+	if err := next.checkConfidence(cs.Alerts); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
 	*c = next
 	return nil
 }

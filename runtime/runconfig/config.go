@@ -368,12 +368,18 @@ func (c *Config) finish(name, dir string) error {
 				if cs.Key != "camera" || strings.HasPrefix(err.Error(), cs.ZoneKey+".zones") {
 					add(err) // the single form's calibration is checked by parseAlerts
 				}
-			} else if c.Depth.IO != nil && c.Depth.IO.Relative() {
-				if err := c.checkRelative(cs.Alerts); err != nil && cs.Key != "camera" {
-					add(fmt.Errorf("%s: %w", cs.Key, err))
-				} else {
-					add(err)
+			} else {
+				check := func(err error) {
+					if err != nil && cs.Key != "camera" {
+						add(fmt.Errorf("%s: %w", cs.Key, err))
+					} else {
+						add(err)
+					}
 				}
+				if c.Depth.IO != nil && c.Depth.IO.Relative() {
+					check(c.checkRelative(cs.Alerts))
+				}
+				check(c.checkConfidence(cs.Alerts))
 			}
 		}
 	}
@@ -548,6 +554,26 @@ func (c *Config) checkRelative(ac alerts.Config) error {
 			src, c.Depth.Model, infer.MeaningRelative)
 	}
 	return nil
+}
+
+// checkConfidence refuses the confidence_fraction criterion for a depth
+// model without its own confidence output: the zones would never have a
+// confidence value, and the criterion would silently never fire.
+func (c *Config) checkConfidence(ac alerts.Config) error {
+	if c.Depth.IO == nil || c.Depth.IO.Confidence != nil {
+		return nil
+	}
+	cal, err := ac.LoadCalibrationFor()
+	if err != nil || !cal.UsesConfidence() {
+		return nil // errors are reported with the engine spec
+	}
+	src := ac.Calibration
+	if src == "" {
+		src = "the built-in defaults (alerts.calibration empty)"
+	}
+	return fmt.Errorf("alerts.calibration: levels.confidence_fraction of %s needs the depth model's own confidence, but depth %q has none: "+
+		"add its output to depth.io.confidence ({name: ..., meaning: log_error|relative_error_complement|ranking|spread|validity}) or remove the criterion and tau_c",
+		src, c.Depth.Model)
 }
 
 // parseAlerts parses the alerts section with package alerts' own strict

@@ -36,6 +36,18 @@ func configDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	f.Close()
+	// A calibration with the native-confidence criterion.
+	cc := alerts.DefaultCalibration()
+	tauC := 0.3
+	cc.TauC = &tauC
+	cc.Levels.ConfidenceFraction = &alerts.Criterion{Warn: alerts.Hysteresis{Enter: 0.15, Exit: 0.1}, Critical: alerts.Hysteresis{Enter: 0.4, Exit: 0.3}}
+	if f, err = os.Create(filepath.Join(dir, "confidence.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := alerts.WriteCalibration(f, cc); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	if err := os.Mkdir(filepath.Join(dir, "frames"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +176,16 @@ func TestParseConfig(t *testing.T) {
 			s = strings.Replace(s, "depth_input: {name: depth, units: metres}", "depth_input: {name: depth, units: relative}", 1)
 			return strings.Replace(s, "scale: {name: scale, units: metres}", "scale: {name: scale, units: relative}", 1)
 		}, []string{`depth_input.units: "relative"`, `depth.meaning "metric_depth" gives metres`}},
+		{"confidence criterion without a confidence output", func(s string) string {
+			return strings.Replace(s, "calibration: quiet.yaml", "calibration: confidence.yaml", 1)
+		}, []string{"alerts.calibration: levels.confidence_fraction", "confidence.yaml", "depth.io.confidence"}},
+		{"confidence criterion with a confidence output", func(s string) string {
+			s = strings.Replace(s, "    features: [{name: features}]\n", "    features: [{name: features}]\n    confidence: {name: conf, meaning: ranking}\n", 1)
+			return strings.Replace(s, "calibration: quiet.yaml", "calibration: confidence.yaml", 1)
+		}, nil},
+		{"confidence meaning unknown", func(s string) string {
+			return strings.Replace(s, "    features: [{name: features}]\n", "    features: [{name: features}]\n    confidence: {name: conf, meaning: sigma}\n", 1)
+		}, []string{"depth.io.confidence.meaning", `"sigma"`}},
 		{"http listen", func(s string) string {
 			return strings.Replace(s, `listen: "off"`, "listen: localhost", 1)
 		}, []string{"http.listen", "localhost"}},

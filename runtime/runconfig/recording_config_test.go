@@ -32,7 +32,7 @@ func TestRecordConfig(t *testing.T) {
 	}
 	r := cfg.Record
 	if r.Dir != filepath.Join(dir, "rec") || r.JPEGQuality != record.DefaultJPEGQuality || r.Queue != record.DefaultQueue ||
-		len(r.Maps) != 3 || r.FrameFormat != "png" || len(r.Intrinsics) != 4 {
+		len(r.Maps) != 4 || r.FrameFormat != "png" || len(r.Intrinsics) != 4 { // depth, laplace_scale, epistemic, confidence
 		t.Fatalf("record section: %+v", r)
 	}
 	for _, tc := range []struct {
