@@ -79,6 +79,8 @@ func FuzzParseIOSpec(f *testing.F) {
 	f.Add([]byte("input: {name: i, height: 518, width: 686, multiple: 14}\ndepth: {meaning: disparity, scale: -0.3, shift: 0.1}\n"))
 	f.Add([]byte("input: {name: i, height: 2, width: 2}\ndepth: {name: disp, meaning: sigmoid_disparity, min_depth: 0.1, max_depth: 100, scale: 5.4}\n"))
 	f.Add([]byte("input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth, canonical_focal: 1000}\n"))
+	f.Add([]byte("input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: metric_depth}\nconfidence: {name: c, meaning: log_error, activation: exp}\n"))
+	f.Add([]byte("input: {name: i, height: 2, width: 2}\ndepth: {name: d, meaning: relative}\nconfidence: {name: conf, meaning: ranking}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseIOSpec(data, "fuzz.yaml")
 		if err != nil {
