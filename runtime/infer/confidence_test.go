@@ -3,6 +3,7 @@ package infer
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -223,6 +224,58 @@ func BenchmarkConfidenceReadout(b *testing.B) {
 			b.SetBytes(int64(4 * len(src)))
 			for b.Loop() {
 				r.Apply(dst, src)
+			}
+		})
+	}
+}
+
+// TestConfidenceHead: confidence_head.py's outputs on a real depth graph
+// (the seeded test network) read back as their closed forms of the
+// model's own depth d: with g = |ln d(x+1) - ln d(x)| + |ln d(y+1) - ln d(y)|
+// (0 past the last column and row), da3 u = 1/(exp(3 - 30 g) + 1),
+// metric3d u = min(5 g, 1), unidepth u = exp(min(2 g, 8)) - 1.
+func TestConfidenceHead(t *testing.T) {
+	dir := t.TempDir()
+	f := testmodels.Write(t, dir)
+	const in = "input: {name: image, height: 32, width: 64, mean: [0.5, 0.5, 0.5], std: [0.25, 0.25, 0.25]}\ndepth: {name: depth, meaning: metric_depth}\n"
+	rgb := conventionImage(64, 32, 1)
+	for _, kind := range []string{"da3", "metric3d", "unidepth"} {
+		t.Run(kind, func(t *testing.T) {
+			out := filepath.Join(dir, kind+".onnx")
+			line := testmodels.AddConfidenceHead(t, f.Depth, out, kind)
+			m := openConvention(t, out, in+"confidence: "+line+"\n")
+			dp, err := m.RunDepth(context.Background(), rgb, 64, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln := func(x, y int) float64 { return math.Log(math.Max(float64(dp.Depth[y*64+x]), 1e-3)) }
+			worst := 0.0
+			for y := range 32 {
+				for x := range 64 {
+					g := 0.0
+					if x < 63 {
+						g += math.Abs(ln(x+1, y) - ln(x, y))
+					}
+					if y < 31 {
+						g += math.Abs(ln(x, y+1) - ln(x, y))
+					}
+					var want float64
+					switch kind {
+					case "da3":
+						want = 1 / (math.Exp(3-30*g) + 1)
+					case "metric3d":
+						want = math.Min(5*g, 1)
+					case "unidepth":
+						want = math.Exp(math.Min(2*g, 8)) - 1
+					}
+					worst = math.Max(worst, math.Abs(float64(dp.Confidence[y*64+x])-want)/(1+math.Abs(want)))
+				}
+			}
+			// float32 logs of depths near 1-80 m and the differences of
+			// neighbours (g to ~1e-6 absolute), times up to 30, relative to
+			// 1 + |u| (unidepth's exp reaches hundreds).
+			if worst > 1e-4 {
+				t.Fatalf("read-out differs from the closed form by %.3g (relative to 1 + |u|)", worst)
 			}
 		})
 	}
