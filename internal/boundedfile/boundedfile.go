@@ -30,6 +30,8 @@ const (
 	PEM
 	// Model is an ONNX model: protobuf caps a message at 2 GiB.
 	Model
+	// Image is a frame of an image sequence (PNG, JPEG).
+	Image
 )
 
 // String names the kind in errors.
@@ -47,6 +49,8 @@ func (k Kind) String() string {
 		return "PEM"
 	case Model:
 		return "model"
+	case Image:
+		return "image"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -60,6 +64,8 @@ func (k Kind) Limit() int64 {
 		return 64 << 10
 	case PEM:
 		return 16 << 20
+	case Image:
+		return 64 << 20
 	case Model:
 		return 2 << 30
 	}

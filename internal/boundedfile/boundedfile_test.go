@@ -97,7 +97,7 @@ func TestReadProcFile(t *testing.T) {
 }
 
 func TestKindLimits(t *testing.T) {
-	for k := Config; k <= Model; k++ {
+	for k := Config; k <= Image; k++ {
 		if k.Limit() <= 0 || strings.HasPrefix(k.String(), "Kind(") {
 			t.Errorf("kind %d: name %q, limit %d", int(k), k, k.Limit())
 		}

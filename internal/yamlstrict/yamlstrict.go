@@ -35,6 +35,29 @@ func Decode(data []byte, out any) error { return decode(data, out, false) }
 // its first line must not come back in an error.
 func DecodeRedacted(data []byte, out any) error { return decode(data, out, true) }
 
+// Redact rewrites an error of yaml.v3's own Unmarshal or Decode (a lax
+// parse of a file named by a key) as DecodeRedacted writes its errors:
+// lines and types, never the file's keys or values. Other errors are
+// returned as they are; nil stays nil.
+func Redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		k := keyIndex{redact: true}
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = k.rewrite(m)
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	if strings.HasPrefix(err.Error(), "yaml: ") && err.Error() != "yaml: document contains excessive aliasing" {
+		return redactSyntax(err)
+	}
+	return err
+}
+
 // maxWalk bounds the strict walk: (node, type) pairs visited. A document
 // of the biggest accepted config file (4 MiB) has fewer nodes.
 const maxWalk = 4 << 20

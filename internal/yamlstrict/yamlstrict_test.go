@@ -134,6 +134,28 @@ func TestDecodeRedacted(t *testing.T) {
 	}
 }
 
+func TestRedact(t *testing.T) {
+	var into struct {
+		Rate float64 `yaml:"rate"`
+	}
+	cases := []struct {
+		doc, want string
+	}{
+		{"rate: hunter2\n", "line 1: cannot unmarshal !!str into float64"},
+		{"hunter2\n", "line 1: cannot unmarshal !!str into struct { Rate float64 \"yaml:\\\"rate\\\"\" }"},
+		{"rate: [hunter2\n", "line 1: not valid YAML"},
+	}
+	for _, tc := range cases {
+		err := Redact(yaml.Unmarshal([]byte(tc.doc), &into))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Redact of %q: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+	if Redact(nil) != nil {
+		t.Error("Redact(nil) is not nil")
+	}
+}
+
 // aliasBomb is the billion laughs in YAML: 9 levels of 9 aliases, 4 KB
 // that expand to 9^9 scalars.
 func aliasBomb(field string) string {

@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 
 	"github.com/didoedge/didoedge/internal/nonfinite"
 	ort "github.com/yalue/onnxruntime_go"
@@ -173,7 +174,7 @@ func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so S
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("model io spec: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Model)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
 	}
