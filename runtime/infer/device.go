@@ -382,7 +382,7 @@ func (m *Models) setupDevice(log *slog.Logger) {
 
 func (m *Models) openDevice(mem string, device int) error {
 	lib := m.depth.lib.Path
-	dapi, err := newDevAPI(lib, mem == "Cuda")
+	dapi, err := newDevAPI(lib, mem == "Cuda", device)
 	if err != nil {
 		return err
 	}
