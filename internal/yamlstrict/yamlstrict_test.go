@@ -175,17 +175,19 @@ func aliasBomb(field string) string {
 	return b.String()
 }
 
+// bombStrict takes the bomb's 9 levels under items: a walk that follows
+// every alias descends 9^9 times.
 type bombStrict struct {
-	Items [][]any `yaml:"items"`
-	A0    any     `yaml:"a0"`
-	A1    any     `yaml:"a1"`
-	A2    any     `yaml:"a2"`
-	A3    any     `yaml:"a3"`
-	A4    any     `yaml:"a4"`
-	A5    any     `yaml:"a5"`
-	A6    any     `yaml:"a6"`
-	A7    any     `yaml:"a7"`
-	A8    any     `yaml:"a8"`
+	Items [][][][][][][][][]string `yaml:"items"`
+	A0    any                      `yaml:"a0"`
+	A1    any                      `yaml:"a1"`
+	A2    any                      `yaml:"a2"`
+	A3    any                      `yaml:"a3"`
+	A4    any                      `yaml:"a4"`
+	A5    any                      `yaml:"a5"`
+	A6    any                      `yaml:"a6"`
+	A7    any                      `yaml:"a7"`
+	A8    any                      `yaml:"a8"`
 }
 
 // The alias bomb is refused quickly and in bounded memory, by the strict
