@@ -17,6 +17,7 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -112,7 +113,7 @@ type AuxTrainConfig struct {
 }
 
 func (c *AuxTrainConfig) defaults() {
-	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
+	depthtrain.PoolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	if c.Data == "" {
 		setDefault(&c.Frames, 300)
 		setDefault(&c.ValFrames, 16)

@@ -51,6 +51,15 @@ var rules = []rule{
 		except:    []string{"offline", "cmd"},
 		forbidden: []string{"offline"}},
 	{why: "nothing imports the binary", from: "", except: []string{"cmd"}, forbidden: []string{"cmd"}},
+	// A trailing "$" forbids that package alone, not the ones below it.
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/protocol",
+		forbidden: []string{"offline$"}},
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/depthtrain",
+		forbidden: []string{"offline$", "offline/protocol"}},
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/depthnet",
+		forbidden: []string{"offline$", "offline/protocol", "offline/depthtrain"}},
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/modeltool",
+		forbidden: []string{"offline$", "offline/protocol"}},
 }
 
 // wired are the packages that `didoedge run` wires (the streaming core
@@ -92,7 +101,7 @@ func TestImportRules(t *testing.T) {
 					continue
 				}
 				for _, bad := range r.forbidden {
-					if under(rel, bad) {
+					if exact, ok := strings.CutSuffix(bad, "$"); ok && rel == exact || !ok && under(rel, bad) {
 						t.Errorf("%s imports %s (rule: %s: %s imports nothing from %v)", pkg, rel, r.why, r.from, r.forbidden)
 					}
 				}

@@ -1,4 +1,4 @@
-package offline
+package depthtrain
 
 import (
 	"context"
@@ -43,7 +43,7 @@ type TrainConfig struct {
 }
 
 func (c *TrainConfig) defaults() {
-	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
+	PoolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	setDefault(&c.ValFrames, 8)
 	setDefault(&c.ValDrives, 4)
 	setDefault(&c.ValEvery, 200)
@@ -69,10 +69,10 @@ func setDefault[T comparable](v *T, d T) {
 	}
 }
 
-// poolDefaults fills the frame pool both trainings draw from (the AuxUE
+// PoolDefaults fills the frame pool both trainings draw from (the AuxUE
 // learns on the main model's training distribution): 48 drives x 200
 // frames of 640 x 192.
-func poolDefaults(drives, framesPerDrive, width, height *int) {
+func PoolDefaults(drives, framesPerDrive, width, height *int) {
 	setDefault(drives, 48)
 	setDefault(framesPerDrive, 200)
 	setDefault(width, 640)
