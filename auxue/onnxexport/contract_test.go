@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/pkg/nn"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // TestExportAuxUEContractParity: the AuxUE exported with its input
@@ -77,7 +77,7 @@ func TestExportAuxUEContractParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			pythonCheck(t, writeModel(t, om, "auxue.onnx"))
-			e, err := infer.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth},
+			e, err := onnxrt.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth},
 				[]string{onnxexport.OutputScale, onnxexport.OutputEpistemic, onnxexport.OutputAlpha})
 			if err != nil {
 				t.Fatal(err)

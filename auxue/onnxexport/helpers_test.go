@@ -11,7 +11,7 @@ import (
 
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // pythonCheck runs Debian's python3-onnx checker (full_check: shape
@@ -34,9 +34,9 @@ func writeModel(t *testing.T, m *onnx.Model, name string) string {
 	return path
 }
 
-func newEvaluator(t *testing.T, m *onnx.Model, input string, outputs []string) *infer.Evaluator {
+func newEvaluator(t *testing.T, m *onnx.Model, input string, outputs []string) *onnxrt.Evaluator {
 	t.Helper()
-	e, err := infer.NewEvaluator(m.Marshal(), "", input, outputs)
+	e, err := onnxrt.NewEvaluator(m.Marshal(), "", input, outputs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // TestResizeBilinearMatchesONNXRuntime: auxue.ResizeBilinear, the Go side
@@ -28,7 +28,7 @@ func TestResizeBilinearMatchesONNXRuntime(t *testing.T) {
 			onnx.StringAttr("mode", "linear"), onnx.StringAttr("coordinate_transformation_mode", "half_pixel"))
 		b.Rename(y, "y")
 		b.OutputShaped("y", 1, 1, int64(oh), int64(ow))
-		e, err := infer.NewEvaluator(b.Model().Marshal(), "", "x", []string{"y"})
+		e, err := onnxrt.NewEvaluator(b.Model().Marshal(), "", "x", []string{"y"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 				t.Fatal(err)
 			}
 			pythonCheck(t, writeModel(t, om, "auxue.onnx"))
-			e, err := infer.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth, onnxexport.InputModelFeatures},
+			e, err := onnxrt.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth, onnxexport.InputModelFeatures},
 				[]string{onnxexport.OutputScale, onnxexport.OutputEpistemic})
 			if err != nil {
 				t.Fatal(err)

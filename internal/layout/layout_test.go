@@ -32,6 +32,8 @@ var rules = []rule{
 		forbidden: []string{"alerts/mqttpub", "alerts/broker", "alerts/outbox", "alerts/snapshot"}},
 	{why: "inference knows no transport, world, data set or method package", from: "runtime/infer",
 		forbidden: []string{"alerts", "camera", "calib", "dataset", "offline", "auxue", "runtime/stream", "runtime/record", "runtime/service", "runtime/apps", "runtime/runconfig", "cmd"}},
+	{why: "the ONNX Runtime binding knows no IO spec, model layer or method", from: "runtime/infer/onnxrt",
+		forbidden: []string{"runtime", "auxue", "alerts", "camera", "calib", "dataset", "offline", "pkg", "cmd"}},
 	{why: "the streaming core knows no simulated world, no service and no application", from: "runtime/stream",
 		forbidden: []string{"camera/sim", "camera/simrig", "camera/rtspserver", "dataset", "calib", "offline", "runtime/service", "runtime/apps", "cmd"}},
 	{why: "the service layer that run wires imports no application and no simulated world", from: "runtime/service",

@@ -16,7 +16,7 @@ import (
 
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // pythonCheck runs Debian's python3-onnx checker (full_check: shape
@@ -238,9 +238,9 @@ func TestExposeErrors(t *testing.T) {
 	}
 }
 
-func newEvaluator(t *testing.T, m *onnx.Model, input string, outputs []string) *infer.Evaluator {
+func newEvaluator(t *testing.T, m *onnx.Model, input string, outputs []string) *onnxrt.Evaluator {
 	t.Helper()
-	e, err := infer.NewEvaluator(m.Marshal(), "", input, outputs)
+	e, err := onnxrt.NewEvaluator(m.Marshal(), "", input, outputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func newEvaluator(t *testing.T, m *onnx.Model, input string, outputs []string) *
 // evaluate runs a model through ONNX Runtime (CPU) and returns its outputs.
 func evaluate(t *testing.T, m *onnx.Model, input string, outputs []string, shape []int64, x []float32) [][]float32 {
 	t.Helper()
-	e, err := infer.NewEvaluator(m.Marshal(), "", input, outputs)
+	e, err := onnxrt.NewEvaluator(m.Marshal(), "", input, outputs)
 	if err != nil {
 		t.Fatal(err)
 	}
