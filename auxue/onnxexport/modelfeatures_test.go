@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/internal/onnxtest"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 
 	"github.com/didoedge/didoedge/auxue"
@@ -43,7 +44,7 @@ func TestResizeBilinearMatchesONNXRuntime(t *testing.T) {
 		}
 		got := make([]float32, oh*ow)
 		auxue.ResizeBilinear(src, h, w, got, oh, ow)
-		if d := maxRelDiff(got, outs[0]); d > 1e-6 {
+		if d := onnxtest.MaxRelDiff(got, outs[0]); d > 1e-6 {
 			t.Fatalf("%v: max rel diff to ONNX Runtime %.3g", sz, d)
 		}
 		// A ramp v = 3x + 2y: the resize reads it at the mapped point,
@@ -112,7 +113,7 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pythonCheck(t, writeModel(t, om, "auxue.onnx"))
+			onnxtest.PythonCheck(t, onnxtest.WriteModel(t, om, "auxue.onnx"))
 			e, err := onnxrt.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth, onnxexport.InputModelFeatures},
 				[]string{onnxexport.OutputScale, onnxexport.OutputEpistemic})
 			if err != nil {
@@ -149,7 +150,7 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 				t.Fatal(err)
 			}
 			for k, want := range [][]float32{upCrop(t, pred.Scale, c), upCrop(t, pred.Epistemic, c)} {
-				if d := maxRelDiff(outs[k], want); d > 1e-4 {
+				if d := onnxtest.MaxRelDiff(outs[k], want); d > 1e-4 {
 					t.Fatalf("output %d: max rel diff %.3g", k, d)
 				}
 			}
