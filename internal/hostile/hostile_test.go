@@ -16,8 +16,8 @@ import (
 
 	"github.com/didoedge/didoedge/internal/capped"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // secretLine is the first line of a file that must never come back in an
@@ -276,7 +276,7 @@ func TestControlRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := &refusingApplier{}
-	srv := httptest.NewServer(live.NewControl(app, cfg, true, nil))
+	srv := httptest.NewServer(control.NewControl(app, cfg, true, nil))
 	defer srv.Close()
 	cases := []struct {
 		name, body string
