@@ -334,9 +334,9 @@ func median(v []float64) float64 {
 // DomainFlags are the flags of `didoedge model domain`.
 type DomainFlags struct {
 	Models, Depth, DepthSpec, AuxUE, AuxUESpec, Data, Split, Test, Write, Providers string
-	Frames                                                                        int
-	Seed                                                                          int64
-	Sets                                                                          setFlag
+	Frames                                                                          int
+	Seed                                                                            int64
+	Sets                                                                            setFlag
 }
 
 // setFlag collects repeated NAME=DIR values.
