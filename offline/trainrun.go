@@ -83,7 +83,6 @@ type DepthSummary struct {
 // Run trains (or loads) and exports the network.
 func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
 	cfg := r.Train
-	cfg.defaults()
 	if r.ExportWidth == 0 {
 		r.ExportWidth = 640
 	}
@@ -248,6 +247,7 @@ type AuxThroughputSummary struct {
 // Run trains the AuxUE and writes it with its spec.
 func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 	cfg := r.Train
+	cfg.defaults()
 	if cfg.Checkpoint != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.Checkpoint), 0o755); err != nil {
 			return AuxSummary{}, fmt.Errorf("create checkpoint directory: %w", err)
