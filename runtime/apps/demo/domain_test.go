@@ -8,6 +8,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
@@ -27,13 +28,13 @@ func TestScenarioDomainShift(t *testing.T) {
 	if _, err := ref.AuxUE.DomainRecord(); err != nil {
 		t.Fatalf("the reference AuxUE must carry a training-domain record: %v", err)
 	}
-	phases := []Phase{
+	phases := []simrig.Phase{
 		{Name: "outdoor", World: sim.WorldOutdoor, Duration: 6 * time.Second},
 		{Name: "indoor", World: sim.WorldIndoor, Duration: 6 * time.Second},
 		{Name: "outdoor again", World: sim.WorldOutdoor, Duration: time.Hour},
 	}
 	o := Options{ModelsDir: models, WorkDir: t.TempDir(), BrokerListen: "127.0.0.1:0", HTTP: runconfig.HTTPOff, Phases: phases, FPS: 15}
-	cam, err := StartCamera(o, ref.Depth.Input.Width, ref.Depth.Input.Height)
+	cam, err := simrig.StartCamera(o.Rig(), ref.Depth.Input.Width, ref.Depth.Input.Height)
 	if err != nil {
 		t.Fatal(err)
 	}
