@@ -182,3 +182,12 @@ func (c *cameraPipe) domainHealth() (ok bool, detail string) {
 	}
 	return true, fmt.Sprintf("frames like the training domain: distance %.3g over %gs, threshold %.3g", s.Smoothed, s.WindowS, s.Threshold)
 }
+
+// Domain is the camera's domain monitor now (On false when there is
+// none): the debug page and the live view read it.
+func (m *CameraMetrics) Domain() DomainStatus {
+	if m.domain == nil {
+		return DomainStatus{}
+	}
+	return m.domain()
+}
