@@ -153,7 +153,9 @@ type DomainStatus struct {
 }
 
 // domainStatusThreshold is the monitor's threshold.
-func (m *domainMonitor) domainStatusThreshold() float64 { return math.Float64frombits(m.thrBits.Load()) }
+func (m *domainMonitor) domainStatusThreshold() float64 {
+	return math.Float64frombits(m.thrBits.Load())
+}
 
 // domainStatus reads the camera's monitor (any goroutine).
 func (c *cameraPipe) domainStatus() DomainStatus {
