@@ -62,7 +62,7 @@ type ThresholdFlags struct {
 // AddFlags declares the flags on fs.
 func (t *ThresholdFlags) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&t.TargetFAR, "target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
-	fs.BoolVar(&t.Force, "force", false, "calibrate even when the frames look out of distribution for the AuxUE (their median K/S above its validation p90)")
+	fs.BoolVar(&t.Force, "force", false, "calibrate even when the frames look out of distribution for the AuxUE (outside its training-domain record, or their median K/S above its validation p90)")
 	fs.Float64Var(&t.Coverage, "coverage", 0.9, "nominal coverage of the Laplace interval")
 }
 

@@ -61,6 +61,18 @@ func ReadSummary(r io.Reader, name string) (*Summary, error) {
 			}
 		}
 	}
+	if d := s.Domain; d != nil {
+		nb := len(d.KSP95)
+		if int64(len(d.Distances)) != s.Frames || len(d.KS) != len(d.Distances) || len(d.BOverDepth) != len(d.Distances) || len(d.BOverDepthP95) != nb {
+			return nil, fmt.Errorf("calibration summary %s: domain: %d frames, %d distances, %d and %d rows of band values, %d and %d band limits",
+				name, s.Frames, len(d.Distances), len(d.KS), len(d.BOverDepth), nb, len(d.BOverDepthP95))
+		}
+		for f := range d.KS {
+			if len(d.KS[f]) != nb || len(d.BOverDepth[f]) != nb {
+				return nil, fmt.Errorf("calibration summary %s: domain: frame %d has %d and %d band values for %d bands", name, f, len(d.KS[f]), len(d.BOverDepth[f]), nb)
+			}
+		}
+	}
 	if s.KS.N() != s.Pixels || s.Ratio.N() != s.Pixels {
 		return nil, fmt.Errorf("calibration summary %s: %d pixels, histograms of %d (ks) and %d (b_over_depth)", name, s.Pixels, s.KS.N(), s.Ratio.N())
 	}
@@ -245,9 +257,41 @@ func Merge(sums []Named, o MergeOptions) (*Result, error) {
 		}
 		o.Log.Warn("calibrating anyway (--force)", "err", err)
 	}
+	dom, err := mergeDomain(sums)
+	if err != nil {
+		return nil, err
+	}
+	var verdict *DomainVerdict
+	var domainErr error
+	if dom == nil {
+		o.Log.Warn("the AuxUE's spec has no training-domain record: calibration cannot check that these frames are in its domain (retrain it with didoedge train auxue)",
+			"auxue", first.Models.AuxUE)
+	} else {
+		v, err := CheckDomain(dom)
+		verdict = &v
+		if err != nil {
+			if !o.Force {
+				return nil, fmt.Errorf("calibrate: %w", err)
+			}
+			domainErr = err
+			o.Log.Warn("calibrating anyway (--force)", "err", err)
+		}
+	}
 	res, err := m.calibrate(o, sources, len(sums))
 	if err != nil {
 		return nil, err
+	}
+	res.Domain, res.DomainForced = verdict, domainErr
+	if verdict != nil {
+		f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+		res.Calibration.Meta["domain_median_distance"] = f(verdict.MedianDistance)
+		res.Calibration.Meta["domain_limit"] = f(verdict.Limit)
+		res.Calibration.Meta["domain_frames_outside"] = strconv.Itoa(verdict.Outside)
+		if domainErr != nil {
+			res.Calibration.Meta["domain_forced"] = domainErr.Error()
+		}
+	} else {
+		res.Calibration.Meta["domain_check"] = "none: the AuxUE's spec has no training-domain record"
 	}
 	res.Split = strings.Join(splits, ",")
 	res.TargetFAR = o.TargetFAR

@@ -48,4 +48,14 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
 		100*r.FrameAlarmRate, 100*r.AleatoricAlarmRate)
+	switch d := r.Domain; {
+	case d == nil:
+		fmt.Fprintf(w, "warning: the AuxUE's spec has no training-domain record, so these frames could not be checked against its domain "+
+			"(thresholds set on foreign frames silence its alarms): retrain it with didoedge train auxue to get one\n")
+	case r.DomainForced != nil:
+		fmt.Fprintf(w, "warning: calibrated with --force on frames the domain check refused: %v\n", r.DomainForced)
+	default:
+		fmt.Fprintf(w, "domain check: %d frames in the AuxUE's training domain (median distance %.3g, in the domain %.3g; %d above the in-domain p99 %.3g)\n",
+			d.Frames, d.MedianDistance, d.DomainMedian, d.Outside, d.Limit)
+	}
 }
