@@ -16,9 +16,10 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -120,7 +121,7 @@ type AuxTrainConfig struct {
 }
 
 func (c *AuxTrainConfig) defaults() {
-	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
+	depthtrain.PoolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	if c.Data == "" {
 		setDefault(&c.Frames, 300)
 		setDefault(&c.ValFrames, 16)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -60,7 +61,7 @@ func openBenchSessions(b *testing.B, ensemble int, cfg infer.Config) (depth []*i
 	}
 	all = append(all, aux)
 	// Realistic inputs: a simulated frame and its predicted depth.
-	src, err := NewSimSource(424242, 1, 10, spec.Input.Width, spec.Input.Height)
+	src, err := depthtrain.NewSimSource(424242, 1, 10, spec.Input.Width, spec.Input.Height)
 	if err != nil {
 		closeAll()
 		b.Fatal(err)
@@ -304,7 +305,7 @@ func BenchmarkForeignModelFeatures(b *testing.B) {
 		}
 		defer pairs[i].Close()
 	}
-	src, err := NewSimSource(5, 1, 4, 320, 96)
+	src, err := depthtrain.NewSimSource(5, 1, 4, 320, 96)
 	if err != nil {
 		b.Fatal(err)
 	}

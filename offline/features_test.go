@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -284,7 +285,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 	if pair.DepthSession().SHA256() != st.DepthSHA256 {
 		t.Fatalf("the session reports sha256 %s, the file is %s", pair.DepthSession().SHA256(), st.DepthSHA256)
 	}
-	src, err := NewSimSource(99, 1, 5, W, H)
+	src, err := depthtrain.NewSimSource(99, 1, 5, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}

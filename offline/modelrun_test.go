@@ -13,6 +13,7 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -44,7 +45,7 @@ func TestRunImagesEncodings(t *testing.T) {
 	}
 	// Two images of another size than the model's 640x192.
 	images := filepath.Join(dir, "images")
-	src, err := NewSimSource(5, 1, 5, 320, 120)
+	src, err := depthtrain.NewSimSource(5, 1, 5, 320, 120)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -121,7 +122,7 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeReport, error) {
 		// A frame of the simulated road at the input's size (at least
 		// 64x32: the world needs some pixels), its depth known.
 		w, h = max(rep.InW, 64), max(rep.InH, 32)
-		src, err := NewSimSource(cfg.SimSeed, 1, 1, w, h)
+		src, err := depthtrain.NewSimSource(cfg.SimSeed, 1, 1, w, h)
 		if err != nil {
 			return nil, err
 		}

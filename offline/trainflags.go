@@ -12,8 +12,9 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/internal/objstore"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -52,7 +53,7 @@ func (f *DepthFlags) DepthRun(args []string, log *slog.Logger) (DepthRun, error)
 	if f.Height != 192 && !f.Untrained && f.FromCheckpoint == "" {
 		return DepthRun{}, fmt.Errorf("--height %d: training renders 192-row frames; use --untrained (or --from-checkpoint of a %d-row network)", f.Height, f.Height)
 	}
-	cfg := TrainConfig{Seed: f.Seed, Steps: f.Steps, Batch: f.Batch, CropWidth: f.Crop,
+	cfg := depthtrain.TrainConfig{Seed: f.Seed, Steps: f.Steps, Batch: f.Batch, CropWidth: f.Crop,
 		Drives: f.Drives, FramesPerDrive: f.FramesPerDrive, LR: f.LR, Log: log}
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width, cfg.Net.Height = uint64(f.Seed), f.WidthMult, f.Height

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/runtime/domain"
 )
 
 // Named is a summary with the name (file or object) it was read from, for
@@ -282,6 +283,19 @@ func Merge(sums []Named, o MergeOptions) (*Result, error) {
 		return nil, err
 	}
 	res.Domain, res.DomainForced = verdict, domainErr
+	if verdict != nil && domainErr == nil {
+		// The domain monitor's threshold on these in-domain frames: their
+		// per-frame distances' (1 - target FAR) quantile, never below the
+		// record's cross-validated in-domain p99 (the window's mean of
+		// in-domain frames stays below a bound that single frames reach
+		// at this rate). Not set on frames the check refused (--force):
+		// a threshold raised to cover them would hide the stranger.
+		t, err := domain.ThresholdAtFAR(dom.Distances, o.TargetFAR)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: domain threshold: %w", err)
+		}
+		res.Calibration.DomainThreshold = math.Max(t, dom.Limit)
+	}
 	if verdict != nil {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 		res.Calibration.Meta["domain_median_distance"] = f(verdict.MedianDistance)

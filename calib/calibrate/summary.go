@@ -55,7 +55,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	case r.DomainForced != nil:
 		fmt.Fprintf(w, "warning: calibrated with --force on frames the domain check refused: %v\n", r.DomainForced)
 	default:
-		fmt.Fprintf(w, "domain check: %d frames in the AuxUE's training domain (median distance %.3g, in the domain %.3g; %d above the in-domain p99 %.3g)\n",
-			d.Frames, d.MedianDistance, d.DomainMedian, d.Outside, d.Limit)
+		fmt.Fprintf(w, "domain check: %d frames in the AuxUE's training domain (median distance %.3g, in the domain %.3g; %d above the in-domain p99 %.3g); domain_threshold %.4g\n",
+			d.Frames, d.MedianDistance, d.DomainMedian, d.Outside, d.Limit, r.Calibration.DomainThreshold)
 	}
 }

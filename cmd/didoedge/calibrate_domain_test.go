@@ -61,6 +61,10 @@ func TestCalibrateRefusesTheNewCamera(t *testing.T) {
 	if !strings.Contains(out, "domain check: 12 frames in the AuxUE's training domain") {
 		t.Errorf("in-domain frames: no passed domain check in:\n%s", out)
 	}
+	// in-domain frames set the domain monitor's threshold
+	if text, err := os.ReadFile(cal); err != nil || !strings.Contains(string(text), "domain_threshold: ") {
+		t.Errorf("in-domain calibration without domain_threshold (%v):\n%s", err, text)
+	}
 	for _, data := range []string{newcam, pictures} {
 		errOut := cliFails(t, "calibrate", "--depth", depth, "--auxue", aux, "--data", data, "--split", "all", "--out", cal)
 		for _, want := range []string{"outside the AuxUE's training domain", "of 12 frames", "mahalanobis distance above",
@@ -74,5 +78,9 @@ func TestCalibrateRefusesTheNewCamera(t *testing.T) {
 	if !strings.Contains(out, "warning: calibrated with --force on frames the domain check refused") ||
 		!strings.Contains(out, "calibrated on 12 all frames of "+pictures) || strings.Contains(out, "aligned to their ground truth") {
 		t.Errorf("--force on the picture folder:\n%s", out)
+	}
+	// a forced calibration leaves the domain threshold to the record
+	if text, err := os.ReadFile(cal); err != nil || strings.Contains(string(text), "domain_threshold: ") || !strings.Contains(string(text), "domain_forced") {
+		t.Errorf("forced calibration sets domain_threshold or does not record the refusal (%v):\n%s", err, text)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 

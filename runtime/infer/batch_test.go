@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // dynamicCopy writes a copy of the model at path with a dynamic batch

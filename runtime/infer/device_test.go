@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/didoedge/didoedge/auxue/onnxexport"
+
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // TestDeviceAPIIndices checks every OrtApi index of device_cgo.go against
@@ -347,13 +349,13 @@ func featuresPair(t *testing.T) modelPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, h, w})
+	ax, err := onnxexport.ExportAuxUE(am, []int64{1, 4, h, w})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := IOSpec{Input: InputSpec{Name: "image", Height: h, Width: w, Mean: []float32{0.5, 0.5, 0.5}, Std: []float32{0.25, 0.25, 0.25}},
 		Depth: OutputSpec{Name: "depth", Meaning: MeaningMetricDepth}}
 	as := IOSpec{Kind: KindAuxUE, Input: InputSpec{Name: "features", Channels: 4, Height: h, Width: w},
-		Scale: TensorSpec{Name: onnx.OutputScale}, Epistemic: TensorSpec{Name: onnx.OutputEpistemic}}
+		Scale: TensorSpec{Name: onnxexport.OutputScale}, Epistemic: TensorSpec{Name: onnxexport.OutputEpistemic}}
 	return modelPair{"features input", saveModel(t, dm), saveModel(t, ax), ds, as}
 }

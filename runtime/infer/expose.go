@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // ExposeTensors returns a copy of the ONNX model data with the named
-// intermediate tensors added as graph outputs (auxue/onnx.Expose); names
+// intermediate tensors added as graph outputs (pkg/onnx.Expose); names
 // that already are outputs are left alone.
 func ExposeTensors(data []byte, names []string) ([]byte, error) {
 	m, err := onnx.Unmarshal(data)

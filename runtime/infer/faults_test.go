@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // requirePlacement skips where the library cannot report ONNX Runtime's

@@ -14,8 +14,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/didoedge/didoedge/internal/nonfinite"
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/didoedge/didoedge/internal/nonfinite"
 )
 
 // ErrClosed is returned by Run after Close.
@@ -142,7 +143,7 @@ type SessionOptions struct {
 	// epistemic map computed from it.
 	SkipAlpha bool
 	// Expose names intermediate tensors of the model to add as extra graph
-	// outputs before loading it (auxue/onnx.Expose, in memory; the file is
+	// outputs before loading it (pkg/onnx.Expose, in memory; the file is
 	// not touched): a depth model's tensor that an AuxUE reads
 	// (model_features). Tensors that already are outputs are left alone.
 	Expose []string

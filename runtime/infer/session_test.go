@@ -14,9 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/pkg/nn"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // affineModel is depth = x * a + c on channel 0 of a (1,C,H,W) input
@@ -484,7 +485,7 @@ func TestRunHonoursCancelledContext(t *testing.T) {
 // BenchmarkRun measures the steady-state frame path on the CPU provider with
 // the TinyUNet depth net at 192x640 (base 16 channels, ~4.1 GFLOP):
 // frame = SetImageRGB8 + Run (+ NaN scan) + DepthInto; run = Run alone;
-// go_forward = the same network's auxue/nn forward pass, for the ratio.
+// go_forward = the same network's pkg/nn forward pass, for the ratio.
 func BenchmarkRun(b *testing.B) {
 	u, err := onnx.NewTinyUNet(16, rand.New(rand.NewPCG(1, 1)))
 	if err != nil {

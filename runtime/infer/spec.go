@@ -8,9 +8,10 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/didoedge/didoedge/runtime/domain"
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 	"gopkg.in/yaml.v3"
+
+	"github.com/didoedge/didoedge/pkg/mapgrid"
+	"github.com/didoedge/didoedge/runtime/domain"
 )
 
 // Model kinds of an IOSpec.
@@ -204,7 +205,7 @@ type TensorSpec struct {
 // ModelFeatureInput is an AuxUE input (Name) that takes one of the depth
 // model's own tensors (Tensor, a node output of its graph, NCHW
 // (1,Channels,Height,Width) at the depth model's input size), exposed as
-// an extra depth-model output at load time (auxue/onnx.Expose).
+// an extra depth-model output at load time (pkg/onnx.Expose).
 type ModelFeatureInput struct {
 	Name     string `yaml:"name"`
 	Tensor   string `yaml:"tensor"`

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // Recording is what a recording holds for one camera, besides the frames'

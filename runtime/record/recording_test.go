@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts/schema"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 )
 
 // smallRecording writes a recording of 3 frames and 2 events.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/didoedge/didoedge/internal/testmodels"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
@@ -247,8 +248,8 @@ func (f *MulticamFlags) MulticamRun(log *slog.Logger) (MulticamRun, error) {
 	var counts []int
 	for _, s := range strings.Split(f.Cameras, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > demo.MaxCameras {
-			return MulticamRun{}, fmt.Errorf("--cameras %q: %q is not a camera count in 1..%d", f.Cameras, s, demo.MaxCameras)
+		if err != nil || n < 1 || n > simrig.MaxCameras {
+			return MulticamRun{}, fmt.Errorf("--cameras %q: %q is not a camera count in 1..%d", f.Cameras, s, simrig.MaxCameras)
 		}
 		counts = append(counts, n)
 	}

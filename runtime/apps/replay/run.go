@@ -10,10 +10,10 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
