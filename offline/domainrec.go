@@ -243,6 +243,7 @@ func RunDomain(ctx context.Context, cfg DomainConfig) (DomainResult, error) {
 		if err != nil {
 			return nil, 0, err
 		}
+		d.withoutTruth = true // a set's frames need no ground truth (picture folders)
 		st, err := domainStats(ctx, models, l, d)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", dir, err)
