@@ -1,7 +1,7 @@
 #!/bin/bash
 set -e
-B=/tmp/sd/didoedge
-D=/tmp/sd/data
+B=${DIDOEDGE:-didoedge}
+D=${DATA:-/tmp/sd/data}
 $B sim render --world outdoor --frames 60 --drives 6 --stride 10 --size 192x640 --seed 5005 --workers 1 --out $D/outdoor-test
 $B sim render --world indoor --frames 60 --drives 3 --stride 20 --size 192x640 --seed 6006 --workers 1 --out $D/indoor
 $B sim render --world outdoor --camera newcam --frames 60 --drives 6 --stride 10 --size 192x640 --seed 5005 --workers 1 --out $D/newcam
