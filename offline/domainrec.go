@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/domain"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // DefaultDomainFrames is how many held-out training-domain frames train
@@ -143,7 +144,7 @@ func writeDomainRecord(path string, as infer.IOSpec, rec *domain.Record) error {
 // frame-level AUC of each other set against in-domain test frames.
 type DomainConfig struct {
 	Depth, DepthSpec, AuxUE, AuxUESpec string
-	Inference                          infer.Config
+	Inference                          onnxrt.Config
 	// Data: the in-domain frames the record is fitted on ("" = the
 	// simulated pool's held-out drives, Seed, Frames of them).
 	Data   string
@@ -380,7 +381,7 @@ func (f *DomainFlags) Config(log *slog.Logger) (DomainConfig, error) {
 		}
 		return filepath.Join(f.Models, name)
 	}
-	inf, err := infer.ParseProviders(f.Providers, "")
+	inf, err := onnxrt.ParseProviders(f.Providers, "")
 	if err != nil {
 		return DomainConfig{}, fmt.Errorf("flag -providers: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ProbeConfig configures Probe (`didoedge model inspect --probe`).
@@ -31,7 +32,7 @@ type ProbeConfig struct {
 	// (0: 640x192).
 	Width, Height int
 	Intrinsics    *intrinsics.Intrinsics
-	Inference     infer.Config
+	Inference     onnxrt.Config
 	Log           *slog.Logger
 }
 

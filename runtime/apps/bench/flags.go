@@ -15,7 +15,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -34,11 +34,11 @@ func (f *InferenceFlags) AddFlags(fs *flag.FlagSet) {
 
 // Config is the inference override the flags give (Options.Inference);
 // nil when neither is set: the demo's CPU provider and library resolution.
-func (f *InferenceFlags) Config() (*infer.Config, error) {
+func (f *InferenceFlags) Config() (*onnxrt.Config, error) {
 	if f.Providers == "" && f.Library == "" && f.DeviceTensors == "" {
 		return nil, nil
 	}
-	c, err := infer.ParseProviders(f.Providers, f.Library)
+	c, err := onnxrt.ParseProviders(f.Providers, f.Library)
 	if err != nil {
 		return nil, fmt.Errorf("--providers %q: %w", f.Providers, err)
 	}
@@ -82,7 +82,7 @@ func (f *LatencyFlags) AddFlags(fs *flag.FlagSet) {
 // Run measures what the flags say with the inference override inf
 // (InferenceFlags.Config) and writes the report to w; a soak fails when
 // the RSS grew by more than --max-growth.
-func (f *LatencyFlags) Run(ctx context.Context, inf *infer.Config, w io.Writer, log *slog.Logger) error {
+func (f *LatencyFlags) Run(ctx context.Context, inf *onnxrt.Config, w io.Writer, log *slog.Logger) error {
 	if err := demo.CheckLibrary(); err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (f *MulticamFlags) MulticamRun(log *slog.Logger) (MulticamRun, error) {
 	if err != nil {
 		return MulticamRun{}, err
 	}
-	if err := (infer.Config{ThreadPool: f.ThreadPool}).Validate(); err != nil {
+	if err := (onnxrt.Config{ThreadPool: f.ThreadPool}).Validate(); err != nil {
 		return MulticamRun{}, fmt.Errorf("--thread-pool: %w", err)
 	}
 	var counts []int

@@ -21,6 +21,7 @@ import (
 	"github.com/didoedge/didoedge/dataset/corrupt"
 	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -160,7 +161,7 @@ func CheckModels(dir string) error {
 
 // CheckLibrary finds the ONNX Runtime library or says how to get it.
 func CheckLibrary() error {
-	if _, err := infer.ResolveLibrary(""); err != nil {
+	if _, err := onnxrt.ResolveLibrary(""); err != nil {
 		return fmt.Errorf("ONNX Runtime library: %w", err)
 	}
 	return nil
