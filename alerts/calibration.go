@@ -41,6 +41,12 @@ type Calibration struct {
 	Coverage float64 `yaml:"coverage" json:"coverage"`
 	// Levels are the warn and critical thresholds per criterion.
 	Levels LevelThresholds `yaml:"levels" json:"levels"`
+	// DomainThreshold is the domain monitor's threshold on the smoothed
+	// distance to the training domain (package runtime/domain), set by
+	// calibrate at the target false-alarm rate on in-domain frames; 0: not
+	// calibrated (the runtime's domain.threshold: calibrated then takes the
+	// AuxUE record's cross-validated threshold).
+	DomainThreshold float64 `yaml:"domain_threshold,omitempty" json:"domain_threshold,omitempty"`
 	// Meta is free-form provenance (data set, date, command).
 	Meta map[string]string `yaml:"meta,omitempty" json:"meta,omitempty"`
 }
@@ -173,6 +179,9 @@ func (c Calibration) Validate() error {
 	}
 	if !finite(c.ScaleCorrection) || c.ScaleCorrection <= 0 {
 		return fmt.Errorf("scale_correction: %v must be > 0", c.ScaleCorrection)
+	}
+	if !finite(c.DomainThreshold) || c.DomainThreshold < 0 {
+		return fmt.Errorf("domain_threshold: %v must be >= 0 (0: not calibrated)", c.DomainThreshold)
 	}
 	if !finite(c.Coverage) || c.Coverage <= 0 || c.Coverage >= 1 {
 		return fmt.Errorf("coverage: %v outside (0,1)", c.Coverage)

@@ -45,6 +45,8 @@ type Config struct {
 	// Live is the Foxglove WebSocket live view and control API
 	// (docs/live.md); off by default.
 	Live LiveConfig `yaml:"live"`
+	// Domain is the domain monitor (domain.go; docs/alerts.md).
+	Domain DomainConfig `yaml:"domain"`
 	// Thresholds override each camera's calibration thresholds, by
 	// camera name (the control API and Foxglove parameters write them).
 	Thresholds map[string]Thresholds `yaml:"thresholds"`
@@ -118,6 +120,9 @@ type CameraSpec struct {
 	// active profile); ThresholdsKey names them in errors.
 	Thresholds    Thresholds
 	ThresholdsKey string
+	// DomainPolicy is domain.policy: what its zone episodes do while the
+	// camera is shifted.
+	DomainPolicy alerts.DomainPolicy
 }
 
 // EngineSpec loads the camera's calibration and resolves its zones.
@@ -136,6 +141,7 @@ func (cs CameraSpec) EngineSpec() (alerts.EngineSpec, error) {
 	if err := cs.Thresholds.apply(&spec.Calibration, spec.Zones, cs.ThresholdsKey); err != nil {
 		return alerts.EngineSpec{}, err
 	}
+	spec.Config.DomainPolicy = cs.DomainPolicy
 	return spec, nil
 }
 
@@ -285,6 +291,7 @@ func (c *Config) finish(name, dir string) error {
 	if c.AuxUE.DepthScale == 0 {
 		c.AuxUE.DepthScale = 1
 	}
+	c.Domain.defaults()
 
 	var errs []error
 	add := func(err error) {
@@ -316,6 +323,7 @@ func (c *Config) finish(name, dir string) error {
 	if err := c.Inference.Validate(); err != nil {
 		add(fmt.Errorf("inference.%w", err))
 	}
+	add(c.Domain.validate())
 	if c.Inference.Library != "" {
 		add(checkFile("inference.library", c.Inference.Library))
 	}
@@ -612,7 +620,8 @@ func (c *Config) CameraSpecs() ([]CameraSpec, error) { return c.SpecsWithProfile
 // baseSpecs are the cameras before thresholds and profiles.
 func (c *Config) baseSpecs() ([]CameraSpec, error) {
 	if len(c.Cameras) == 0 {
-		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts"}}, nil
+		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts",
+			DomainPolicy: c.Domain.Policy}}, nil
 	}
 	specs := make([]CameraSpec, len(c.Cameras))
 	var errs []error
@@ -631,7 +640,7 @@ func (c *Config) baseSpecs() ([]CameraSpec, error) {
 		if !ac.HasZones() {
 			errs = append(errs, fmt.Errorf("%s.zones: no zones: give the camera zones or grid, or alerts.zones for every camera", key))
 		}
-		specs[i] = CameraSpec{Name: e.Name, Source: e.CameraConfig, Alerts: ac, Key: key, ZoneKey: key}
+		specs[i] = CameraSpec{Name: e.Name, Source: e.CameraConfig, Alerts: ac, Key: key, ZoneKey: key, DomainPolicy: c.Domain.Policy}
 	}
 	return specs, errors.Join(errs...)
 }
