@@ -21,6 +21,7 @@ import (
 	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // AuxTrainConfig configures AuxTrain. Zero fields take the defaults in brackets.
@@ -30,7 +31,7 @@ type AuxTrainConfig struct {
 	// and the execution providers (CPU by default; CUDA or TensorRT
 	// where present).
 	DepthModel, DepthSpec string
-	Inference             infer.Config
+	Inference             onnxrt.Config
 
 	// Data is a data set (dataset.Open: the sim render layout, real KITTI
 	// with split files, NYU); "" draws frames from the simulated pool

@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/domain"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // DefaultDomainFrames is how many held-out training-domain frames train
@@ -151,7 +152,7 @@ func writeDomainRecord(path string, as infer.IOSpec, rec *domain.Record) error {
 // frame-level AUC of each other set against in-domain test frames.
 type DomainConfig struct {
 	Depth, DepthSpec, AuxUE, AuxUESpec string
-	Inference                          infer.Config
+	Inference                          onnxrt.Config
 	// Data: the in-domain frames the record is fitted on ("" = the
 	// simulated pool's held-out drives, Seed, Frames of them).
 	Data   string
@@ -251,6 +252,7 @@ func RunDomain(ctx context.Context, cfg DomainConfig) (DomainResult, error) {
 		if err != nil {
 			return nil, 0, err
 		}
+		d.withoutTruth = true // a set's frames need no ground truth (picture folders)
 		st, err := domainStats(ctx, models, l, d)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", dir, err)
@@ -387,7 +389,7 @@ func (f *DomainFlags) Config(log *slog.Logger) (DomainConfig, error) {
 		}
 		return filepath.Join(f.Models, name)
 	}
-	inf, err := infer.ParseProviders(f.Providers, "")
+	inf, err := onnxrt.ParseProviders(f.Providers, "")
 	if err != nil {
 		return DomainConfig{}, fmt.Errorf("flag -providers: %w", err)
 	}

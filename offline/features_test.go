@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // featureNetScript builds, with Debian's python3-onnx (not the project's
@@ -277,7 +278,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 		as.AuxUE.ModelFeatureChannels != 8 {
 		t.Fatalf("auxue.yaml model_features %+v", got)
 	}
-	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, infer.Config{}, nil)
+	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, onnxrt.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

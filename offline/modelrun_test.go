@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TestRunImagesEncodings: model run --images writes, at each image's size,
@@ -64,7 +65,7 @@ func TestRunImagesEncodings(t *testing.T) {
 	if len(sum.Images) != 2 || sum.Relative || sum.Input != "640x192" {
 		t.Fatalf("summary %+v", sum)
 	}
-	pair, err := OpenModelPair(context.Background(), model, spec, aux, auxSpec, infer.Config{}, nil)
+	pair, err := OpenModelPair(context.Background(), model, spec, aux, auxSpec, onnxrt.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/nn/gradcheck"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // logitFor returns z with MaxDepth*sigmoid(z) = d.
@@ -192,7 +193,7 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkONNX(t, model, auxPath)
-	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, infer.Config{}, nil)
+	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, onnxrt.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

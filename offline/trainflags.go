@@ -15,7 +15,7 @@ import (
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/offline/depthnet"
 	"github.com/didoedge/didoedge/offline/depthtrain"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // DepthFlags are the flags of `didoedge train depth`.
@@ -128,7 +128,7 @@ func (f *AuxFlags) AuxRun(args []string, log *slog.Logger, progress io.Writer) (
 	if cfg.OutlierKinds, err = auxue.ParseOutlierKinds(f.OutlierKinds); err != nil {
 		return AuxRun{}, fmt.Errorf("flag -outlier-kinds: %w", err)
 	}
-	if cfg.Inference, err = infer.ParseProviders(f.Providers, f.Library); err != nil {
+	if cfg.Inference, err = onnxrt.ParseProviders(f.Providers, f.Library); err != nil {
 		return AuxRun{}, fmt.Errorf("flag -providers: %w", err)
 	}
 	if cfg.DepthSpec == "" {

@@ -7,6 +7,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ExposeTensors returns a copy of the ONNX model data with the named
@@ -69,7 +70,7 @@ func ProbeTensorShapes(path string, spec IOSpec, library string, names []string)
 	if len(names) == 0 {
 		return nil, nil
 	}
-	_, release, err := Acquire(library)
+	_, release, err := onnxrt.Acquire(library)
 	if err != nil {
 		return nil, err
 	}

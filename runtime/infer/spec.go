@@ -60,14 +60,6 @@ const (
 	MeaningSigmoidDisparity = "sigmoid_disparity"
 )
 
-// Input element types, read from the model (the spec needs no key): the
-// runtime normalizes into float32 and converts for the model.
-const (
-	TypeFloat32 = "float32"
-	TypeFloat16 = "float16"
-	TypeUint8   = "uint8" // raw pixels 0..255: pixel_range 255, no mean/std
-)
-
 // Units of an AuxUE's depth input and scale output.
 const (
 	// UnitsMetres: the depth input is the main model's depth in metres and

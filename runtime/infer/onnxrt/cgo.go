@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 /*
 #cgo LDFLAGS: -ldl
@@ -123,9 +123,9 @@ func probeLibrary(path string, api uint32) (res probeResult, version, dlerr stri
 	return probeResult(code), C.GoString(&ver[0]), C.GoString(&errb[0])
 }
 
-// withSignalsPreserved runs fn and then restores every signal disposition
+// WithSignalsPreserved runs fn and then restores every signal disposition
 // that was in place before it, returning how many fn had changed.
-func withSignalsPreserved(fn func()) (changed int) {
+func WithSignalsPreserved(fn func()) (changed int) {
 	saved := C.save_signals()
 	defer func() {
 		if saved != nil {

@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 import (
 	"fmt"
@@ -18,10 +18,19 @@ type environment struct {
 	lib  Library
 	// pools holds the global thread pools when the first session asked for
 	// them (thread_pool: global); nil otherwise.
-	pools *globalPools
+	pools *GlobalPools
 }
 
 var ortEnv environment
+
+// EnvironmentRefs is the number of references held on the process's ONNX
+// Runtime environment (sessions and tools not yet closed); 0 when none is
+// loaded. Leak checks read it.
+func EnvironmentRefs() int {
+	ortEnv.mu.Lock()
+	defer ortEnv.mu.Unlock()
+	return ortEnv.refs
+}
 
 // acquireEnvironment initializes the environment on first use with the
 // library found by ResolveLibrary(configured) and takes a reference. A later
@@ -31,7 +40,7 @@ var ortEnv environment
 // for a global pool the environment lacks, or one with other settings, gets
 // an error. Callers with pool nil (sessions with their own pools, tools)
 // share any environment.
-func acquireEnvironment(configured string, gpu bool, pool *poolSettings, log *slog.Logger) (Library, *globalPools, error) {
+func acquireEnvironment(configured string, gpu bool, pool *poolSettings, log *slog.Logger) (Library, *GlobalPools, error) {
 	ortEnv.mu.Lock()
 	defer ortEnv.mu.Unlock()
 	if ortEnv.refs > 0 {
@@ -59,7 +68,7 @@ func acquireEnvironment(configured string, gpu bool, pool *poolSettings, log *sl
 		// A CPU build with a GPU provider configured needs no line of its
 		// own: the provider's fallback warning says why (withBuildHint).
 	}
-	var pools *globalPools
+	var pools *GlobalPools
 	if pool != nil {
 		// Created first: the binding's CreateEnv below then returns this
 		// environment (OrtEnv is a reference-counted singleton).
@@ -109,13 +118,13 @@ func releaseEnvironment() error {
 // callers that use the binding directly (tools, tests). Call the returned
 // release exactly once.
 func Acquire(configuredLibrary string) (Library, func() error, error) {
-	lib, _, release, err := acquire(configuredLibrary, false, nil, nil)
+	lib, _, release, err := AcquireEnv(configuredLibrary, false, nil, nil)
 	return lib, release, err
 }
 
-// acquire takes a reference as Acquire does, asking for the global thread
+// AcquireEnv takes a reference as Acquire does, asking for the global thread
 // pool when pool is set.
-func acquire(configuredLibrary string, gpu bool, pool *poolSettings, log *slog.Logger) (Library, *globalPools, func() error, error) {
+func AcquireEnv(configuredLibrary string, gpu bool, pool *poolSettings, log *slog.Logger) (Library, *GlobalPools, func() error, error) {
 	lib, pools, err := acquireEnvironment(configuredLibrary, gpu, pool, log)
 	if err != nil {
 		return Library{}, nil, nil, err

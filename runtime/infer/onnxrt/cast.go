@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 import (
 	"fmt"
@@ -9,24 +9,24 @@ import (
 
 // Models whose inputs or outputs are not float32 (uint8 pixels of a
 // quantized TFLite conversion, float16 of a half-precision export) keep
-// every buffer the runtime reads and writes in float32: a cast holds the
+// every buffer the runtime reads and writes in float32: a Cast holds the
 // model's own tensor beside it and converts the first n frames before a
 // run (inputs) or after it (outputs). The frame path still allocates
 // nothing.
 
-// cast is a non-float32 tensor of the model and its conversion.
-type cast struct {
+// Cast is a non-float32 tensor of the model and its conversion.
+type Cast struct {
 	typ   ort.TensorElementDataType
 	size  int // bytes per element
 	per   int // elements per frame
 	raw   []byte
-	full  *ort.CustomDataTensor   // maxBatch frames
+	Full  *ort.CustomDataTensor   // maxBatch frames
 	views []*ort.CustomDataTensor // [n-1]: the first n frames (batched runs)
 }
 
-// elemSize is the byte size of the element types a cast handles; 0 for
-// float32 (no cast) and for types the runtime does not convert.
-func elemSize(t ort.TensorElementDataType) int {
+// ElemSize is the byte size of the element types a Cast handles; 0 for
+// float32 (no Cast) and for types the runtime does not convert.
+func ElemSize(t ort.TensorElementDataType) int {
 	switch t {
 	case ort.TensorElementDataTypeFloat16:
 		return 2
@@ -36,8 +36,8 @@ func elemSize(t ort.TensorElementDataType) int {
 	return 0
 }
 
-// typeName names an element type the way specs and messages do.
-func typeName(t ort.TensorElementDataType) string {
+// TypeName names an element type the way specs and messages do.
+func TypeName(t ort.TensorElementDataType) string {
 	switch t {
 	case ort.TensorElementDataTypeFloat:
 		return TypeFloat32
@@ -49,26 +49,26 @@ func typeName(t ort.TensorElementDataType) string {
 	return t.String()
 }
 
-// newCast allocates a cast tensor of shape full (maxBatch frames of per
+// NewCast allocates a Cast tensor of shape full (maxBatch frames of per
 // elements each).
-func newCast(t ort.TensorElementDataType, full ort.Shape, per int) (*cast, error) {
-	c := &cast{typ: t, size: elemSize(t), per: per}
+func NewCast(t ort.TensorElementDataType, full ort.Shape, per int) (*Cast, error) {
+	c := &Cast{typ: t, size: ElemSize(t), per: per}
 	if c.size == 0 {
-		return nil, fmt.Errorf("element type %s is not converted (float32, float16 or uint8)", typeName(t))
+		return nil, fmt.Errorf("element type %s is not converted (float32, float16 or uint8)", TypeName(t))
 	}
 	c.raw = make([]byte, int(full.FlattenedSize())*c.size)
 	var err error
-	if c.full, err = ort.NewCustomDataTensor(full, c.raw, t); err != nil {
+	if c.Full, err = ort.NewCustomDataTensor(full, c.raw, t); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // view returns a tensor over the first n frames (made once per n).
-func (c *cast) view(n int) (*ort.CustomDataTensor, error) {
+func (c *Cast) View(n int) (*ort.CustomDataTensor, error) {
 	for len(c.views) < n {
 		k := len(c.views) + 1
-		t, err := ort.NewCustomDataTensor(withBatch(c.full.GetShape(), k), c.raw[:k*c.per*c.size], c.typ)
+		t, err := ort.NewCustomDataTensor(WithBatch(c.Full.GetShape(), k), c.raw[:k*c.per*c.size], c.typ)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +80,7 @@ func (c *cast) view(n int) (*ort.CustomDataTensor, error) {
 // from converts the first n frames of src (float32) into the tensor:
 // uint8 rounds to nearest and clamps to [0, 255]; float16 rounds to
 // nearest even.
-func (c *cast) from(src []float32, n int) {
+func (c *Cast) From(src []float32, n int) {
 	src = src[:n*c.per]
 	switch c.typ {
 	case ort.TensorElementDataTypeUint8:
@@ -105,7 +105,7 @@ func (c *cast) from(src []float32, n int) {
 }
 
 // into converts the first n frames of the tensor into dst (float32).
-func (c *cast) into(dst []float32, n int) {
+func (c *Cast) Into(dst []float32, n int) {
 	dst = dst[:n*c.per]
 	switch c.typ {
 	case ort.TensorElementDataTypeUint8:
@@ -119,7 +119,7 @@ func (c *cast) into(dst []float32, n int) {
 	}
 }
 
-func (c *cast) destroy() error {
+func (c *Cast) Destroy() error {
 	var err error
 	for _, v := range c.views {
 		if e := v.Destroy(); e != nil {
@@ -127,11 +127,11 @@ func (c *cast) destroy() error {
 		}
 	}
 	c.views = nil
-	if c.full != nil {
-		if e := c.full.Destroy(); e != nil {
+	if c.Full != nil {
+		if e := c.Full.Destroy(); e != nil {
 			err = e
 		}
-		c.full = nil
+		c.Full = nil
 	}
 	return err
 }
@@ -193,3 +193,18 @@ func Float32FromHalf(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
 }
+
+// WithBatch returns sh with dim 0 set to n.
+func WithBatch(sh ort.Shape, n int) ort.Shape {
+	out := sh.Clone()
+	out[0] = int64(n)
+	return out
+}
+
+// Input element types, read from the model (the spec needs no key): the
+// runtime normalizes into float32 and converts for the model.
+const (
+	TypeFloat32 = "float32"
+	TypeFloat16 = "float16"
+	TypeUint8   = "uint8" // raw pixels 0..255: pixel_range 255, no mean/std
+)

@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 import (
 	"fmt"
@@ -29,26 +29,26 @@ func engineCacheKey(modelSHA256 string, fp16 bool, inputShape []int64) string {
 	return fmt.Sprintf("%s_%s_%s", sha, prec, strings.Join(dims, "x"))
 }
 
-// batchProfile is the range of batch sizes a dynamic-batch session runs:
+// BatchProfile is the range of batch sizes a dynamic-batch session runs:
 // each input's shape for one frame, and the largest batch. TensorRT builds
 // one engine per optimization profile; without an explicit profile it
 // builds for the first shape it sees and rebuilds (seconds to minutes on
 // a Jetson, the pipeline stalled) the first time a partial batch of
 // another size arrives.
-type batchProfile struct {
-	inputs []string
-	frame  [][]int64 // per input, batch dimension first (1 here)
-	max    int
+type BatchProfile struct {
+	Inputs []string
+	Frame  [][]int64 // per input, batch dimension first (1 here)
+	Max    int
 }
 
 // options are ONNX Runtime's TensorRT profile keys: min batch 1, opt and
 // max the configured batch size ("name:1x3x192x640,depth:1x1x192x640").
-func (b batchProfile) options() map[string]string {
+func (b BatchProfile) Options() map[string]string {
 	shapes := func(n int) string {
-		parts := make([]string, len(b.inputs))
-		for i, name := range b.inputs {
-			dims := make([]string, len(b.frame[i]))
-			for k, d := range b.frame[i] {
+		parts := make([]string, len(b.Inputs))
+		for i, name := range b.Inputs {
+			dims := make([]string, len(b.Frame[i]))
+			for k, d := range b.Frame[i] {
 				if k == 0 {
 					d = int64(n)
 				}
@@ -60,25 +60,25 @@ func (b batchProfile) options() map[string]string {
 	}
 	return map[string]string{
 		"trt_profile_min_shapes": shapes(1),
-		"trt_profile_opt_shapes": shapes(b.max),
-		"trt_profile_max_shapes": shapes(b.max),
+		"trt_profile_opt_shapes": shapes(b.Max),
+		"trt_profile_max_shapes": shapes(b.Max),
 	}
 }
 
-// tensorRTOptions maps a ProviderConfig to ONNX Runtime's TensorRT keys.
+// TensorRTOptions maps a ProviderConfig to ONNX Runtime's TensorRT keys.
 // profile is nil for a session that runs one fixed shape.
-func tensorRTOptions(p ProviderConfig, modelSHA256 string, inputShape []int64, profile *batchProfile) (map[string]string, error) {
+func TensorRTOptions(p ProviderConfig, modelSHA256 string, inputShape []int64, profile *BatchProfile) (map[string]string, error) {
 	o := map[string]string{
 		"device_id":       strconv.Itoa(p.DeviceID),
-		"trt_fp16_enable": boolFlag(p.FP16),
+		"trt_fp16_enable": BoolFlag(p.FP16),
 	}
 	if p.WorkspaceBytes > 0 {
 		o["trt_max_workspace_size"] = strconv.FormatInt(p.WorkspaceBytes, 10)
 	}
 	key := engineCacheKey(modelSHA256, p.FP16, inputShape)
 	if profile != nil {
-		maps.Copy(o, profile.options())
-		key += "_b1-" + strconv.Itoa(profile.max)
+		maps.Copy(o, profile.Options())
+		key += "_b1-" + strconv.Itoa(profile.Max)
 	}
 	if p.EngineCacheDir != "" {
 		dir := filepath.Join(p.EngineCacheDir, key)
@@ -93,14 +93,14 @@ func tensorRTOptions(p ProviderConfig, modelSHA256 string, inputShape []int64, p
 	return o, nil
 }
 
-func boolFlag(b bool) string {
+func BoolFlag(b bool) string {
 	if b {
 		return "1"
 	}
 	return "0"
 }
 
-// appendProvider adds p to opts, for the library at libPath. TensorRT is
+// AppendProvider adds p to opts, for the library at libPath. TensorRT is
 // followed by CUDA on the same device so that nodes TensorRT rejects still
 // run on the GPU; CPU needs nothing (ONNX Runtime always has it).
 //
@@ -110,12 +110,12 @@ func boolFlag(b bool) string {
 // libonnxruntime_providers_cuda.so from beside the core through V1.
 // TensorRT tries the V2 options first (they carry the batch profile), then
 // V1 (engine cache, fp16, workspace; no profile).
-func appendProvider(opts *ort.SessionOptions, libPath string, p ProviderConfig, modelSHA256 string, inputShape []int64, profile *batchProfile) error {
+func AppendProvider(opts *ort.SessionOptions, libPath string, p ProviderConfig, modelSHA256 string, inputShape []int64, profile *BatchProfile) error {
 	switch p.Name {
 	case ProviderCPU:
 		return nil
 	case ProviderTensorRT:
-		trtOpts, err := tensorRTOptions(p, modelSHA256, inputShape, profile)
+		trtOpts, err := TensorRTOptions(p, modelSHA256, inputShape, profile)
 		if err != nil {
 			return err
 		}
@@ -162,9 +162,9 @@ func appendCUDA(opts *ort.SessionOptions, libPath string, device int) error {
 	return nil
 }
 
-// providerLibrary is the file name of a provider's library beside the
+// ProviderLibrary is the file name of a provider's library beside the
 // ONNX Runtime core.
-func providerLibrary(name string) string {
+func ProviderLibrary(name string) string {
 	return "libonnxruntime_providers_" + name + ".so"
 }
 
@@ -176,13 +176,13 @@ func withBuildHint(err error, libPath, provider string) error {
 		return err
 	}
 	dir := filepath.Dir(libPath)
-	if _, statErr := os.Stat(filepath.Join(dir, providerLibrary(provider))); statErr != nil {
+	if _, statErr := os.Stat(filepath.Join(dir, ProviderLibrary(provider))); statErr != nil {
 		return fmt.Errorf("%w (no %s beside %s: a CPU build of ONNX Runtime; fetch the GPU build with `bash scripts/deps.sh --gpu` or point the config key library at one, docs/deploy.md)",
-			err, providerLibrary(provider), libPath)
+			err, ProviderLibrary(provider), libPath)
 	}
-	if dlErr := dlCheck(filepath.Join(dir, providerLibrary(provider))); dlErr != nil {
+	if dlErr := dlCheck(filepath.Join(dir, ProviderLibrary(provider))); dlErr != nil {
 		return fmt.Errorf("%w: %v (%s is there, but a library it needs is not on the loader path: CUDA 13 for the x64 GPU build (libcublas, libcublasLt, libcudart, libcurand), cuDNN 9 and TensorRT 10 for tensorrt; set LD_LIBRARY_PATH, docs/deploy.md)",
-			err, dlErr, providerLibrary(provider))
+			err, dlErr, ProviderLibrary(provider))
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 import (
 	"fmt"
@@ -85,7 +85,7 @@ func TestGPUAPIIndices(t *testing.T) {
 		}
 	}
 	check(bindingHeaderDir(t), []string{"GetErrorMessage", "ReleaseStatus", "SessionOptionsAppendExecutionProvider_CUDA", "SessionOptionsAppendExecutionProvider_TensorRT"})
-	root := moduleRoot(mustGetwd(t), func(p string) bool { _, err := os.Stat(p); return err == nil })
+	root := ModuleRoot(mustGetwd(t), func(p string) bool { _, err := os.Stat(p); return err == nil })
 	inc := filepath.Join(root, "third_party", "onnxruntime", BundledVersion+"-gpu", "linux-x64", "include")
 	if _, err := os.Stat(filepath.Join(inc, "onnxruntime_c_api.h")); err != nil {
 		t.Skipf("the %s header is not here (bash scripts/deps.sh --gpu unpacks it into %s); the API 24 indices passed", BundledVersion, inc)

@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 /*
 #cgo LDFLAGS: -ldl
@@ -210,18 +210,18 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// devAPI is the OrtApi table and, on CUDA, the CUDA runtime's copy.
-type devAPI struct {
+// DevAPI is the OrtApi table and, on CUDA, the CUDA runtime's copy.
+type DevAPI struct {
 	api  unsafe.Pointer
 	cuda *C.devCuda // nil: host memory (memcpy)
 }
 
-func newDevAPI(libPath string, cuda bool) (*devAPI, error) {
+func NewDevAPI(libPath string, cuda bool) (*DevAPI, error) {
 	api, err := ortAPI(libPath, requiredAPI)
 	if err != nil {
 		return nil, err
 	}
-	d := &devAPI{api: api}
+	d := &DevAPI{api: api}
 	if cuda {
 		// Go memory without Go pointers (two C function pointers).
 		d.cuda = new(C.devCuda)
@@ -239,7 +239,7 @@ func (e *errBuf) err(what string) error {
 	return fmt.Errorf("%s: %s", what, C.GoString(&e[0]))
 }
 
-func (d *devAPI) memoryInfo(name string, device int) (unsafe.Pointer, error) {
+func (d *DevAPI) MemoryInfo(name string, device int) (unsafe.Pointer, error) {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var out unsafe.Pointer
@@ -250,7 +250,7 @@ func (d *devAPI) memoryInfo(name string, device int) (unsafe.Pointer, error) {
 	return out, nil
 }
 
-func (d *devAPI) allocator(session, info unsafe.Pointer) (unsafe.Pointer, error) {
+func (d *DevAPI) Allocator(session, info unsafe.Pointer) (unsafe.Pointer, error) {
 	var out unsafe.Pointer
 	var e errBuf
 	if C.dev_allocator(d.api, session, info, &out, &e[0], C.int(len(e))) != 0 {
@@ -261,7 +261,7 @@ func (d *devAPI) allocator(session, info unsafe.Pointer) (unsafe.Pointer, error)
 
 // tensor allocates a float32 tensor of shape with alloc: the value and
 // its data.
-func (d *devAPI) tensor(alloc unsafe.Pointer, shape ort.Shape) (value, data unsafe.Pointer, err error) {
+func (d *DevAPI) Tensor(alloc unsafe.Pointer, shape ort.Shape) (value, data unsafe.Pointer, err error) {
 	var e errBuf
 	if C.dev_tensor(d.api, alloc, (*C.int64_t)(unsafe.Pointer(&shape[0])), C.size_t(len(shape)), &value, &data, &e[0], C.int(len(e))) != 0 {
 		return nil, nil, e.err(fmt.Sprintf("allocate tensor %v", shape))
@@ -271,7 +271,7 @@ func (d *devAPI) tensor(alloc unsafe.Pointer, shape ort.Shape) (value, data unsa
 
 // view is a float32 tensor of shape over data, memory that info
 // describes (the caller keeps it alive longer than the view).
-func (d *devAPI) view(info, data unsafe.Pointer, shape ort.Shape) (unsafe.Pointer, error) {
+func (d *DevAPI) View(info, data unsafe.Pointer, shape ort.Shape) (unsafe.Pointer, error) {
 	var out unsafe.Pointer
 	var e errBuf
 	if C.dev_view(d.api, info, data, (*C.int64_t)(unsafe.Pointer(&shape[0])), C.size_t(len(shape)), &out, &e[0], C.int(len(e))) != 0 {
@@ -280,7 +280,7 @@ func (d *devAPI) view(info, data unsafe.Pointer, shape ort.Shape) (unsafe.Pointe
 	return out, nil
 }
 
-func (d *devAPI) binding(session unsafe.Pointer) (unsafe.Pointer, error) {
+func (d *DevAPI) Binding(session unsafe.Pointer) (unsafe.Pointer, error) {
 	var out unsafe.Pointer
 	var e errBuf
 	if C.dev_binding(d.api, session, &out, &e[0], C.int(len(e))) != 0 {
@@ -289,7 +289,7 @@ func (d *devAPI) binding(session unsafe.Pointer) (unsafe.Pointer, error) {
 	return out, nil
 }
 
-func (d *devAPI) bind(binding unsafe.Pointer, name string, value unsafe.Pointer, output bool) error {
+func (d *DevAPI) Bind(binding unsafe.Pointer, name string, value unsafe.Pointer, output bool) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	out := C.int(0)
@@ -304,7 +304,7 @@ func (d *devAPI) bind(binding unsafe.Pointer, name string, value unsafe.Pointer,
 	return nil
 }
 
-func (d *devAPI) run(session, runOptions, binding unsafe.Pointer) error {
+func (d *DevAPI) Run(session, runOptions, binding unsafe.Pointer) error {
 	st := C.dev_run(d.api, session, runOptions, binding)
 	if st == nil {
 		return nil
@@ -314,7 +314,7 @@ func (d *devAPI) run(session, runOptions, binding unsafe.Pointer) error {
 	return errors.New(C.GoString(&e[0]))
 }
 
-func (d *devAPI) terminateOptions() (unsafe.Pointer, error) {
+func (d *DevAPI) TerminateOptions() (unsafe.Pointer, error) {
 	var out unsafe.Pointer
 	var e errBuf
 	if C.dev_terminate_options(d.api, &out, &e[0], C.int(len(e))) != 0 {
@@ -323,20 +323,20 @@ func (d *devAPI) terminateOptions() (unsafe.Pointer, error) {
 	return out, nil
 }
 
-// Kinds of devAPI.release.
+// Kinds of DevAPI.Release.
 const (
-	relValue      = C.devValue
-	relMemoryInfo = C.devMemoryInfo
-	relAllocator  = C.devAllocator
-	relIoBinding  = C.devIoBinding
-	relRunOptions = C.devRunOptions
+	RelValue      = C.devValue
+	RelMemoryInfo = C.devMemoryInfo
+	RelAllocator  = C.devAllocator
+	RelIoBinding  = C.devIoBinding
+	RelRunOptions = C.devRunOptions
 )
 
-func (d *devAPI) release(kind C.int, p unsafe.Pointer) { C.dev_release(d.api, kind, p) }
+func (d *DevAPI) Release(kind C.int, p unsafe.Pointer) { C.dev_release(d.api, kind, p) }
 
 // copy copies n float32 values from src to dst, host and device memory
 // in either direction (host to host on the CPU path).
-func (d *devAPI) copy(dst, src unsafe.Pointer, n int) error {
+func (d *DevAPI) Copy(dst, src unsafe.Pointer, n int) error {
 	if rc := C.dev_copy(d.cuda, dst, src, C.size_t(n*4)); rc != 0 {
 		return fmt.Errorf("device copy: %s (cudaError %d)", C.GoString(C.dev_cuda_error(d.cuda, rc)), int(rc))
 	}

@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 import (
 	"fmt"
@@ -70,13 +70,13 @@ type ProviderConfig struct {
 }
 
 // gpu reports whether the provider runs on a GPU.
-func (p ProviderConfig) gpu() bool { return p.Name == ProviderTensorRT || p.Name == ProviderCUDA }
+func (p ProviderConfig) GPU() bool { return p.Name == ProviderTensorRT || p.Name == ProviderCUDA }
 
 // ortName is ONNX Runtime's name of the provider, as its node placement
 // reports it.
-func (p ProviderConfig) ortName() string { return ortProviderName(p.Name) }
+func (p ProviderConfig) ORTName() string { return ORTProviderName(p.Name) }
 
-func ortProviderName(name string) string {
+func ORTProviderName(name string) string {
 	switch name {
 	case ProviderTensorRT:
 		return "TensorrtExecutionProvider"
@@ -90,9 +90,9 @@ func ortProviderName(name string) string {
 
 // wantsGPU reports whether any configured provider runs on a GPU (the
 // library resolution then prefers the project's GPU build).
-func (c Config) wantsGPU() bool {
+func (c Config) WantsGPU() bool {
 	for _, p := range c.Providers {
-		if p.gpu() {
+		if p.GPU() {
 			return true
 		}
 	}
@@ -148,16 +148,30 @@ func (c Config) Validate() error {
 
 // globalPool returns the settings of the process-wide pool the sessions
 // share, or nil when each session has its own.
-func (c Config) globalPool() *poolSettings {
+func (c Config) GlobalPool() *poolSettings {
 	if c.ThreadPool == ThreadPoolSession {
 		return nil
 	}
 	return &poolSettings{intraOp: c.IntraOpThreads, spinning: c.ThreadSpinning}
 }
 
-func (c Config) providers() []ProviderConfig {
+func (c Config) EffectiveProviders() []ProviderConfig {
 	if len(c.Providers) == 0 {
 		return []ProviderConfig{{Name: ProviderCPU}}
 	}
 	return c.Providers
 }
+
+// Values of Config.DeviceTensors (inference.device_tensors).
+const (
+	// DeviceTensorsAuto (the default): device-resident tensors when the
+	// depth model and the AuxUE both run on CUDA; the host path otherwise.
+	DeviceTensorsAuto = "auto"
+	// DeviceTensorsOn: device-resident tensors on CUDA, and the same code
+	// path over host memory ("Cpu" memory info) when both models run on
+	// the CPU (the path the CPU tests run; on a CPU it saves nothing).
+	DeviceTensorsOn = "on"
+	// DeviceTensorsOff: the host path (every input and output a host
+	// tensor, copied by ONNX Runtime on every run).
+	DeviceTensorsOff = "off"
+)

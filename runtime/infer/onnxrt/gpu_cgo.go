@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 /*
 #cgo LDFLAGS: -ldl
@@ -239,7 +239,7 @@ import (
 // 1.29.0), so that an older library answers NULL instead of a short table.
 const (
 	assignmentAPIVersion = 29
-	assignmentMinVersion = "1.29.0"
+	AssignmentMinVersion = "1.29.0"
 )
 
 // ortAPI returns the OrtApi table of the given version of the library at
@@ -328,10 +328,10 @@ func optionsPointer(o *ort.SessionOptions) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-// sessionPointer returns the OrtSession* behind the binding's
+// SessionPointer returns the OrtSession* behind the binding's
 // AdvancedSession (its first field in onnxruntime_go v1.27.0; checked by
 // reflection, so a changed binding gives an error, never a wild pointer).
-func sessionPointer(s *ort.AdvancedSession) (unsafe.Pointer, error) {
+func SessionPointer(s *ort.AdvancedSession) (unsafe.Pointer, error) {
 	t := reflect.TypeFor[ort.AdvancedSession]()
 	if t.NumField() == 0 || t.Field(0).Name != "ortSession" || t.Field(0).Type.Kind() != reflect.Pointer || t.Field(0).Offset != 0 {
 		return nil, errors.New("onnxruntime_go's AdvancedSession has not the layout this code knows (OrtSession* first)")
@@ -343,9 +343,9 @@ func sessionPointer(s *ort.AdvancedSession) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-// dynamicSessionPointer is sessionPointer for a DynamicAdvancedSession
+// DynamicSessionPointer is SessionPointer for a DynamicAdvancedSession
 // (a wrapper of one *AdvancedSession in v1.27.0).
-func dynamicSessionPointer(s *ort.DynamicAdvancedSession) (unsafe.Pointer, error) {
+func DynamicSessionPointer(s *ort.DynamicAdvancedSession) (unsafe.Pointer, error) {
 	t := reflect.TypeFor[ort.DynamicAdvancedSession]()
 	if t.NumField() != 1 || t.Field(0).Type != reflect.TypeFor[*ort.AdvancedSession]() {
 		return nil, errors.New("onnxruntime_go's DynamicAdvancedSession has not the layout this code knows")
@@ -354,13 +354,13 @@ func dynamicSessionPointer(s *ort.DynamicAdvancedSession) (unsafe.Pointer, error
 	if inner == nil {
 		return nil, errors.New("session not created")
 	}
-	return sessionPointer(inner)
+	return SessionPointer(inner)
 }
 
-// nodeAssignment reads ONNX Runtime's own record of which provider each
+// NodeAssignment reads ONNX Runtime's own record of which provider each
 // node of the session's graph was assigned to (after its graph
 // optimizations): nodes per provider, and the operator types per provider.
-func nodeAssignment(libPath string, session unsafe.Pointer) ([]ProviderNodes, error) {
+func NodeAssignment(libPath string, session unsafe.Pointer) ([]ProviderNodes, error) {
 	api, err := ortAPI(libPath, assignmentAPIVersion)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 /*
 #cgo LDFLAGS: -ldl
@@ -133,10 +133,10 @@ type poolSettings struct {
 	spinning bool
 }
 
-// globalPools is the environment reference that owns ONNX Runtime's global
+// GlobalPools is the environment reference that owns ONNX Runtime's global
 // thread pools; it is taken before the binding's and released after it, so
 // the pools live exactly as long as the environment.
-type globalPools struct {
+type GlobalPools struct {
 	api      unsafe.Pointer // const OrtApi*
 	env      unsafe.Pointer // OrtEnv*
 	settings poolSettings
@@ -144,7 +144,7 @@ type globalPools struct {
 
 // createGlobalPools creates the process's ONNX Runtime environment with a
 // global intra-op pool from the library at libPath.
-func createGlobalPools(libPath string, s poolSettings) (*globalPools, error) {
+func createGlobalPools(libPath string, s poolSettings) (*GlobalPools, error) {
 	cpath := C.CString(libPath)
 	defer C.free(unsafe.Pointer(cpath))
 	var api unsafe.Pointer
@@ -157,15 +157,15 @@ func createGlobalPools(libPath string, s poolSettings) (*globalPools, error) {
 	if C.gp_create_env(cpath, C.uint32_t(requiredAPI), C.int(s.intraOp), C.int(spin), &api, &env, &errb[0], C.int(len(errb))) != 0 {
 		return nil, fmt.Errorf("create ONNX Runtime environment with a global thread pool from %q: %s", libPath, C.GoString(&errb[0]))
 	}
-	return &globalPools{api: api, env: env, settings: s}, nil
+	return &GlobalPools{api: api, env: env, settings: s}, nil
 }
 
 // release drops the environment reference that holds the pools.
-func (g *globalPools) release() { C.gp_release_env(g.api, g.env) }
+func (g *GlobalPools) release() { C.gp_release_env(g.api, g.env) }
 
 // useGlobalPools makes a session created with opts run on the environment's
 // global pools instead of creating its own.
-func (g *globalPools) useGlobalPools(opts *ort.SessionOptions) error {
+func (g *GlobalPools) UseGlobalPools(opts *ort.SessionOptions) error {
 	p, err := sessionOptionsPointer(opts)
 	if err != nil {
 		return err

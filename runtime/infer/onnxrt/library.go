@@ -1,4 +1,4 @@
-package infer
+package onnxrt
 
 import (
 	"errors"
@@ -102,7 +102,7 @@ func ResolveLibraryFor(configured string, gpu bool) (Library, error) {
 	l.gpu = gpu
 	lib, err := l.resolve()
 	if err == nil && strings.ContainsRune(lib.Path, os.PathSeparator) {
-		lib.GPU = l.exists(filepath.Join(filepath.Dir(lib.Path), providerLibrary(ProviderCUDA)))
+		lib.GPU = l.exists(filepath.Join(filepath.Dir(lib.Path), ProviderLibrary(ProviderCUDA)))
 	}
 	return lib, err
 }
@@ -149,7 +149,7 @@ func (l lookup) projectCandidates() []candidate {
 		rels = append([]string{filepath.Join("third_party", "onnxruntime", BundledVersion+"-gpu", "linux-"+arch, "libonnxruntime.so.1")}, rels...)
 	}
 	var out []candidate
-	root := moduleRoot(l.workDir, l.exists)
+	root := ModuleRoot(l.workDir, l.exists)
 	for _, rel := range rels {
 		if root != "" {
 			out = append(out, candidate{filepath.Join(root, rel), "project"})
@@ -164,8 +164,8 @@ func (l lookup) projectCandidates() []candidate {
 	return out
 }
 
-// moduleRoot walks up from dir to the first directory holding go.mod.
-func moduleRoot(dir string, exists func(string) bool) string {
+// ModuleRoot walks up from dir to the first directory holding go.mod.
+func ModuleRoot(dir string, exists func(string) bool) string {
 	if dir == "" {
 		return ""
 	}
