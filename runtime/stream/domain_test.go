@@ -148,3 +148,34 @@ func TestProcessWithDomainMonitorAllocatesNothing(t *testing.T) {
 		t.Fatalf("monitor status %+v, %d frames not measured", s, c.dom.errs.Load())
 	}
 }
+
+// TestDomainMonitorStopsWithoutDeviceFeatures: a record that pools the
+// depth model's features, on frames whose tensor stayed on the device
+// (nil), stops the monitor instead of counting every frame as foreign.
+func TestDomainMonitorStopsWithoutDeviceFeatures(t *testing.T) {
+	p := newIdlePipeline(t, "quiet.yaml")
+	l := domain.DefaultLayout(true)
+	rng := rand.New(rand.NewPCG(3, 3))
+	frames := make([][]float64, 20)
+	for i := range frames {
+		frames[i] = make([]float64, l.Dim())
+		for j := range frames[i] {
+			frames[i][j] = rng.NormFloat64()
+		}
+	}
+	rec, err := domain.Fit(l, frames, domain.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.cams[0]
+	if c.dom, err = newDomainMonitor(rec, runconfig.DomainConfig{Window: time.Second, FalseAlarmRate: 0.01}, c.engine.Calibration()); err != nil {
+		t.Fatal(err)
+	}
+	c.process(context.Background(), testFrame(testW, testH))
+	if s := c.domainStatus(); s.On || s.Shifted || c.engine.DomainShifted() {
+		t.Fatalf("status %+v, engine shifted %v: want the monitor off, no shift", s, c.engine.DomainShifted())
+	}
+	if ok, detail := c.domainHealth(); !ok || detail != "domain monitor off" {
+		t.Errorf("health %v %q", ok, detail)
+	}
+}
