@@ -18,6 +18,7 @@ import (
 	"github.com/didoedge/didoedge/offline/modeltool"
 	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -181,7 +182,7 @@ func TestJetsonOrinProvidersFallBackToCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	if sess.Provider() != infer.ProviderCPU {
+	if sess.Provider() != onnxrt.ProviderCPU {
 		t.Fatalf("provider %q, want cpu on a CPU-only ONNX Runtime", sess.Provider())
 	}
 	for _, want := range []string{"provider=tensorrt next=cuda", "provider=cuda next=cpu"} {

@@ -20,6 +20,7 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -35,13 +36,13 @@ type frameSource interface {
 // simPool draws frames from the on-the-fly simulated pool (SimSource):
 // frame i is the i-th draw of a PCG seeded by the seed.
 type simPool struct {
-	src   *SimSource
+	src   *depthtrain.SimSource
 	pairs [][2]int
 	id    map[string]any
 }
 
 func newSimPool(seed int64, drives, framesPerDrive, width, height, frames int, firstDrive int, stream uint64) (*simPool, error) {
-	src, err := NewSimSource(seed, firstDrive+drives, framesPerDrive, width, height)
+	src, err := depthtrain.NewSimSource(seed, firstDrive+drives, framesPerDrive, width, height)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +74,9 @@ type dataFrames struct {
 	set   dataset.Set
 	items []dataset.Item
 	id    map[string]any
+	// withoutTruth: frames without ground truth are served too (the
+	// domain statistics need none: picture folders, footage).
+	withoutTruth bool
 }
 
 // openDataFrames lists a split (at most max frames, evenly spread, 0 = all).
@@ -126,7 +130,7 @@ func (d *dataFrames) Frame(i int) (*dataset.Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Sparse == nil {
+	if s.Sparse == nil && !d.withoutTruth {
 		return nil, fmt.Errorf("frame %s has no ground truth (an AuxUE learns from the depth model's errors on it)", s.Name)
 	}
 	return s, nil

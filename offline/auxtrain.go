@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/didoedge/didoedge/runtime/domain"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -17,8 +18,10 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // AuxTrainConfig configures AuxTrain. Zero fields take the defaults in brackets.
@@ -28,7 +31,7 @@ type AuxTrainConfig struct {
 	// and the execution providers (CPU by default; CUDA or TensorRT
 	// where present).
 	DepthModel, DepthSpec string
-	Inference             infer.Config
+	Inference             onnxrt.Config
 
 	// Data is a data set (dataset.Open: the sim render layout, real KITTI
 	// with split files, NYU); "" draws frames from the simulated pool
@@ -95,6 +98,13 @@ type AuxTrainConfig struct {
 	// ModelFeatureChannels is the most channels made of that tensor (a
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
+	// DomainFrames: held-out training-domain frames the training-domain
+	// record (runtime/domain) is fitted on after the export: the pool's
+	// drives after the validation drives, or at most this many of
+	// ValSplit [DefaultDomainFrames; negative: no record]. DomainStatistic
+	// is the record's statistic [domain.KNN].
+	DomainFrames    int
+	DomainStatistic string
 
 	// CacheDir keeps the depth model's cached outputs and errors between
 	// runs, keyed by the model's sha256, its spec, the data and the
@@ -112,12 +122,14 @@ type AuxTrainConfig struct {
 }
 
 func (c *AuxTrainConfig) defaults() {
-	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
+	depthtrain.PoolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	if c.Data == "" {
 		setDefault(&c.Frames, 300)
 		setDefault(&c.ValFrames, 16)
 	}
 	setDefault(&c.ValDrives, 2)
+	setDefault(&c.DomainFrames, DefaultDomainFrames)
+	setDefault(&c.DomainStatistic, domain.KNN)
 	setDefault(&c.Split, "train")
 	setDefault(&c.ValSplit, "val")
 	if c.Steps <= 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/offline/modeltool"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ProbeFlags are the --probe flags of `didoedge model inspect`.
@@ -46,7 +47,7 @@ func (f *ProbeFlags) Config(model string, log *slog.Logger) (ProbeConfig, error)
 	if cfg.Intrinsics, err = f.Intrinsics.Intrinsics(); err != nil {
 		return cfg, err
 	}
-	if cfg.Inference, err = infer.ParseProviders(f.Provider, ""); err != nil {
+	if cfg.Inference, err = onnxrt.ParseProviders(f.Provider, ""); err != nil {
 		return cfg, fmt.Errorf("flag -providers: %w", err)
 	}
 	return cfg, nil
@@ -84,7 +85,7 @@ func (f *ModelRunFlags) AddFlags(fs *flag.FlagSet) {
 // Run runs the models as the flags say, with the camera's intrinsics in
 // (nil: unknown), and prints the summary to w.
 func (f *ModelRunFlags) Run(ctx context.Context, in *intrinsics.Intrinsics, w io.Writer, log *slog.Logger) error {
-	var cfg infer.Config
+	var cfg onnxrt.Config
 	var err error
 	if f.Config != "" {
 		if cfg, err = modeltool.LoadInferenceConfig(f.Config); err != nil {
@@ -96,7 +97,7 @@ func (f *ModelRunFlags) Run(ctx context.Context, in *intrinsics.Intrinsics, w io
 	}
 	if f.Images != "" {
 		if f.Config == "" {
-			if cfg, err = infer.ParseProviders(f.Providers, cfg.Library); err != nil {
+			if cfg, err = onnxrt.ParseProviders(f.Providers, cfg.Library); err != nil {
 				return fmt.Errorf("flag -providers: %w", err)
 			}
 		}

@@ -12,8 +12,10 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ProbeConfig configures Probe (`didoedge model inspect --probe`).
@@ -30,7 +32,7 @@ type ProbeConfig struct {
 	// (0: 640x192).
 	Width, Height int
 	Intrinsics    *intrinsics.Intrinsics
-	Inference     infer.Config
+	Inference     onnxrt.Config
 	Log           *slog.Logger
 }
 
@@ -121,7 +123,7 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeReport, error) {
 		// A frame of the simulated road at the input's size (at least
 		// 64x32: the world needs some pixels), its depth known.
 		w, h = max(rep.InW, 64), max(rep.InH, 32)
-		src, err := NewSimSource(cfg.SimSeed, 1, 1, w, h)
+		src, err := depthtrain.NewSimSource(cfg.SimSeed, 1, 1, w, h)
 		if err != nil {
 			return nil, err
 		}
@@ -146,8 +148,15 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeReport, error) {
 	rep.Declared = depthLine(declared.Depth)
 	rep.DeclaredFartherMore = fartherIsLarger(declared.Depth)
 	if rep.DeclaredFartherMore != rep.FartherIsLarger {
-		rep.Mismatch = fmt.Sprintf("the spec (%s) reads larger raw values as %s, but they are %s",
-			rep.Declared, map[bool]string{true: "farther", false: "nearer"}[rep.DeclaredFartherMore], rep.evidence())
+		// With the true depth the evidence starts with the values'
+		// direction ("larger where the true depth is larger"); on an
+		// image without it, with the rows' ("values grow toward ...").
+		lead := "they are"
+		if math.IsNaN(rep.DepthCorrelation) {
+			lead = "in this image"
+		}
+		rep.Mismatch = fmt.Sprintf("the spec (%s) reads larger raw values as %s, but %s %s",
+			rep.Declared, map[bool]string{true: "farther", false: "nearer"}[rep.DeclaredFartherMore], lead, rep.evidence())
 	}
 	// The declared read-out on the same frame.
 	if err := rep.readDeclared(ctx, cfg, declared, rgb, w, h, truth, log); err != nil {

@@ -14,7 +14,8 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/offline/depthnet"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // DepthFlags are the flags of `didoedge train depth`.
@@ -52,7 +53,7 @@ func (f *DepthFlags) DepthRun(args []string, log *slog.Logger) (DepthRun, error)
 	if f.Height != 192 && !f.Untrained && f.FromCheckpoint == "" {
 		return DepthRun{}, fmt.Errorf("--height %d: training renders 192-row frames; use --untrained (or --from-checkpoint of a %d-row network)", f.Height, f.Height)
 	}
-	cfg := TrainConfig{Seed: f.Seed, Steps: f.Steps, Batch: f.Batch, CropWidth: f.Crop,
+	cfg := depthtrain.TrainConfig{Seed: f.Seed, Steps: f.Steps, Batch: f.Batch, CropWidth: f.Crop,
 		Drives: f.Drives, FramesPerDrive: f.FramesPerDrive, LR: f.LR, Log: log}
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width, cfg.Net.Height = uint64(f.Seed), f.WidthMult, f.Height
@@ -96,6 +97,8 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Height, "height", d.Height, "simulated pool: rendered frame height")
 	fs.IntVar(&c.Frames, "frames", 0, "frames drawn from the pool (default 300), or at most this many of --split (0: all)")
 	fs.IntVar(&c.ValFrames, "val-frames", 0, "validation frames (pool default 16; --data: at most this many of --val-split, 0: all)")
+	fs.IntVar(&c.DomainFrames, "domain-frames", DefaultDomainFrames, "held-out training-domain frames the spec's domain record is fitted on (pool: drives after the validation drives; --data: at most this many of --val-split); -1: no record")
+	fs.StringVar(&c.DomainStatistic, "domain-statistic", "knn", "the domain record's statistic: knn or mahalanobis (docs/alerts.md compares them)")
 	fs.IntVar(&c.Epochs, "epochs", d.Epochs, fmt.Sprintf("epochs over the cached frames; 0: as many as make about --steps optimizer steps (ceil(steps / (frames/batch)), %d to %d)", MinAutoEpochs, MaxAutoEpochs))
 	fs.IntVar(&c.Steps, "steps", d.Steps, "with --epochs 0: the optimizer steps that the epochs aim at")
 	fs.IntVar(&c.Batch, "batch", d.Batch, "frames per step")
@@ -125,7 +128,7 @@ func (f *AuxFlags) AuxRun(args []string, log *slog.Logger, progress io.Writer) (
 	if cfg.OutlierKinds, err = auxue.ParseOutlierKinds(f.OutlierKinds); err != nil {
 		return AuxRun{}, fmt.Errorf("flag -outlier-kinds: %w", err)
 	}
-	if cfg.Inference, err = infer.ParseProviders(f.Providers, f.Library); err != nil {
+	if cfg.Inference, err = onnxrt.ParseProviders(f.Providers, f.Library); err != nil {
 		return AuxRun{}, fmt.Errorf("flag -providers: %w", err)
 	}
 	if cfg.DepthSpec == "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/internal/onnxtest"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/pkg/nn"
@@ -37,20 +38,20 @@ func TestExportAuxUEParity(t *testing.T) {
 					nn.Data(p.Value)[i] = float32(rng.NormFloat64() * 0.3)
 				}
 			}
-			om, err := onnxexport.ExportAuxUE(m, dims64(tc.shape))
+			om, err := onnxexport.ExportAuxUE(m, onnxtest.Dims64(tc.shape))
 			if err != nil {
 				t.Fatal(err)
 			}
-			pythonCheck(t, writeModel(t, om, "auxue.onnx"))
+			onnxtest.PythonCheck(t, onnxtest.WriteModel(t, om, "auxue.onnx"))
 			hasScale := tc.cfg.Aleatoric.Kind != auxue.GenGaussian
 			names := []string{onnxexport.OutputAleatoricRaw, onnxexport.OutputAlpha, onnxexport.OutputEpistemic}
 			if hasScale {
 				names = append(names, onnxexport.OutputScale)
 			}
-			e := newEvaluator(t, om, "features", names)
+			e := onnxtest.NewEvaluator(t, om, "features", names)
 			var pred auxue.Prediction
 			for i := range 20 {
-				x := randomInput(rng, tc.shape...)
+				x := onnxtest.RandomInput(rng, tc.shape...)
 				raw, logits, err := m.Forward(x, nn.Eval)
 				if err != nil {
 					t.Fatal(err)
@@ -63,7 +64,7 @@ func TestExportAuxUEParity(t *testing.T) {
 				if err := m.Predict(x, 0.9, &pred); err != nil {
 					t.Fatal(err)
 				}
-				outs, _, err := e.Run(dims64(tc.shape), nn.Data(x))
+				outs, _, err := e.Run(onnxtest.Dims64(tc.shape), nn.Data(x))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -81,7 +82,7 @@ func TestExportAuxUEParity(t *testing.T) {
 					if len(c.got) != len(c.want) {
 						t.Fatalf("%s: %d values, want %d", c.name, len(c.got), len(c.want))
 					}
-					d := maxRelDiff(c.got, c.want)
+					d := onnxtest.MaxRelDiff(c.got, c.want)
 					if i == 0 {
 						t.Logf("%s: max rel diff %.2g", c.name, d)
 					}

@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/internal/onnxtest"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/pkg/nn"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // TestExportAuxUEContractParity: the AuxUE exported with its input
@@ -76,8 +77,8 @@ func TestExportAuxUEContractParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pythonCheck(t, writeModel(t, om, "auxue.onnx"))
-			e, err := infer.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth},
+			onnxtest.PythonCheck(t, onnxtest.WriteModel(t, om, "auxue.onnx"))
+			e, err := onnxrt.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth},
 				[]string{onnxexport.OutputScale, onnxexport.OutputEpistemic, onnxexport.OutputAlpha})
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +135,7 @@ func TestExportAuxUEContractParity(t *testing.T) {
 					t.Fatalf("output shapes %v", shapes)
 				}
 				for k, want := range [][]float32{upCrop(t, pred.Scale, c), upCrop(t, pred.Epistemic, c)} {
-					if d := maxRelDiff(outs[k], want); d > 1e-4 {
+					if d := onnxtest.MaxRelDiff(outs[k], want); d > 1e-4 {
 						t.Fatalf("round %d output %d: max rel diff %.3g", round, k, d)
 					}
 				}

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/internal/onnxtest"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // TestResizeBilinearMatchesONNXRuntime: auxue.ResizeBilinear, the Go side
@@ -28,7 +29,7 @@ func TestResizeBilinearMatchesONNXRuntime(t *testing.T) {
 			onnx.StringAttr("mode", "linear"), onnx.StringAttr("coordinate_transformation_mode", "half_pixel"))
 		b.Rename(y, "y")
 		b.OutputShaped("y", 1, 1, int64(oh), int64(ow))
-		e, err := infer.NewEvaluator(b.Model().Marshal(), "", "x", []string{"y"})
+		e, err := onnxrt.NewEvaluator(b.Model().Marshal(), "", "x", []string{"y"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func TestResizeBilinearMatchesONNXRuntime(t *testing.T) {
 		}
 		got := make([]float32, oh*ow)
 		auxue.ResizeBilinear(src, h, w, got, oh, ow)
-		if d := maxRelDiff(got, outs[0]); d > 1e-6 {
+		if d := onnxtest.MaxRelDiff(got, outs[0]); d > 1e-6 {
 			t.Fatalf("%v: max rel diff to ONNX Runtime %.3g", sz, d)
 		}
 		// A ramp v = 3x + 2y: the resize reads it at the mapped point,
@@ -112,8 +113,8 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pythonCheck(t, writeModel(t, om, "auxue.onnx"))
-			e, err := infer.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth, onnxexport.InputModelFeatures},
+			onnxtest.PythonCheck(t, onnxtest.WriteModel(t, om, "auxue.onnx"))
+			e, err := onnxrt.NewEvaluatorInputs(om.Marshal(), "", []string{onnxexport.InputImage, onnxexport.InputDepth, onnxexport.InputModelFeatures},
 				[]string{onnxexport.OutputScale, onnxexport.OutputEpistemic})
 			if err != nil {
 				t.Fatal(err)
@@ -149,7 +150,7 @@ func TestExportAuxUEContractModelFeatures(t *testing.T) {
 				t.Fatal(err)
 			}
 			for k, want := range [][]float32{upCrop(t, pred.Scale, c), upCrop(t, pred.Epistemic, c)} {
-				if d := maxRelDiff(outs[k], want); d > 1e-4 {
+				if d := onnxtest.MaxRelDiff(outs[k], want); d > 1e-4 {
 					t.Fatalf("output %d: max rel diff %.3g", k, d)
 				}
 			}

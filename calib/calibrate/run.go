@@ -41,7 +41,8 @@ type Options struct {
 	// rates with the new thresholds.
 	HeldOutSplit string
 	// Force calibrates on data that look out of distribution for the
-	// AuxUE (CheckStranger) with a warning instead of refusing.
+	// AuxUE (CheckStranger, CheckDomain) with a warning instead of
+	// refusing.
 	Force bool
 	Log   *slog.Logger
 }
@@ -83,6 +84,12 @@ type Result struct {
 	// Split is the split(s) read, TargetFAR the rate calibrated for.
 	Split     string
 	TargetFAR float64
+	// Domain is the check of the frames against the AuxUE's
+	// training-domain record (CheckDomain); nil when its spec has none
+	// (the calibration then warns that it could not check). DomainForced
+	// is the refusal --force overrode.
+	Domain       *DomainVerdict
+	DomainForced error
 }
 
 // alignMaxDepth bounds an aligned relative depth (metres), KITTI's cap.

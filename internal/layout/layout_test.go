@@ -32,18 +32,23 @@ var rules = []rule{
 		forbidden: []string{"alerts/mqttpub", "alerts/broker", "alerts/outbox", "alerts/snapshot"}},
 	{why: "inference knows no transport, world, data set or method package", from: "runtime/infer",
 		forbidden: []string{"alerts", "camera", "calib", "dataset", "offline", "auxue", "runtime/stream", "runtime/record", "runtime/service", "runtime/apps", "runtime/runconfig", "cmd"}},
+	{why: "the ONNX Runtime binding knows no IO spec, model layer or method", from: "runtime/infer/onnxrt",
+		forbidden: []string{"runtime", "auxue", "alerts", "camera", "calib", "dataset", "offline", "pkg", "cmd"}},
 	{why: "the streaming core knows no simulated world, no service and no application", from: "runtime/stream",
 		forbidden: []string{"camera/sim", "camera/simrig", "camera/rtspserver", "dataset", "calib", "offline", "runtime/service", "runtime/apps", "cmd"}},
 	{why: "the service layer that run wires imports no application and no simulated world", from: "runtime/service",
 		forbidden: []string{"camera/sim", "camera/simrig", "dataset", "calib", "offline", "runtime/apps", "cmd"}},
 	{why: "the deployment config runs nothing", from: "runtime/runconfig",
 		forbidden: []string{"camera/sim", "dataset", "calib", "offline", "runtime/stream", "runtime/service", "runtime/apps", "cmd"}},
-	{why: "the recorder knows no MQTT and writes no data-set layout", from: "runtime/record",
-		forbidden: []string{"alerts/mqttpub", "alerts/broker", "alerts/outbox", "dataset", "calib", "offline", "runtime/stream", "runtime/service", "runtime/apps", "cmd"}},
+	{why: "the recorder knows no alert engine, no MQTT and writes no data-set layout", from: "runtime/record",
+		forbidden: []string{"alerts$", "alerts/mqttpub", "alerts/broker", "alerts/outbox", "dataset", "calib", "offline", "runtime/stream", "runtime/service", "runtime/apps", "cmd"}},
 	{why: "calibration imports no application and no deployment config", from: "calib",
 		forbidden: []string{"offline", "runtime/apps", "runtime/stream", "runtime/service", "runtime/runconfig", "cmd"}},
 	{why: "data sets sit below calibration, the recorder's export and the offline tools", from: "dataset",
 		forbidden: []string{"runtime", "alerts", "calib", "auxue", "offline", "cmd"}},
+	{why: "data sets know no camera: the simulated world plugs in as a frame source through dataset/simworld alone", from: "dataset",
+		except:    []string{"dataset/simworld"},
+		forbidden: []string{"camera"}},
 	{why: "nothing imports the applications but the binary and other applications", from: "",
 		except:    []string{"runtime/apps", "offline", "cmd"},
 		forbidden: []string{"runtime/apps"}},
@@ -51,6 +56,15 @@ var rules = []rule{
 		except:    []string{"offline", "cmd"},
 		forbidden: []string{"offline"}},
 	{why: "nothing imports the binary", from: "", except: []string{"cmd"}, forbidden: []string{"cmd"}},
+	// A trailing "$" forbids that package alone, not the ones below it.
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/protocol",
+		forbidden: []string{"offline$"}},
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/depthtrain",
+		forbidden: []string{"offline$", "offline/protocol"}},
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/depthnet",
+		forbidden: []string{"offline$", "offline/protocol", "offline/depthtrain"}},
+	{why: "the protocol and offline's libraries do not import the training commands above them", from: "offline/modeltool",
+		forbidden: []string{"offline$", "offline/protocol"}},
 }
 
 // wired are the packages that `didoedge run` wires (the streaming core
@@ -92,7 +106,7 @@ func TestImportRules(t *testing.T) {
 					continue
 				}
 				for _, bad := range r.forbidden {
-					if under(rel, bad) {
+					if exact, ok := strings.CutSuffix(bad, "$"); ok && rel == exact || !ok && under(rel, bad) {
 						t.Errorf("%s imports %s (rule: %s: %s imports nothing from %v)", pkg, rel, r.why, r.from, r.forbidden)
 					}
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/didoedge/didoedge/auxue/onnxexport"
 
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // Map names, in the order each frame's files are written.
@@ -37,7 +38,7 @@ type RunConfig struct {
 	Frames                 int    // number of synthetic frames
 	Seed                   uint64 // seeds the synthetic frames
 	OutDir                 string
-	Inference              infer.Config // library and execution providers
+	Inference              onnxrt.Config // library and execution providers
 	// DepthSpec is the depth model's IO spec (input name, normalization,
 	// size, depth meaning), as models/depth.yaml gives it for a reference
 	// model. Zero means the test network's: input "image" with no

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didoedge/didoedge/internal/onnxtest"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/onnx"
 )
@@ -70,24 +71,24 @@ func TestExportParity(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			randomize(tc.net, rng)
-			m, err := onnx.Export(tc.net, onnx.ExportOptions{InputShape: dims64(tc.shape)})
+			m, err := onnx.Export(tc.net, onnx.ExportOptions{InputShape: onnxtest.Dims64(tc.shape)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			pythonCheck(t, writeModel(t, m, "net.onnx"))
+			onnxtest.PythonCheck(t, onnxtest.WriteModel(t, m, "net.onnx"))
 			worst := 0.0
 			defer func() { t.Logf("worst max|ORT-Go|/max|Go| over 20 inputs: %.2g", worst) }()
 			for i := range 20 {
-				x := randomInput(rng, tc.shape...)
+				x := onnxtest.RandomInput(rng, tc.shape...)
 				want, err := tc.net.Forward(x, nn.Eval)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := evaluate(t, m, "input", []string{"output"}, dims64(tc.shape), nn.Data(x))[0]
+				got := onnxtest.Evaluate(t, m, "input", []string{"output"}, onnxtest.Dims64(tc.shape), nn.Data(x))[0]
 				if len(got) != len(nn.Data(want)) {
 					t.Fatalf("ORT output has %d values, Go %d", len(got), len(nn.Data(want)))
 				}
-				d := maxRelDiff(got, nn.Data(want))
+				d := onnxtest.MaxRelDiff(got, nn.Data(want))
 				worst = max(worst, d)
 				if d > 1e-4 {
 					t.Fatalf("input %d: max |ORT - Go| / max|Go| = %.3g > 1e-4", i, d)
@@ -107,33 +108,33 @@ func TestExportTinyUNetParity(t *testing.T) {
 		randomize(l, rng)
 	}
 	shape := []int{1, 3, 16, 24}
-	m, err := u.Export(dims64(shape))
+	m, err := u.Export(onnxtest.Dims64(shape))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pythonCheck(t, writeModel(t, m, "unet.onnx"))
-	e := newEvaluator(t, m, "image", []string{"depth", "features"})
+	onnxtest.PythonCheck(t, onnxtest.WriteModel(t, m, "unet.onnx"))
+	e := onnxtest.NewEvaluator(t, m, "image", []string{"depth", "features"})
 	worst := 0.0
 	defer func() { t.Logf("worst depth max|ORT-Go|/max|Go| over 20 inputs: %.2g", worst) }()
 	for i := range 20 {
-		x := randomInput(rng, shape...)
+		x := onnxtest.RandomInput(rng, shape...)
 		depth, feat, err := u.Forward(x)
 		if err != nil {
 			t.Fatal(err)
 		}
-		outs, shapes, err := e.Run(dims64(shape), nn.Data(x))
+		outs, shapes, err := e.Run(onnxtest.Dims64(shape), nn.Data(x))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if shapes[0][2] != 16 || shapes[0][3] != 24 || shapes[1][1] != 16 || shapes[1][2] != 4 {
 			t.Fatalf("output shapes %v", shapes)
 		}
-		d := maxRelDiff(outs[0], nn.Data(depth))
+		d := onnxtest.MaxRelDiff(outs[0], nn.Data(depth))
 		worst = max(worst, d)
 		if d > 1e-4 {
 			t.Fatalf("input %d: depth max rel diff %.3g", i, d)
 		}
-		if d := maxRelDiff(outs[1], nn.Data(feat)); d > 1e-4 {
+		if d := onnxtest.MaxRelDiff(outs[1], nn.Data(feat)); d > 1e-4 {
 			t.Fatalf("input %d: features max rel diff %.3g", i, d)
 		}
 	}

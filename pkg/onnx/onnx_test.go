@@ -4,40 +4,16 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"gorgonia.org/tensor"
-
+	"github.com/didoedge/didoedge/internal/onnxtest"
 	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/pkg/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
 )
-
-// pythonCheck runs Debian's python3-onnx checker (full_check: shape
-// inference included) on a model file.
-func pythonCheck(t *testing.T, path string) {
-	t.Helper()
-	out, err := exec.Command("/usr/bin/python3", "-c",
-		"import onnx,sys; m=onnx.load(sys.argv[1]); onnx.checker.check_model(m, full_check=True)", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("onnx.checker rejected %s: %v\n%s", path, err, out)
-	}
-}
-
-func writeModel(t *testing.T, m *onnx.Model, name string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := onnx.WriteFile(path, m); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // reluDouble is x -> h = Relu(x) -> y = h * 2 with fixed tensor names.
 func reluDouble(withValueInfo bool) *onnx.Model {
@@ -177,7 +153,7 @@ func FuzzUnmarshal(f *testing.F) {
 }
 
 func TestInspect(t *testing.T) {
-	path := writeModel(t, reluDouble(false), "m.onnx")
+	path := onnxtest.WriteModel(t, reluDouble(false), "m.onnx")
 	s, err := onnx.Inspect(path)
 	if err != nil {
 		t.Fatal(err)
@@ -208,14 +184,14 @@ func TestExposeMatchesDirectOutput(t *testing.T) {
 		if wantShape := map[bool]string{false: "(?,?)", true: "(N,4)"}[withVI]; got.Type.Tensor.Shape.String() != wantShape {
 			t.Errorf("value_info %v: exposed shape %s, want %s", withVI, got.Type.Tensor.Shape, wantShape)
 		}
-		pythonCheck(t, writeModel(t, m, "exposed.onnx"))
+		onnxtest.PythonCheck(t, onnxtest.WriteModel(t, m, "exposed.onnx"))
 
 		direct := reluDouble(false)
 		direct.Graph.Outputs = []*onnx.ValueInfo{onnx.TensorValueInfo("h", onnx.DataTypeFloat, []int64{-1, 4})}
 
 		x := []float32{-1, 2, -3, 4, 0.5, -0.5, 7, -8}
-		outs := evaluate(t, m, "x", []string{"y", "h"}, []int64{2, 4}, x)
-		want := evaluate(t, direct, "x", []string{"h"}, []int64{2, 4}, x)
+		outs := onnxtest.Evaluate(t, m, "x", []string{"y", "h"}, []int64{2, 4}, x)
+		want := onnxtest.Evaluate(t, direct, "x", []string{"h"}, []int64{2, 4}, x)
 		for i := range x {
 			if outs[1][i] != want[0][i] || outs[0][i] != 2*want[0][i] || want[0][i] != max(x[i], 0) {
 				t.Fatalf("element %d: exposed h %g, direct h %g, y %g, x %g", i, outs[1][i], want[0][i], outs[0][i], x[i])
@@ -236,58 +212,4 @@ func TestExposeErrors(t *testing.T) {
 	if err := onnx.Expose(m, "x"); err == nil || !strings.Contains(err.Error(), "no node produces") {
 		t.Fatalf("graph input: err = %v", err)
 	}
-}
-
-func newEvaluator(t *testing.T, m *onnx.Model, input string, outputs []string) *infer.Evaluator {
-	t.Helper()
-	e, err := infer.NewEvaluator(m.Marshal(), "", input, outputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-// evaluate runs a model through ONNX Runtime (CPU) and returns its outputs.
-func evaluate(t *testing.T, m *onnx.Model, input string, outputs []string, shape []int64, x []float32) [][]float32 {
-	t.Helper()
-	e, err := infer.NewEvaluator(m.Marshal(), "", input, outputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	vals, _, err := e.Run(shape, x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vals
-}
-
-func randomInput(rng *rand.Rand, shape ...int) *tensor.Dense {
-	x := nn.NewDense(shape...)
-	for i := range nn.Data(x) {
-		nn.Data(x)[i] = float32(rng.NormFloat64())
-	}
-	return x
-}
-
-func dims64(shape []int) []int64 {
-	out := make([]int64, len(shape))
-	for i, d := range shape {
-		out[i] = int64(d)
-	}
-	return out
-}
-
-// maxRelDiff returns max|a-b| / max|b| (the output's scale).
-func maxRelDiff(a, b []float32) float64 {
-	var diff, scale float64
-	for i := range b {
-		diff = max(diff, math.Abs(float64(a[i])-float64(b[i])))
-		scale = max(scale, math.Abs(float64(b[i])))
-	}
-	if scale == 0 {
-		return diff
-	}
-	return diff / scale
 }

@@ -2,11 +2,13 @@ package infer
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ExposeTensors returns a copy of the ONNX model data with the named
@@ -62,14 +64,14 @@ type TensorShape struct {
 // order given. It allocates the outputs of one run: a tool's call (the
 // automatic choice of an AuxUE's feature tensor), not for a frame loop.
 func ProbeTensorShapes(path string, spec IOSpec, library string, names []string) ([]TensorShape, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Model)
 	if err != nil {
 		return nil, fmt.Errorf("probe tensor shapes: %w", err)
 	}
 	if len(names) == 0 {
 		return nil, nil
 	}
-	_, release, err := Acquire(library)
+	_, release, err := onnxrt.Acquire(library)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // AuxUE input sources of a features-input AuxUE (ModelsConfig.AuxInputs)
@@ -33,7 +34,7 @@ type ModelsConfig struct {
 	AuxInputs []string
 	// DepthScale multiplies the SourceDepth channel (0 means 1).
 	DepthScale float32
-	Inference  Config
+	Inference  onnxrt.Config
 	// BatchSize is the most frames one run of each model takes (the
 	// pipeline's batch_size); 0 or 1 = one frame per run. Above 1 both
 	// models need a dynamic batch dimension.
@@ -92,6 +93,11 @@ type NativeMaps struct {
 	Confidence       []float32 // on the depth grid; nil without a confidence output
 	AuxW, AuxH       int
 	Scale, Epistemic []float32
+	// Features is the depth model's tensor that the AuxUE reads
+	// (model_features), FeatureC x FeatureH x FeatureW, on host sessions;
+	// nil when the AuxUE reads none or it stays on the device.
+	Features                     []float32
+	FeatureC, FeatureH, FeatureW int
 }
 
 // DepthPass is the depth model's part of a frame, as an AuxUE trainer
@@ -441,6 +447,10 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		maps.Native = NativeMaps{Geometry: v.geo, DepthW: m.outW, DepthH: m.outH, Depth: maps.Depth,
 			AuxW: m.auxW, AuxH: m.auxH, Scale: maps.Scale, Epistemic: maps.Epistemic, Confidence: v.confMap}
 		maps.Confidence = v.confMap
+		if f := m.cfg.AuxUESpec.ModelFeatures; f != nil && m.featOut >= 0 && !dev {
+			maps.Native.Features = m.depth.OutputSlot(m.featOut, k)
+			maps.Native.FeatureC, maps.Native.FeatureH, maps.Native.FeatureW = f.Channels, f.Height, f.Width
+		}
 		if !v.depthRemap.Identity() {
 			if err := v.depthRemap.Apply(v.resDepth, v.frameDepth); err != nil {
 				return err

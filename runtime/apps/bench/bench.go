@@ -24,7 +24,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
@@ -45,7 +45,7 @@ type Options struct {
 	Progress func(SoakSample)
 	// Inference, when set, replaces the demo's inference providers (CPU)
 	// and, when it names one, its library: a GPU measurement.
-	Inference *infer.Config
+	Inference *onnxrt.Config
 	// Record, when set, turns the pipeline's recorder on with this
 	// section (its dir is replaced by a temporary one): Latency then
 	// reports the recording's cost (LatencyReport.Record).
@@ -481,7 +481,7 @@ func rssBytes() (int64, error) {
 
 // applyInference puts a benchmark's providers and library (inf, nil: the
 // demo's CPU provider) into the runtime config.
-func applyInference(inf *infer.Config, cfg *runconfig.Config) {
+func applyInference(inf *onnxrt.Config, cfg *runconfig.Config) {
 	if inf == nil {
 		return
 	}

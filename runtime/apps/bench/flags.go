@@ -15,7 +15,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -34,11 +34,11 @@ func (f *InferenceFlags) AddFlags(fs *flag.FlagSet) {
 
 // Config is the inference override the flags give (Options.Inference);
 // nil when neither is set: the demo's CPU provider and library resolution.
-func (f *InferenceFlags) Config() (*infer.Config, error) {
+func (f *InferenceFlags) Config() (*onnxrt.Config, error) {
 	if f.Providers == "" && f.Library == "" && f.DeviceTensors == "" {
 		return nil, nil
 	}
-	c, err := infer.ParseProviders(f.Providers, f.Library)
+	c, err := onnxrt.ParseProviders(f.Providers, f.Library)
 	if err != nil {
 		return nil, fmt.Errorf("--providers %q: %w", f.Providers, err)
 	}
@@ -82,7 +82,7 @@ func (f *LatencyFlags) AddFlags(fs *flag.FlagSet) {
 // Run measures what the flags say with the inference override inf
 // (InferenceFlags.Config) and writes the report to w; a soak fails when
 // the RSS grew by more than --max-growth.
-func (f *LatencyFlags) Run(ctx context.Context, inf *infer.Config, w io.Writer, log *slog.Logger) error {
+func (f *LatencyFlags) Run(ctx context.Context, inf *onnxrt.Config, w io.Writer, log *slog.Logger) error {
 	if err := demo.CheckLibrary(); err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (f *ScenarioFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.Out, "out", "", "output directory (report.md, report.json, timeline.png, messages.jsonl, frames.jsonl)")
 	fs.StringVar(&f.Models, "models", "models", "reference models directory")
 	fs.Float64Var(&f.FPS, "fps", 15, "simulated camera frame rate")
-	fs.StringVar(&f.Kinds, "kinds", strings.Join(DefaultKinds, ","), "out-of-distribution segment kinds, in order: fog, noise, night, indoor, obstacle")
+	fs.StringVar(&f.Kinds, "kinds", strings.Join(DefaultKinds, ","), "out-of-distribution segment kinds, in order: fog, noise, night, indoor, obstacle, newcam")
 	fs.IntVar(&f.Reps, "reps", 2, "rounds over the kinds")
 	fs.DurationVar(&f.Lead, "lead", 20*time.Second, "clear driving before the first segment")
 	fs.DurationVar(&f.OOD, "ood", 10*time.Second, "length of each out-of-distribution segment")
@@ -242,7 +242,7 @@ func (f *MulticamFlags) MulticamRun(log *slog.Logger) (MulticamRun, error) {
 	if err != nil {
 		return MulticamRun{}, err
 	}
-	if err := (infer.Config{ThreadPool: f.ThreadPool}).Validate(); err != nil {
+	if err := (onnxrt.Config{ThreadPool: f.ThreadPool}).Validate(); err != nil {
 		return MulticamRun{}, fmt.Errorf("--thread-pool: %w", err)
 	}
 	var counts []int

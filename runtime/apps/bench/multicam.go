@@ -18,6 +18,7 @@ import (
 	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
@@ -59,7 +60,7 @@ type MulticamOptions struct {
 	ThreadSpinning bool
 	// Inference, when set, replaces the demo's providers and library (a
 	// GPU measurement).
-	Inference *infer.Config
+	Inference *onnxrt.Config
 	Log       *slog.Logger
 }
 

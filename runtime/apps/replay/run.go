@@ -143,7 +143,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	res := Compare(rec, replayed)
+	recorded, err := RecordedEvents(rec)
+	if err != nil {
+		return err
+	}
+	res := Compare(rec, recorded, replayed)
 	res.Write(w)
 	fmt.Fprintln(w)
 	maps.result().Write(w)
