@@ -76,6 +76,14 @@ func TestConfidenceCriterionThroughPipeline(t *testing.T) {
 			t.Fatalf("event %+v metrics %+v", ev, ev.Metrics)
 		}
 	}
+	for _, ev := range sub.snapshot() {
+		if ev.Type == alerts.EventNew {
+			if line := FormatEvent(&ev); !strings.Contains(line, " conf=1.00 fused ood=0.00 alea=0.00 conf=") {
+				t.Fatalf("event line %q does not show the confidence fractions", line)
+			}
+			break
+		}
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

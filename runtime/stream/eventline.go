@@ -37,8 +37,14 @@ func FormatEvent(ev *alerts.Event) string {
 	}
 	if m := ev.Metrics; m != nil {
 		fmt.Fprintf(&b, " ood=%.2f p95=%.2f alea=%.2f", m.OODFraction, m.EpistemicP95, m.AleatoricFraction)
+		if c := m.ConfidenceFraction; c != nil {
+			fmt.Fprintf(&b, " conf=%.2f", *c)
+		}
 		if f := m.Fused; f != nil {
 			fmt.Fprintf(&b, " fused ood=%.2f alea=%.2f", f.OODFraction, f.AleatoricFraction)
+			if c := f.ConfidenceFraction; c != nil {
+				fmt.Fprintf(&b, " conf=%.2f", *c)
+			}
 		}
 	}
 	if ev.Seq == 0 {
