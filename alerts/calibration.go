@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
+
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"gopkg.in/yaml.v3"
 )
@@ -92,17 +94,23 @@ func DefaultCalibration() Calibration {
 
 // LoadCalibration reads a calibration file.
 func LoadCalibration(path string) (Calibration, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Calibration)
 	if err != nil {
 		return Calibration{}, fmt.Errorf("load calibration: %w", err)
 	}
-	return ParseCalibration(path, data)
+	// A calibration file is named by a key, which a control request may
+	// set: its parse errors never quote it (it may be any readable file).
+	return parseCalibration(path, data, yamlstrict.DecodeRedacted)
 }
 
 // ParseCalibration parses and validates calibration data; name labels errors.
 func ParseCalibration(name string, data []byte) (Calibration, error) {
+	return parseCalibration(name, data, yamlstrict.Decode)
+}
+
+func parseCalibration(name string, data []byte, decode func([]byte, any) error) (Calibration, error) {
 	var c Calibration
-	if err := yamlstrict.Decode(data, &c); err != nil {
+	if err := decode(data, &c); err != nil {
 		return Calibration{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := c.Validate(); err != nil {

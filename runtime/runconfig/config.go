@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -218,7 +220,7 @@ const HTTPOff = "off"
 // Load reads and validates a config file; relative paths in it are
 // relative to the file's directory.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Config)
 	if err != nil {
 		return nil, fmt.Errorf("load runtime config: %w", err)
 	}
@@ -270,6 +272,9 @@ func (c *Config) finish(name, dir string) error {
 	}
 	if c.Inference.Library != "" {
 		abs(&c.Inference.Library)
+	}
+	for i := range c.Live.AllowedDirs {
+		abs(&c.Live.AllowedDirs[i])
 	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = "127.0.0.1:8080"
@@ -480,14 +485,7 @@ func (c *CameraConfig) validate(key string) error {
 }
 
 func checkFile(key, path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: %q is not a regular file", key, path)
-	}
-	return nil
+	return boundedfile.Check(key, path, boundedfile.Model)
 }
 
 // resolve checks the model file and loads the IO spec (io, io_spec or
@@ -513,9 +511,9 @@ func (m *ModelConfig) resolve(key, kind string) error {
 	case given > 1:
 		errs = append(errs, fmt.Errorf("%s: io, io_spec and description are exclusive", key))
 	case file != "":
-		data, err := os.ReadFile(file)
+		data, err := boundedfile.Read(key+"."+fileKey, file, boundedfile.Spec)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.%s: %w", key, fileKey, err))
+			errs = append(errs, err)
 			break
 		}
 		spec, err := infer.ParseIOSpecKind(data, file, kind)

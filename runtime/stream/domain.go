@@ -109,15 +109,9 @@ func (c *cameraPipe) observeDomain(f *camera.Frame, rgb []uint8) {
 		m.errs.Add(1)
 		c.rl.Warn("domain statistics "+c.name, "domain monitor: frame not measured", "camera", c.name, "frame", f.Seq, "err", err)
 	}
-	r := m.mon.Observe(f.Capture, d)
-	m.distBits.Store(math.Float64bits(r.Distance))
-	m.smoothBits.Store(math.Float64bits(r.Smoothed))
-	m.shifted.Store(r.Shifted)
-	m.persistent.Store(r.Persistent)
+	r := m.observe(f.Capture, d)
 	switch r.Transition {
 	case domain.Began:
-		m.shifts.Add(1)
-		m.sinceNS.Store(r.Since.UnixNano())
 		c.p.log.Warn("domain shift: the camera's frames are unlike the models' training domain", "camera", c.name,
 			"smoothed_distance", r.Smoothed, "threshold", r.Threshold, "window", r.Window, "threshold_from", m.source)
 	case domain.Ended:
@@ -127,6 +121,21 @@ func (c *cameraPipe) observeDomain(f *camera.Frame, rgb []uint8) {
 		alerts.DomainReading{Distance: r.Distance, Smoothed: r.Smoothed, Threshold: r.Threshold, Window: r.Window, Shifted: r.Shifted}); err != nil {
 		c.engineError(f.Seq, err)
 	}
+}
+
+// observe smooths the frame's distance d and publishes the reading to the
+// atomics that health, metrics and the debug page read.
+func (m *domainMonitor) observe(capture time.Time, d float64) domain.Reading {
+	r := m.mon.Observe(capture, d)
+	m.distBits.Store(math.Float64bits(r.Distance))
+	m.smoothBits.Store(math.Float64bits(r.Smoothed))
+	m.shifted.Store(r.Shifted)
+	m.persistent.Store(r.Persistent)
+	if r.Transition == domain.Began {
+		m.shifts.Add(1)
+		m.sinceNS.Store(r.Since.UnixNano())
+	}
+	return r
 }
 
 // DomainStatus is a camera's domain monitor as health and the debug page
@@ -141,6 +150,11 @@ type DomainStatus struct {
 	Persistent bool    `json:"persistent"`
 	SinceMS    int64   `json:"since_ms,omitempty"`
 	Shifts     uint64  `json:"shifts"`
+}
+
+// domainStatusThreshold is the monitor's threshold.
+func (m *domainMonitor) domainStatusThreshold() float64 {
+	return math.Float64frombits(m.thrBits.Load())
 }
 
 // domainStatus reads the camera's monitor (any goroutine).
@@ -181,4 +195,13 @@ func (c *cameraPipe) domainHealth() (ok bool, detail string) {
 		return true, fmt.Sprintf("domain shift: distance %.3g over %gs above threshold %.3g (degraded after domain.persistence)", s.Smoothed, s.WindowS, s.Threshold)
 	}
 	return true, fmt.Sprintf("frames like the training domain: distance %.3g over %gs, threshold %.3g", s.Smoothed, s.WindowS, s.Threshold)
+}
+
+// Domain is the camera's domain monitor now (On false when there is
+// none): the debug page and the live view read it.
+func (m *CameraMetrics) Domain() DomainStatus {
+	if m.domain == nil {
+		return DomainStatus{}
+	}
+	return m.domain()
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestScenarioDomainShift switches the simulated RTSP camera (15 fps,
-// H.264) from the training world to the indoor world and back: the
+// M-JPEG) from the training world to the indoor world and back: the
 // domain monitor (the reference AuxUE's training-domain record, the
 // default 1 s window) must open exactly one domain_shift episode within
 // 2 s of the switch, none before it, and end it within 2 s of the switch
