@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -96,6 +97,13 @@ type AuxTrainConfig struct {
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
 
+	// Teacher labels the frames without depth ground truth with a
+	// second depth model's read-out (TeacherConfig); IgnoreGroundTruth
+	// trains on the teacher's targets alone even where the frames have
+	// ground truth (to measure a teacher against it on the same frames).
+	Teacher           TeacherConfig
+	IgnoreGroundTruth bool
+
 	// CacheDir keeps the depth model's cached outputs and errors between
 	// runs, keyed by the model's sha256, its spec, the data and the
 	// contract ("" = a temporary cache).
@@ -171,6 +179,8 @@ func (c AuxTrainConfig) CheckRecipe() error {
 		return fmt.Errorf("--outliers %g with --outlier-kinds %v: want a fraction in [0, 1) and a kind", c.Outliers, c.OutlierKinds)
 	case c.GlobalContextBands < 0:
 		return fmt.Errorf("--global-context-bands %d: want 0 or more", c.GlobalContextBands)
+	case c.IgnoreGroundTruth && !c.Teacher.Enabled():
+		return errors.New("--ignore-ground-truth needs --teacher (without ground truth nothing labels the frames)")
 	case c.ModelFeatures == "":
 		return fmt.Errorf("--model-features: empty; want auto, off or a tensor name of the depth model")
 	case c.ModelFeatureChannels < 0 || (c.ModelFeatureChannels == 0 && c.ModelFeatures != FeaturesOff):
@@ -202,7 +212,9 @@ type AuxStats struct {
 	EpochsRun                int     // the epochs of the run (AutoEpochs when the config left them to the frames)
 	EpochsAuto               bool
 	// Features is the depth model's tensor the AuxUE reads (nil: none).
-	Features           *FeatureChoice
+	Features *FeatureChoice
+	// Teacher reports the teacher's labelling (nil: no teacher).
+	Teacher            *TeacherReport
 	Epochs             []EpochReport
 	Cache              CacheReport
 	Phases             PhaseTimes
@@ -267,6 +279,11 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		return nil, st, fmt.Errorf("train auxue: factor %d, want 1 to 64", cfg.Factor)
 	case cfg.Batch < 1 || cfg.Epochs < 0 || (cfg.Epochs == 0 && cfg.Steps < 1):
 		return nil, st, fmt.Errorf("train auxue: batch %d, epochs %d and steps %d: want a positive batch, and epochs or steps", cfg.Batch, cfg.Epochs, cfg.Steps)
+	case cfg.IgnoreGroundTruth && !cfg.Teacher.Enabled():
+		return nil, st, errors.New("train auxue: ignoring the ground truth needs a teacher")
+	}
+	if err := cfg.Teacher.check(); err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
 	spec, err := ReadSpec(cfg.DepthSpec, infer.KindDepth)
 	if err != nil {
@@ -322,12 +339,23 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	st.Phases.Open = time.Since(t0)
 	st.DepthSHA256, st.Provider = models.DepthSession().SHA256(), models.DepthSession().Provider()
 
+	var tch *teacher
+	if cfg.Teacher.Enabled() {
+		if tch, err = openTeacher(ctx, cfg.Teacher, cfg.Inference, st.Relative, cfg.MaxDepth, log); err != nil {
+			return nil, st, fmt.Errorf("train auxue: %w", err)
+		}
+		defer tch.Close()
+		st.Teacher = tch.rep
+		log.Info("train auxue: a teacher labels the frames", "teacher", cfg.Teacher.Model, "sha256", tch.sha,
+			"relative", tch.relative, "max_depth", tch.cfg.MaxDepth, "mask", cfg.Teacher.Mask, "ignore_ground_truth", cfg.IgnoreGroundTruth)
+	}
+
 	train, val, err := auxSources(cfg)
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
 	gh, gw := contract.Grid()
-	layout := recordLayout{C: contract.Channels(), G: gh * gw}
+	layout := recordLayout{C: contract.Channels(), G: gh * gw, Labels: tch != nil}
 	keyContract := contract
 	if mf := contract.Model; mf != nil {
 		// The projection is a function of its seed: key by the seed, not
@@ -342,11 +370,34 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		if contract.Model != nil && contract.Model.Projection != nil {
 			k["projection_seed"] = projSeed
 		}
+		if tch != nil {
+			k["teacher"] = tch.keyPart()
+			k["ignore_ground_truth"] = cfg.IgnoreGroundTruth
+		}
 		return k
+	}
+	labeller := func(role string, src frameSource) (*teacherRun, error) {
+		if tch == nil {
+			return nil, nil
+		}
+		c, err := openTeacherCache(cfg.CacheDir, map[string]any{"version": 1, "role": role, "teacher_sha256": tch.sha, "spec": tch.spec,
+			"teacher_auxue_sha256": tch.auxSHA, "frames": src.Identity()})
+		if err != nil {
+			return nil, err
+		}
+		if tch.rep.CacheDir == "" {
+			tch.rep.CacheDir = filepath.Dir(c.dir)
+		}
+		return &teacherRun{t: tch, cache: c, ignoreGT: cfg.IgnoreGroundTruth}, nil
 	}
 	prep := &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth}
 	cacheStart := time.Now()
-	tc, err := fillCache(ctx, cfg, models, prep, train, key("train", train), layout, [2]int{gh, gw}, &st.Phases, log, "caching training frames")
+	ttr, err := labeller("train", train)
+	if err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
+	}
+	tc, err := fillCache(ctx, cfg, models, prep, ttr, train, key("train", train), layout, [2]int{gh, gw}, &st.Phases, log, "caching training frames")
+	ttr.Close()
 	if err != nil {
 		return nil, st, err
 	}
@@ -354,7 +405,13 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	st.Cache.Dir, st.Cache.Frames, st.Cache.Reused = tc.dir, tc.n, tc.reused
 	var vc *cachedFrames
 	if val != nil {
-		if vc, err = fillCache(ctx, cfg, models, prep, val, key("val", val), layout, [2]int{gh, gw}, &st.Phases, log, "caching validation frames"); err != nil {
+		vtr, err := labeller("val", val)
+		if err != nil {
+			return nil, st, fmt.Errorf("train auxue: %w", err)
+		}
+		vc, err = fillCache(ctx, cfg, models, prep, vtr, val, key("val", val), layout, [2]int{gh, gw}, &st.Phases, log, "caching validation frames")
+		vtr.Close()
+		if err != nil {
 			return nil, st, err
 		}
 		defer vc.Close()
@@ -381,6 +438,23 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 			absSum += rec.absRel
 			absN++
 		}
+		if tch != nil {
+			tch.rep.Train.add(decodeLabels(rec.labels))
+		}
+	}
+	if tch != nil && vc != nil {
+		for i := 0; i < vc.n; i++ {
+			if err := vc.read(i, rec); err != nil {
+				return nil, st, err
+			}
+			tch.rep.Val.add(decodeLabels(rec.labels))
+		}
+	}
+	if tch != nil {
+		l := tch.rep.Train
+		log.Info("train auxue: targets of the training frames", "real_pixels", l.Real, "teacher_pixels", l.Teacher,
+			"beyond_range", l.BeyondRange, "masked", l.Masked, "low_confidence", l.LowConfidence, "frames_with_ground_truth", l.FramesWithGT,
+			"teacher_frames_run", tch.rep.Frames-tch.rep.Reused, "teacher_frames_reused", tch.rep.Reused)
 	}
 	st.MeanTrainAbsRel = math.NaN()
 	if absN > 0 {
@@ -419,7 +493,7 @@ type cachedFrames struct {
 
 // fillCache opens the cache for src and runs the depth model on the frames
 // it does not hold yet.
-func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, prep *preparer, src frameSource,
+func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, prep *preparer, tr *teacherRun, src frameSource,
 	key any, layout recordLayout, grid [2]int, ph *PhaseTimes, log *slog.Logger, what string) (*cachedFrames, error) {
 	c, err := openCache(cfg.CacheDir, key, layout, grid)
 	if err != nil {
@@ -452,6 +526,12 @@ func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, pr
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("train auxue: frame %s: %w", s.Name, err)
+		}
+		if tr != nil {
+			if s, err = tr.label(ctx, i, s, dp.Frame, rec); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("train auxue: %w", err)
+			}
 		}
 		t2 := time.Now()
 		if err := prep.prepare(s, dp, rec); err != nil {
@@ -495,6 +575,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	tr.noGT = cfg.Teacher.Enabled()
 	if cfg.ValSplit == "none" {
 		return tr, nil, nil
 	}
@@ -502,6 +583,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation split (--val-split none skips it): %w", err)
 	}
+	va.noGT = cfg.Teacher.Enabled()
 	return tr, va, nil
 }
 
