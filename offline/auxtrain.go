@@ -93,6 +93,11 @@ type AuxTrainConfig struct {
 	// (ChooseFeatureTensor; a model without one trains without), a
 	// tensor name takes that tensor, "" or FeaturesOff none.
 	ModelFeatures string
+	// FeatureHeads is which heads read the depth model's tensor:
+	// FeatureHeadsBoth, or FeatureHeadsDIDO (sigma_Theta2 only; the
+	// Laplace head on the image and the depth alone,
+	// auxue.Config.AleatoricInputs) ["" = both].
+	FeatureHeads string
 	// ModelFeatureChannels is the most channels made of that tensor (a
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
@@ -159,6 +164,12 @@ func DefaultAuxTrainConfig() AuxTrainConfig {
 	return c
 }
 
+// Which heads read the depth model's feature tensor (AuxTrainConfig.FeatureHeads).
+const (
+	FeatureHeadsBoth = "both"
+	FeatureHeadsDIDO = "dido"
+)
+
 // DefaultAuxSteps is the optimizer steps that the default recipe's epochs
 // aim at (AutoEpochs).
 const DefaultAuxSteps = 2000
@@ -181,6 +192,8 @@ func (c AuxTrainConfig) CheckRecipe() error {
 		return fmt.Errorf("--global-context-bands %d: want 0 or more", c.GlobalContextBands)
 	case c.IgnoreGroundTruth && !c.Teacher.Enabled():
 		return errors.New("--ignore-ground-truth needs --teacher (without ground truth nothing labels the frames)")
+	case c.FeatureHeads != "" && c.FeatureHeads != FeatureHeadsBoth && c.FeatureHeads != FeatureHeadsDIDO:
+		return fmt.Errorf("--model-features-heads %q: want %s or %s", c.FeatureHeads, FeatureHeadsBoth, FeatureHeadsDIDO)
 	case c.ModelFeatures == "":
 		return fmt.Errorf("--model-features: empty; want auto, off or a tensor name of the depth model")
 	case c.ModelFeatureChannels < 0 || (c.ModelFeatureChannels == 0 && c.ModelFeatures != FeaturesOff):
@@ -475,7 +488,11 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	}
 	st.EpochsRun = cfg.Epochs
 
-	model, err := auxue.NewModel(cfg.AuxModelConfig(contract.Channels()))
+	mc := cfg.AuxModelConfig(contract.Channels())
+	if cfg.FeatureHeads == FeatureHeadsDIDO && contract.Model != nil {
+		mc.AleatoricInputs = contract.BaseChannels()
+	}
+	model, err := auxue.NewModel(mc)
 	if err != nil {
 		return nil, st, err
 	}

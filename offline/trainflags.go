@@ -113,6 +113,7 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Outliers, "outliers", d.Outliers, "fraction of batch items replaced by a layout outlier without ground truth (0: none)")
 	fs.StringVar(&f.OutlierKinds, "outlier-kinds", outlierKindsString(d.OutlierKinds), "layout outliers to draw from: flip, tiles")
 	fs.StringVar(&c.ModelFeatures, "model-features", d.ModelFeatures, "a tensor of the depth model that the AuxUE also reads: auto (the last one the graph computes at the finest resolution from 1/4 to 1/8 of the input, with 8 channels or more; none: image and depth only), off, or a tensor name")
+	fs.StringVar(&c.FeatureHeads, "model-features-heads", d.FeatureHeads, "which heads read --model-features: both, or dido (the Laplace head on the image and the depth alone)")
 	fs.StringVar(&c.Teacher.Model, "teacher", "", "a teacher depth model (ONNX, larger than --depth, run offline) whose depth is the target on frames without ground truth (real ground truth wins per pixel)")
 	fs.StringVar(&c.Teacher.Spec, "teacher-spec", "", "IO spec YAML of the teacher (default: the teacher's path with .yaml)")
 	fs.StringVar(&c.Teacher.AuxUE, "teacher-auxue", "", "the teacher's own AuxUE: its epistemic K/S is the teacher's confidence read-out (marks the sky a LiDAR-trained teacher puts within its range)")

@@ -250,6 +250,9 @@ type AuxUEInfo struct {
 	// ModelFeatureChannels is how many channels the AuxUE makes of the
 	// depth model's tensor (a projection when it has more).
 	ModelFeatureChannels int `yaml:"model_feature_channels,omitempty"`
+	// ModelFeatureHeads is which heads read them: both, or dido (the
+	// Laplace head on the image and the depth alone).
+	ModelFeatureHeads string `yaml:"model_feature_heads,omitempty"`
 	// Validation describes the AuxUE's epistemic read-out on its own
 	// validation frames (in distribution by construction): calibration
 	// compares its data with it to notice frames the AuxUE has never seen
