@@ -2,6 +2,7 @@ package offline
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -140,4 +141,40 @@ func TestTeacherConfigCheck(t *testing.T) {
 	if err := (TeacherConfig{Model: "t.onnx", MaxDepth: 80, ConfidenceDrop: 0.2}).check(); err != nil {
 		t.Errorf("valid config: %v", err)
 	}
+}
+
+// FuzzTeacherCacheLoad: a teacher cache file of any content is read or
+// refused with an error, never a panic, and never read beyond the size
+// its frame implies.
+func FuzzTeacherCacheLoad(f *testing.F) {
+	dir := f.TempDir()
+	c := &teacherCache{dir: dir}
+	depth, conf := []float32{1, 2, 3, 4, 5, 6}, []float32{0, .5, 1, 0, .5, 1}
+	if err := c.store(0, 3, 2, depth, conf); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(c.path(0))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, true)
+	f.Add(good[:20], true)
+	f.Add([]byte("DTC1"), false)
+	f.Fuzz(func(t *testing.T, b []byte, withConf bool) {
+		if err := os.WriteFile(c.path(1), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float32, 6)
+		var cf []float32
+		if withConf {
+			cf = make([]float32, 6)
+		}
+		ok, err := c.load(1, 3, 2, d, cf)
+		if ok && err != nil {
+			t.Fatalf("ok with error %v", err)
+		}
+		if ok && withConf && string(b) == string(good) && (d[5] != 6 || cf[1] != .5) {
+			t.Fatalf("read back %v %v", d, cf)
+		}
+	})
 }
