@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"gorgonia.org/tensor"
 )
 

@@ -21,6 +21,7 @@ import (
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TeacherConfig makes a second, larger depth model (the teacher, run
@@ -148,7 +149,7 @@ type teacher struct {
 }
 
 // openTeacher loads the teacher (and its mask) for a student of maxDepth.
-func openTeacher(ctx context.Context, cfg TeacherConfig, inference infer.Config, studentRelative bool, maxDepth float64, log *slog.Logger) (*teacher, error) {
+func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config, studentRelative bool, maxDepth float64, log *slog.Logger) (*teacher, error) {
 	if cfg.Spec == "" {
 		cfg.Spec = strings.TrimSuffix(cfg.Model, filepath.Ext(cfg.Model)) + ".yaml"
 	}

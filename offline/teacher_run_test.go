@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
+	"github.com/didoedge/didoedge/offline/depthnet"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/infer"

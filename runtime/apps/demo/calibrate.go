@@ -52,7 +52,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Data: data, TargetFAR: targetFAR, Log: o.Logger})
+	res, err := calibrate.Run(ctx, calibrate.Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: data, TargetFAR: targetFAR, Log: o.Logger})
 	if err != nil {
 		return "", nil, err
 	}

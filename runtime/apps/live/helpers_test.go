@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -25,7 +26,7 @@ type rig struct {
 	cfg       *runconfig.Config
 	p         *stream.Pipeline
 	srv       *Server
-	ctl       *Control
+	ctl       *control.Control
 	frames    chan string // camera of each assessed frame (OnFrame)
 	boxes     []*camera.Mailbox
 	stop      func()
@@ -122,7 +123,7 @@ func buildRig(t testing.TB, cfgText string) *rig {
 		srv.Close()
 		t.Fatal(err)
 	}
-	r.ctl = NewControl(r.p, cfg, cfg.Live.ControlEnabled(), nil)
+	r.ctl = control.NewControl(r.p, cfg, cfg.Live.ControlEnabled(), nil)
 	srv.Attach(r.p.Cameras(), r.ctl)
 	srv.RegisterMetrics(r.p.Metrics())
 	t.Cleanup(func() {
@@ -190,9 +191,9 @@ type report struct {
 		Level   int    `json:"level"`
 		Message string `json:"message"`
 	} `json:"statuses"`
-	Parameters []Parameter `json:"parameters"`
-	SetReply   []Parameter `json:"setReply"`
-	Errors     []string    `json:"errors"`
+	Parameters []control.Parameter `json:"parameters"`
+	SetReply   []control.Parameter `json:"setReply"`
+	Errors     []string            `json:"errors"`
 	Closed     *struct {
 		Code   int    `json:"code"`
 		Reason string `json:"reason"`

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // mqttClient is a paho client of the rig's embedded broker that keeps
@@ -55,13 +57,13 @@ func (m *mqttClient) publish(t *testing.T, topic, payload string, retained bool)
 }
 
 // results returns the set results received so far.
-func (m *mqttClient) results(t *testing.T) []SetResult {
+func (m *mqttClient) results(t *testing.T) []control.SetResult {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []SetResult
+	var out []control.SetResult
 	for _, msg := range m.msgs {
-		var r SetResult
+		var r control.SetResult
 		if err := json.Unmarshal(msg.Payload(), &r); err != nil {
 			t.Fatalf("result %s: %q: %v", msg.Topic(), msg.Payload(), err)
 		}
@@ -74,7 +76,7 @@ func (m *mqttClient) results(t *testing.T) []SetResult {
 }
 
 // waitResult waits for the n-th result (1-based).
-func (m *mqttClient) waitResult(t *testing.T, n int) SetResult {
+func (m *mqttClient) waitResult(t *testing.T, n int) control.SetResult {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -175,7 +177,7 @@ func TestMQTTSetTopics(t *testing.T) {
 		t.Fatalf("profile %q after refused publishes, want night", active)
 	}
 	zonesOf(t, r, "front", "road")
-	if r.ctl.applied.Load() != 2 || r.ctl.refused.Load() != 4 {
-		t.Errorf("applied %d refused %d, want 2 and 4 (the API's 403, three refused set messages reach the control)", r.ctl.applied.Load(), r.ctl.refused.Load())
+	if r.ctl.Applied() != 2 || r.ctl.Refused() != 4 {
+		t.Errorf("applied %d refused %d, want 2 and 4 (the API's 403, three refused set messages reach the control)", r.ctl.Applied(), r.ctl.Refused())
 	}
 }
