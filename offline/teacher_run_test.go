@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/offline/depthnet"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/offline/depthnet"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
