@@ -156,12 +156,15 @@ func (c *AuxTrainConfig) defaults() {
 // 4-band global context, the unlabeled-block KL at gamma 0.1, a quarter
 // of layout outliers, lr 6e-3, the epochs from the frames (AutoEpochs with
 // DefaultAuxSteps), and the depth model's own feature tensor when it has
-// one (ModelFeatures auto). The zero AuxTrainConfig of Go callers keeps its
-// own meaning (no context, no outliers, 15 epochs, no model tensor).
+// one (ModelFeatures auto) read by the DIDO head only (FeatureHeadsDIDO:
+// measured best per head on the simulated world and the new camera,
+// docs/training.md "The feature input per head"). The zero AuxTrainConfig
+// of Go callers keeps its own meaning (no context, no outliers, 15 epochs,
+// no model tensor).
 func DefaultAuxTrainConfig() AuxTrainConfig {
 	c := AuxTrainConfig{Epochs: 0, Steps: DefaultAuxSteps, LR: 6e-3, UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4,
 		Outliers: 0.25, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}, ModelFeatures: FeaturesAuto,
-		ModelFeatureChannels: auxue.DefaultModelFeatureChannels}
+		ModelFeatureChannels: auxue.DefaultModelFeatureChannels, FeatureHeads: FeatureHeadsDIDO}
 	c.defaults()
 	return c
 }
