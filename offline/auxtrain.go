@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
@@ -357,6 +358,19 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	st.Phases.Open = time.Since(t0)
 	st.DepthSHA256, st.Provider = models.DepthSession().SHA256(), models.DepthSession().Provider()
 
+	if strings.HasSuffix(cfg.Data, ".mcap") && cfg.DataFS == nil {
+		// A recording: its frames exported once into the cache, every
+		// one in the train split (a recording has no validation split).
+		dir, cleanup, err := exportRecording(ctx, cfg.Data, cfg.CacheDir, log)
+		if err != nil {
+			return nil, st, fmt.Errorf("train auxue: --data %s: %w", cfg.Data, err)
+		}
+		defer cleanup()
+		cfg.Data, cfg.Split = dir, "train"
+		if cfg.ValSplit == "val" {
+			cfg.ValSplit = "none"
+		}
+	}
 	var tch *teacher
 	if cfg.Teacher.Enabled() {
 		if tch, err = openTeacher(ctx, cfg.Teacher, cfg.Inference, st.Relative, cfg.MaxDepth, log); err != nil {

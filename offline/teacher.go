@@ -20,6 +20,7 @@ import (
 
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
@@ -568,4 +569,47 @@ func (r *teacherRun) label(ctx context.Context, i int, s *dataset.Sample, studen
 	r.sample.Sparse = r.t.target
 	lc.encode(rec.labels)
 	return &r.sample, nil
+}
+
+// exportRecording makes a recording (an MCAP file, runtime/record) a data
+// set: its frames exported once in the KITTI layout (runtime/apps/export,
+// what `didoedge record export FILE --kitti DIR --split train` writes)
+// under root, keyed by the file's path, size and modification time, and
+// reused by the next run. root "" exports into a temporary directory
+// that the returned cleanup removes.
+func exportRecording(ctx context.Context, path, root string, log *slog.Logger) (dir string, cleanup func(), err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("recording: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("recording %q: %w", path, err)
+	}
+	cleanup = func() {}
+	if root == "" {
+		if root, err = os.MkdirTemp("", "didoedge-recording-"); err != nil {
+			return "", nil, err
+		}
+		tmp := root
+		cleanup = func() { os.RemoveAll(tmp) }
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s %d %d", abs, st.Size(), st.ModTime().UnixNano())))
+	dir = filepath.Join(root, "recording-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(dir, dataset.MetaFile)); err == nil {
+		log.Info("train auxue: reusing the recording's export", "recording", path, "dir", dir)
+		return dir, cleanup, nil
+	}
+	if err := os.RemoveAll(dir); err != nil { // an interrupted export
+		cleanup()
+		return "", nil, fmt.Errorf("recording %q: %w", path, err)
+	}
+	res, err := export.KITTI(ctx, path, export.Options{Dir: dir, Split: "train"})
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("recording %q: %w", path, err)
+	}
+	log.Info("train auxue: exported the recording", "recording", path, "dir", dir, "camera", res.Camera, "frames", res.Frames,
+		"size", fmt.Sprintf("%dx%d", res.Width, res.Height), "truncated", res.Truncated)
+	return dir, cleanup, nil
 }

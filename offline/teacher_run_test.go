@@ -98,7 +98,8 @@ func TestAuxTrainTeacherCache(t *testing.T) {
 // TestTrainAuxUEOnRecordingWithTeacher: a recorded drive (runtime/record
 // MCAP, no depth ground truth) exported to the KITTI layout trains an
 // AuxUE end to end with a teacher; without one the frames are refused;
-// the AuxUE's spec records the teacher.
+// the AuxUE's spec records the teacher. The MCAP file itself as --data
+// trains on the same frames.
 func TestTrainAuxUEOnRecordingWithTeacher(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records, runs ONNX models and trains an AuxUE")
@@ -168,6 +169,22 @@ func TestTrainAuxUEOnRecordingWithTeacher(t *testing.T) {
 	}
 	if _, err := os.Stat(sum.Model); err != nil {
 		t.Fatal(err)
+	}
+	// The recording itself as --data: exported into the cache once, the
+	// same frames and targets; a second run reuses the export.
+	direct := cfg
+	direct.Data, direct.ValSplit, direct.Checkpoint = files[0], "val", ""
+	for run := 0; run < 2; run++ {
+		_, st, err := AuxTrain(ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Frames != 6 || st.ValFrames != 0 || st.Teacher.Train.Teacher != tt.Train.TeacherPixels {
+			t.Fatalf("run %d on the recording: %d frames, %d val, teacher pixels %d, want 6, 0, %d", run, st.Frames, st.ValFrames, st.Teacher.Train.Teacher, tt.Train.TeacherPixels)
+		}
+	}
+	if exports, _ := filepath.Glob(filepath.Join(dir, "cache", "recording-*", "meta.json")); len(exports) != 1 {
+		t.Fatalf("exports of the recording in the cache: %v", exports)
 	}
 }
 

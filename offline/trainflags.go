@@ -76,7 +76,7 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	d, c := DefaultAuxTrainConfig(), &f.Train
 	fs.StringVar(&c.DepthModel, "depth", "models/depth.onnx", "frozen depth model (any ONNX depth model with an IO spec)")
 	fs.StringVar(&c.DepthSpec, "depth-spec", "", "IO spec YAML of the depth model (default: the model path with .yaml)")
-	fs.StringVar(&c.Data, "data", "", "data set directory or s3:// prefix (sim render layout, real KITTI with split files, NYU); default: the simulated pool rendered on the fly")
+	fs.StringVar(&c.Data, "data", "", "data set directory or s3:// prefix (sim render layout, real KITTI with split files, NYU), or a recording FILE.mcap (exported once into --cache-dir, every frame in the train split, no validation); default: the simulated pool rendered on the fly")
 	fs.StringVar(&c.Layout, "layout", "auto", "layout of --data: auto, sim, kitti, nyu")
 	fs.StringVar(&c.KITTIDepth, "kitti-depth", "", "KITTI: root of the annotated depth, a directory or s3:// prefix (default: --data)")
 	fs.StringVar(&c.Split, "split", d.Split, "training split of --data: a name (train, val, test, all) or a split file")
