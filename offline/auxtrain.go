@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/didoedge/didoedge/runtime/domain"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -104,6 +105,13 @@ type AuxTrainConfig struct {
 	// ModelFeatureChannels is the most channels made of that tensor (a
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
+	// DomainFrames: held-out training-domain frames the training-domain
+	// record (runtime/domain) is fitted on after the export: the pool's
+	// drives after the validation drives, or at most this many of
+	// ValSplit [DefaultDomainFrames; negative: no record]. DomainStatistic
+	// is the record's statistic [domain.KNN].
+	DomainFrames    int
+	DomainStatistic string
 
 	// Teacher labels the frames without depth ground truth with a
 	// second depth model's read-out (TeacherConfig); IgnoreGroundTruth
@@ -134,6 +142,8 @@ func (c *AuxTrainConfig) defaults() {
 		setDefault(&c.ValFrames, 16)
 	}
 	setDefault(&c.ValDrives, 2)
+	setDefault(&c.DomainFrames, DefaultDomainFrames)
+	setDefault(&c.DomainStatistic, domain.KNN)
 	setDefault(&c.Split, "train")
 	setDefault(&c.ValSplit, "val")
 	if c.Steps <= 0 {
@@ -611,7 +621,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tr.noGT = cfg.Teacher.Enabled()
+	tr.withoutTruth = tr.withoutTruth || cfg.Teacher.Enabled()
 	if cfg.ValSplit == "none" {
 		return tr, nil, nil
 	}
@@ -619,7 +629,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation split (--val-split none skips it): %w", err)
 	}
-	va.noGT = cfg.Teacher.Enabled()
+	va.withoutTruth = va.withoutTruth || cfg.Teacher.Enabled()
 	return tr, va, nil
 }
 

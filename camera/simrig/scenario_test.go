@@ -110,6 +110,3 @@ func TestScenarioNewCameraPhase(t *testing.T) {
 		t.Fatalf("unknown camera: %v", err)
 	}
 }
-
-// TestMissingModelsNameTheCommand: without reference models the demo
-// says which file is missing and which command builds it.

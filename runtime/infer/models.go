@@ -93,6 +93,11 @@ type NativeMaps struct {
 	Confidence       []float32 // on the depth grid; nil without a confidence output
 	AuxW, AuxH       int
 	Scale, Epistemic []float32
+	// Features is the depth model's tensor that the AuxUE reads
+	// (model_features), FeatureC x FeatureH x FeatureW, on host sessions;
+	// nil when the AuxUE reads none or it stays on the device.
+	Features                     []float32
+	FeatureC, FeatureH, FeatureW int
 }
 
 // DepthPass is the depth model's part of a frame, as an AuxUE trainer
@@ -442,6 +447,10 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		maps.Native = NativeMaps{Geometry: v.geo, DepthW: m.outW, DepthH: m.outH, Depth: maps.Depth,
 			AuxW: m.auxW, AuxH: m.auxH, Scale: maps.Scale, Epistemic: maps.Epistemic, Confidence: v.confMap}
 		maps.Confidence = v.confMap
+		if f := m.cfg.AuxUESpec.ModelFeatures; f != nil && m.featOut >= 0 && !dev {
+			maps.Native.Features = m.depth.OutputSlot(m.featOut, k)
+			maps.Native.FeatureC, maps.Native.FeatureH, maps.Native.FeatureW = f.Channels, f.Height, f.Width
+		}
 		if !v.depthRemap.Identity() {
 			if err := v.depthRemap.Apply(v.resDepth, v.frameDepth); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/pkg/mapgrid"
@@ -322,9 +323,8 @@ func ParseIOSpec(data []byte, source string) (IOSpec, error) {
 // kind (a runtime config's auxue key): a spec without kind gets it.
 func ParseIOSpecKind(data []byte, source, kind string) (IOSpec, error) {
 	var s IOSpec
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
+	// An IO spec is a file named by a key: its errors never quote it.
+	if err := yamlstrict.DecodeRedacted(data, &s); err != nil {
 		return IOSpec{}, fmt.Errorf("io spec %q: %w", source, err)
 	}
 	if s.Kind == "" {

@@ -26,7 +26,7 @@ func TestAddCamera(t *testing.T) {
 		{"name in use", `{"name": "front", "url": "rtsp://127.0.0.1/r"}`, []string{`cameras[1].name: "front" is also cameras[0].name`}, ErrCameraExists},
 		{"no source", `{"name": "rear"}`, []string{"cameras[1]: give url (RTSP) or sequence"}, nil},
 		{"bad url", `{"name": "rear", "url": "http://127.0.0.1/r"}`, []string{"cameras[1].url:", "must start with rtsp://"}, nil},
-		{"missing sequence dir", `{"name": "rear", "sequence": {"dir": "nowhere"}}`, []string{"cameras[1].sequence.dir:", "is not a directory"}, nil},
+		{"missing sequence dir", `{"name": "rear", "sequence": {"dir": "nowhere"}}`, []string{"cameras[1].sequence.dir:", "no such file or directory"}, nil},
 		{"negative duration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "backoff_min": "-1s"}`, []string{"cameras[1].backoff_min: -1s is negative"}, nil},
 		{"bad polygon", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "zones": [{"name": "a", "polygon": [[0, 0], [1.5, 0], [1, 1]]}]}`, []string{"cameras[1].zones[0].polygon"}, nil},
 		{"missing calibration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "calibration": "none.yaml"}`, []string{"cameras[1].calibration"}, nil},

@@ -3,8 +3,9 @@ package runconfig
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 )
 
 // LiveConfig is the live view (runtime/apps/live, docs/live.md): one
@@ -26,6 +27,14 @@ type LiveConfig struct {
 	// loopback Listen, off otherwise; true on another address needs the
 	// token.
 	Control *bool `yaml:"control"`
+	// AllowedDirs are the directories a control request may name files
+	// in (a camera's calibration, intrinsics_file, sequence.dir), after
+	// symbolic links are resolved; relative entries are relative to the
+	// config file's directory. Default: the config file's directory. A
+	// request that names a file elsewhere is refused (422) before the
+	// file is opened, so that a request cannot make the runtime read
+	// /etc/shadow or /dev/zero.
+	AllowedDirs []string `yaml:"allowed_dirs"`
 
 	// Token is TokenFile's content (trimmed), read when the config is loaded.
 	Token string `yaml:"-"`
@@ -76,9 +85,9 @@ func (l *LiveConfig) Finish(key string) error {
 		return fmt.Errorf("%s.queue: %d is not in 4..4096", key, l.Queue)
 	}
 	if l.TokenFile != "" {
-		b, err := os.ReadFile(l.TokenFile)
+		b, err := boundedfile.Read(key+".token_file", l.TokenFile, boundedfile.Secret)
 		if err != nil {
-			return fmt.Errorf("%s.token_file: %w", key, err)
+			return err
 		}
 		l.Token = strings.TrimSpace(string(b))
 		if len(l.Token) < MinTokenLen {

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,7 +50,11 @@ func TestChaosShort(t *testing.T) {
 	if len(rep.Phases) != 2 {
 		t.Fatalf("%d phases", len(rep.Phases))
 	}
+	var skipped []string
 	for _, p := range rep.Phases {
+		for k, n := range p.SkippedCounts {
+			skipped = append(skipped, fmt.Sprintf("%s: %d %s skipped (%s)", p.Broker, n, k, p.DiskFault))
+		}
 		t.Logf("%s: produced %d, starts %d, faults %v, RSS %+.1f%%, goroutines %+.1f%%", p.Broker, p.Produced, p.RuntimeStarts, p.FaultCounts, 100*p.RSSChange, 100*p.GoroutineChange)
 		if p.Produced == 0 {
 			t.Errorf("%s: no event produced", p.Broker)
@@ -57,7 +63,7 @@ func TestChaosShort(t *testing.T) {
 			t.Errorf("%s: unexpected runtime exits %v", p.Broker, p.UnexpectedExits)
 		}
 		for _, k := range FaultKinds {
-			if p.FaultCounts[k] == 0 {
+			if p.FaultCounts[k] == 0 && p.SkippedCounts[k] == 0 {
 				t.Errorf("%s: fault %s never ran", p.Broker, k)
 			}
 		}
@@ -81,6 +87,26 @@ func TestChaosShort(t *testing.T) {
 					p.Broker, s.ClientID, s.Delivered, s.Pending, p.Produced, s.Messages, s.Duplicates)
 			}
 		}
+	}
+	// A fault this machine could not inject leaves the test unproven:
+	// it must not pass (the checks above still fail it on their own).
+	if len(skipped) > 0 {
+		t.Skipf("faults not injected, so the run proves nothing of them: %v", skipped)
+	}
+}
+
+// A disk_full fault skipped for want of a tmpfs is counted as skipped,
+// not as a fault that ran, and the report says so.
+func TestCountFaultsSkipped(t *testing.T) {
+	faults := []Fault{{Kind: FaultKill}, {Kind: FaultDisk, Detail: "skipped: no tmpfs", Skipped: true}, {Kind: FaultKill}, {Kind: FaultDisk, Skipped: true}}
+	injected, skipped := countFaults(faults)
+	if injected[FaultKill] != 2 || injected[FaultDisk] != 0 || skipped[FaultDisk] != 2 || len(skipped) != 1 {
+		t.Fatalf("injected %v, skipped %v; want 2 kills injected, 2 disk_full skipped", injected, skipped)
+	}
+	rep := &ChaosReport{Phases: []PhaseReport{{Broker: "embedded", FaultCounts: injected, SkippedCounts: skipped,
+		Subscribers: []SubscriberReport{{ClientID: "sub-0"}}}}}
+	if md := rep.Markdown(); !strings.Contains(md, "disk_full 0 (2 skipped)") {
+		t.Fatalf("report does not say the disk faults were skipped:\n%s", md)
 	}
 }
 

@@ -69,9 +69,12 @@ type PhaseReport struct {
 	DiskFault     string  `json:"disk_fault"` // tmpfs, or why none
 	RuntimeStarts int     `json:"runtime_starts"`
 	// UnexpectedExits are the runtime's exits the script did not cause.
-	UnexpectedExits []string       `json:"unexpected_exits"`
-	Faults          []Fault        `json:"faults"`
-	FaultCounts     map[string]int `json:"fault_counts"`
+	UnexpectedExits []string `json:"unexpected_exits"`
+	Faults          []Fault  `json:"faults"`
+	// FaultCounts are the faults injected by kind; SkippedCounts those
+	// the machine could not inject (disk_full without a tmpfs).
+	FaultCounts   map[string]int `json:"fault_counts"`
+	SkippedCounts map[string]int `json:"skipped_counts,omitempty"`
 	// Produced is the outbox's last seq (every seq the runtime assigned,
 	// from 1: a fresh outbox); AckedSeq its acknowledged position;
 	// PendingAtEnd the seqs still in it after the final stop.
@@ -98,9 +101,7 @@ func (ph *chaosPhase) report(obDir string) (*PhaseReport, error) {
 	if !ph.tmpfs {
 		r.DiskFault = "none (no tmpfs: not root or mount refused)"
 	}
-	for _, f := range ph.faults {
-		r.FaultCounts[f.Kind]++
-	}
+	r.FaultCounts, r.SkippedCounts = countFaults(ph.faults)
 	last, acked, pending, err := outboxState(obDir)
 	if err != nil {
 		return nil, fmt.Errorf("read the outbox after the run: %w", err)
@@ -272,7 +273,11 @@ func (rep *ChaosReport) Markdown() string {
 	for _, p := range rep.Phases {
 		var fc []string
 		for _, k := range FaultKinds {
-			fc = append(fc, fmt.Sprintf("%s %d", k, p.FaultCounts[k]))
+			s := fmt.Sprintf("%s %d", k, p.FaultCounts[k])
+			if n := p.SkippedCounts[k]; n > 0 {
+				s += fmt.Sprintf(" (%d skipped)", n)
+			}
+			fc = append(fc, s)
 		}
 		for _, s := range p.Subscribers {
 			fmt.Fprintf(&b, "| %s | %.0f s | %s | %d | %d | %d | %s | %d | %d | %d | %d | %d | %.1f → %.1f MiB (%+.1f%%) | %.0f → %.0f (%+.1f%%) | %t |\n",
@@ -298,4 +303,21 @@ func (rep *ChaosReport) Markdown() string {
 	}
 	fmt.Fprintf(&b, "Overall: pass %t\n", rep.Pass)
 	return b.String()
+}
+
+// countFaults counts the faults injected by kind, and apart from them
+// those skipped (a disk_full without a tmpfs is no fault injected).
+func countFaults(faults []Fault) (injected, skipped map[string]int) {
+	injected = map[string]int{}
+	for _, f := range faults {
+		if f.Skipped {
+			if skipped == nil {
+				skipped = map[string]int{}
+			}
+			skipped[f.Kind]++
+			continue
+		}
+		injected[f.Kind]++
+	}
+	return injected, skipped
 }

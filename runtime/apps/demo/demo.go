@@ -8,6 +8,7 @@ package demo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/dataset/corrupt"
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
@@ -125,12 +127,12 @@ func CheckModels(dir string) error {
 		}
 	}
 	mpath := filepath.Join(dir, Manifest)
-	f, err := os.Open(mpath)
+	f, err := boundedfile.Open("", mpath, boundedfile.Config)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	entries, err := manifest.Parse(f, mpath)
+	entries, err := manifest.Parse(io.LimitReader(f, boundedfile.Config.Limit()), mpath)
 	if err != nil {
 		return err
 	}
@@ -231,6 +233,26 @@ func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
 		}
 		return strings.TrimSuffix(model, filepath.Ext(model)) + ".yaml"
 	}
+	// Relative paths name files from the working directory, as in every
+	// other command (the config parser would resolve them against the
+	// depth model's directory): make them absolute first.
+	abs := func(key, p string) (string, error) {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return "", fmt.Errorf("%s %q: %w", key, p, err)
+		}
+		return a, nil
+	}
+	paths := []*string{&depth, &depthSpec, &aux, &auxSpec}
+	for i, key := range []string{"depth model", "depth spec", "auxue model", "auxue spec"} {
+		if *paths[i] == "" {
+			continue
+		}
+		var err error
+		if *paths[i], err = abs(key, *paths[i]); err != nil {
+			return nil, err
+		}
+	}
 	r := &Reference{Dir: filepath.Dir(depth), DepthModel: depth, DepthSpec: beside(depth, depthSpec), AuxUEModel: aux, AuxUESpec: beside(aux, auxSpec)}
 	for _, f := range []struct{ key, path string }{{"depth model", r.DepthModel}, {"depth spec", r.DepthSpec}, {"auxue model", r.AuxUEModel}, {"auxue spec", r.AuxUESpec}} {
 		if _, err := os.Stat(f.path); err != nil {
@@ -251,7 +273,7 @@ func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
 }
 
 func readSpec(path, kind string) (infer.IOSpec, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := boundedfile.Read("", path, boundedfile.Spec)
 	if err != nil {
 		return infer.IOSpec{}, err
 	}

@@ -285,8 +285,11 @@ func (c *Control) AddCamera(ctx context.Context, body []byte, persist bool, who 
 	}
 	edit := func(cfg *runconfig.Config) error {
 		if err := cfg.AddCamera(e); err != nil {
-			if errors.Is(err, runconfig.ErrCameraExists) {
+			switch {
+			case errors.Is(err, runconfig.ErrCameraExists):
 				return refuse(http.StatusConflict, "%w", err)
+			case errors.Is(err, runconfig.ErrNotAllowed):
+				return refuse(http.StatusForbidden, "%w", err)
 			}
 			return refuse(http.StatusUnprocessableEntity, "%w", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/runtime/runconfig"
@@ -223,7 +225,7 @@ func writeBack(path string, edit func(*yamlDoc) error) error {
 	if path == "" {
 		return errors.New("the configuration was not read from a file (built-in defaults): nothing to write to")
 	}
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Config)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,8 @@
-package dataset
+package simworld
 
 import (
-	"fmt"
-
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 // SimWorld is the one adapter from the simulated camera (camera/sim) to
@@ -34,21 +33,21 @@ func (w SimWorld) Drive(seed int64) (*SimDrive, error) {
 }
 
 // OpenDrive implements FrameSource: one renderer per worker and drive.
-func (w SimWorld) OpenDrive(d Drive) (FrameRenderer, error) { return w.Drive(d.Seed) }
+func (w SimWorld) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) { return w.Drive(d.Seed) }
 
 // Meta describes a data set of the world: size, intrinsics, depth
 // encoding, the semantic and sparse ground-truth kinds; Drives are the
 // caller's.
-func (w SimWorld) Meta(seed int64) (Meta, error) {
+func (w SimWorld) Meta(seed int64) (dataset.Meta, error) {
 	cfg := w.Config
 	cfg.Seed = seed
 	probe, err := sim.NewRenderer(cfg)
 	if err != nil {
-		return Meta{}, err
+		return dataset.Meta{}, err
 	}
 	fx, fy, cx, cy := probe.Intrinsics()
-	m := Meta{World: cfg.World, Seed: seed, Width: cfg.Width, Height: cfg.Height,
-		Intrinsics: Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, DepthScale: KITTIDepthScale,
+	m := dataset.Meta{World: cfg.World, Seed: seed, Width: cfg.Width, Height: cfg.Height,
+		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, DepthScale: dataset.KITTIDepthScale,
 		Semantic: "cityscapes", Sparse: "lidar-hdl64"}
 	if cfg.Camera != "" && cfg.Camera != sim.CameraKITTI {
 		m.Camera = cfg.Camera
@@ -59,32 +58,12 @@ func (w SimWorld) Meta(seed int64) (Meta, error) {
 	return m, nil
 }
 
-// SplitDrives spreads frames over drives (the first frames%drives get one
-// more) named <world>_drive_%04d_sync, with splits from AssignSplits and
-// seeds from DriveSeed(seed, d).
-func SplitDrives(world string, seed int64, frames, drives, stride int) ([]Drive, error) {
-	if frames < 1 || drives < 1 || drives > frames {
-		return nil, fmt.Errorf("%d frames over %d drives: want 1 <= drives <= frames", frames, drives)
-	}
-	splits := AssignSplits(drives)
-	out := make([]Drive, drives)
-	for d := range out {
-		count := frames / drives
-		if d < frames%drives {
-			count++
-		}
-		out[d] = Drive{Name: fmt.Sprintf("%s_drive_%04d_sync", world, d), Seed: DriveSeed(seed, d),
-			Split: splits[d], Count: count, Stride: stride}
-	}
-	return out, nil
-}
-
 // RenderInto renders frame index of the drive into f.
 func (d *SimDrive) RenderInto(index int, f *sim.Frame) error { return d.r.Render(index, f) }
 
 // RenderFrame implements FrameRenderer: the sample aliases the drive's
 // frame until the next call.
-func (d *SimDrive) RenderFrame(index int, s *Sample) error {
+func (d *SimDrive) RenderFrame(index int, s *dataset.Sample) error {
 	if d.f == nil {
 		cfg := d.r.Config()
 		d.f = sim.NewFrame(cfg.Width, cfg.Height)
@@ -93,6 +72,6 @@ func (d *SimDrive) RenderFrame(index int, s *Sample) error {
 		return err
 	}
 	f := d.f
-	*s = Sample{Frame: index, Width: f.Width, Height: f.Height, RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
+	*s = dataset.Sample{Frame: index, Width: f.Width, Height: f.Height, RGB: f.RGB, Sparse: f.Sparse, Dense: f.Depth, Semantic: f.Semantic}
 	return nil
 }

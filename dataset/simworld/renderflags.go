@@ -1,4 +1,4 @@
-package dataset
+package simworld
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 )
 
 // RenderFlags are the flags of `didoedge sim render`: a simulated data set
@@ -69,11 +70,11 @@ func (f *RenderFlags) Render(ctx context.Context, w, progress io.Writer, log *sl
 	if err != nil {
 		return fmt.Errorf("sim render: %w", err)
 	}
-	if meta.Drives, err = SplitDrives(f.World, f.Seed, f.Frames, nd, f.Stride); err != nil {
+	if meta.Drives, err = dataset.SplitDrives(f.World, f.Seed, f.Frames, nd, f.Stride); err != nil {
 		return fmt.Errorf("sim render: %w", err)
 	}
 	log.Info("sim render", "world", f.World, "camera", cam.Name, "frames", f.Frames, "drives", nd, "size", fmt.Sprintf("%dx%d", h, wd), "seed", f.Seed, "out", f.Out)
-	if err := Generate(ctx, GenerateOptions{Dir: f.Out, Meta: meta, Workers: f.Workers, Progress: progress}, src); err != nil {
+	if err := dataset.Generate(ctx, dataset.GenerateOptions{Dir: f.Out, Meta: meta, Workers: f.Workers, Progress: progress}, src); err != nil {
 		return fmt.Errorf("sim render: %w", err)
 	}
 	_, err = fmt.Fprintf(w, "wrote %d frames in %d drives to %s\n", f.Frames, nd, f.Out)
