@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,12 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/offline/depthnet"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -195,4 +199,68 @@ func sha256File(path string) (string, error) {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:]), nil
+}
+
+// TestTeacherNativeConfidence: a teacher with its own confidence output
+// (a Metric3D v2-like model that python3-onnx builds: depth and
+// confidence known in closed form from each pixel's colour) labels a
+// frame through ONNX Runtime: the target is its depth where its read-out
+// u = 1 - c stays within --teacher-max-uncertainty, and nothing where it
+// does not; the read-out comes back from the teacher's cache.
+func TestTeacherNativeConfidence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs an ONNX model")
+	}
+	dir := t.TempDir()
+	model, spec := testmodels.ConfidenceModel(t, "metric3d", dir)
+	ctx := context.Background()
+	const bound = 0.25
+	tch, err := openTeacher(ctx, TeacherConfig{Model: model, Spec: spec, MaxUncertainty: bound}, onnxrt.Config{}, false, 80, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tch.Close()
+	W, H := testmodels.Width, testmodels.Height
+	s := &dataset.Sample{Name: "gradient", Width: W, Height: H, RGB: make([]uint8, W*H*3)}
+	for i := 0; i < W*H; i++ {
+		s.RGB[3*i], s.RGB[3*i+1], s.RGB[3*i+2] = uint8(i*7), uint8(i%W*255/(W-1)), uint8(i/W*8)
+	}
+	c, err := openTeacherCache(filepath.Join(dir, "cache"), map[string]any{"test": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass, wantReused := range []int{0, 1} {
+		reused := 0
+		if err := tch.readout(ctx, c, 0, s, &reused); err != nil {
+			t.Fatal(err)
+		}
+		if reused != wantReused {
+			t.Fatalf("pass %d: reused %d", pass, reused)
+		}
+		lc, err := tch.label(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var low int64
+		for i, got := range tch.target {
+			r, g, b := s.RGB[3*i], s.RGB[3*i+1], s.RGB[3*i+2]
+			u := testmodels.ConfidenceWant("metric3d", r, g, b)
+			if math.Abs(u-bound) < 1e-4 {
+				continue // float32 rounding decides
+			}
+			if u > bound {
+				low++
+				if got != 0 {
+					t.Fatalf("pass %d pixel %d: u %.4f > %v labelled %v", pass, i, u, bound, got)
+				}
+				continue
+			}
+			if d := testmodels.ConventionDepth(r, g, b); math.Abs(float64(got)-d) > 1e-4*d {
+				t.Fatalf("pass %d pixel %d: target %v, want the teacher's depth %v", pass, i, got, d)
+			}
+		}
+		if low == 0 || lc.LowConfidence < low || lc.Teacher == 0 || lc.Teacher+lc.LowConfidence != int64(W*H) {
+			t.Fatalf("pass %d: counts %+v, %d pixels above the bound", pass, lc, low)
+		}
+	}
 }
