@@ -56,6 +56,15 @@ type Config struct {
 	// whose one-hot target of eq. 4 is all zeros; 0 trains DIDO on the
 	// labeled elements only. See DIDOLoss.UnlabeledWeight.
 	UnlabeledKL float64
+	// AleatoricInputs, when above 0, has sigma_Theta1's encoder read only
+	// the first AleatoricInputs input channels (dense form, separate
+	// encoders): the Laplace head on the image and the depth alone, while
+	// sigma_Theta2 also reads the channels after them (the depth model's
+	// own features). The first convolution's weights on the other
+	// channels are zero and stay zero (Step clears their gradient, so Adam
+	// never moves them), which is the head without those inputs, in Go and
+	// in the exported graph alike. 0 or In: every channel.
+	AleatoricInputs int
 	// Seed initializes the weights.
 	Seed uint64
 }
@@ -119,6 +128,9 @@ func NewModel(cfg Config) (*Model, error) {
 	case cfg.GlobalContextBands < 0:
 		return nil, fmt.Errorf("auxue model: %d global context bands, want >= 0", cfg.GlobalContextBands)
 	}
+	if a := cfg.AleatoricInputs; a < 0 || a > cfg.In || (a > 0 && a < cfg.In && (cfg.Form != FormDense || cfg.EncoderWidth < 1 || cfg.SharedEncoder)) {
+		return nil, fmt.Errorf("auxue model: aleatoric inputs %d of %d channels: want 0 to %d, and below %d only with separate dense encoders", a, cfg.In, cfg.In, cfg.In)
+	}
 	if cfg.Aleatoric.Kind < Laplace || cfg.Aleatoric.Kind > NIG {
 		return nil, fmt.Errorf("auxue model: unknown aleatoric loss %d", cfg.Aleatoric.Kind)
 	}
@@ -160,6 +172,7 @@ func NewModel(cfg Config) (*Model, error) {
 			return nil, cv.err
 		}
 	}
+	m.maskAleatoricInputs(false)
 	for _, part := range []struct {
 		name string
 		seq  *nn.Sequential
@@ -200,6 +213,27 @@ func (m *Model) encoder(rng *rand.Rand) (*nn.Sequential, error) {
 	cv := &convs{rng: rng}
 	seq := &nn.Sequential{Layers: []nn.Layer{cv.conv(c.In, w, 3, 1), &nn.ReLU{}, cv.conv(w, w, 3, 2), &nn.ReLU{}}}
 	return seq, cv.err
+}
+
+// maskAleatoricInputs zeroes the weights (grad: their gradients) of the
+// aleatoric encoder's first convolution on the input channels from
+// Config.AleatoricInputs on.
+func (m *Model) maskAleatoricInputs(grad bool) {
+	a, in := m.Config.AleatoricInputs, m.Config.In
+	if a <= 0 || a >= in || m.Encoder == nil {
+		return
+	}
+	conv := m.Encoder.Layers[0].(*nn.Conv2d)
+	t := conv.Weight.Value
+	if grad {
+		t = conv.Weight.Grad
+	}
+	w := nn.Data(t)
+	kk := conv.Config.Kernel * conv.Config.Kernel
+	// Weight is (Out, In, k, k).
+	for o := 0; o < conv.Config.Out; o++ {
+		clear(w[(o*in+a)*kk : (o+1)*in*kk])
+	}
 }
 
 // Params lists every trainable parameter with its path, e.g. "epis_head.0.weight".
@@ -359,6 +393,7 @@ func (m *Model) losses(x *tensor.Dense, errs []float32, valid []bool, bins []int
 		if err := m.Backward(m.dRaw, m.dLogits); err != nil {
 			return Losses{}, err
 		}
+		m.maskAleatoricInputs(true)
 	}
 	return l, nil
 }

@@ -70,6 +70,10 @@ func AuxUESpec(depth infer.IOSpec, c auxue.InputContract, m *auxue.Model, info i
 	if f := c.Model; f != nil {
 		mf = &infer.ModelFeatureInput{Name: onnxexport.InputModelFeatures, Tensor: f.Tensor, Channels: f.Channels, Height: f.Height, Width: f.Width}
 		info.ModelFeatureChannels = f.Out
+		info.ModelFeatureHeads = FeatureHeadsBoth
+		if a := m.Config.AleatoricInputs; a > 0 && a < m.Config.In {
+			info.ModelFeatureHeads = FeatureHeadsDIDO
+		}
 	}
 	return infer.IOSpec{Kind: infer.KindAuxUE, Input: in,
 		DepthInput:    infer.TensorSpec{Name: onnxexport.InputDepth, Units: units},

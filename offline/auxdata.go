@@ -131,7 +131,7 @@ func (d *dataFrames) Frame(i int) (*dataset.Sample, error) {
 		return nil, err
 	}
 	if s.Sparse == nil && !d.withoutTruth {
-		return nil, fmt.Errorf("frame %s has no ground truth (an AuxUE learns from the depth model's errors on it)", s.Name)
+		return nil, fmt.Errorf("frame %s has no ground truth (an AuxUE learns from the depth model's errors on it; --teacher labels frames without it)", s.Name)
 	}
 	return s, nil
 }
@@ -149,17 +149,32 @@ type trainingRecord struct {
 	errs   []float32 // g block errors; -1 = no ground truth in the block
 	sky    []uint8   // g block labels
 	absRel float64   // the depth model's AbsRel on the frame (aligned for a relative model); NaN without ground truth
+	// labels are the frame's LabelCounts (recordLayout.Labels).
+	labels []uint32
 }
 
 // recordLayout sizes a record.
 type recordLayout struct {
 	C, G int
+	// Labels: the record ends with its frame's LabelCounts (a run with a
+	// teacher).
+	Labels bool
 }
 
-func (l recordLayout) bytes() int { return 4*l.C*l.G + 4*l.G + l.G + 8 }
+func (l recordLayout) bytes() int {
+	n := 4*l.C*l.G + 4*l.G + l.G + 8
+	if l.Labels {
+		n += 4 * labelFields
+	}
+	return n
+}
 
 func (l recordLayout) newRecord() *trainingRecord {
-	return &trainingRecord{feats: make([]float32, l.C*l.G), errs: make([]float32, l.G), sky: make([]uint8, l.G)}
+	r := &trainingRecord{feats: make([]float32, l.C*l.G), errs: make([]float32, l.G), sky: make([]uint8, l.G)}
+	if l.Labels {
+		r.labels = make([]uint32, labelFields)
+	}
+	return r
 }
 
 func (l recordLayout) encode(r *trainingRecord, b []byte) {
@@ -175,6 +190,11 @@ func (l recordLayout) encode(r *trainingRecord, b []byte) {
 	copy(b[o:], r.sky)
 	o += len(r.sky)
 	binary.LittleEndian.PutUint64(b[o:], math.Float64bits(r.absRel))
+	o += 8
+	for _, v := range r.labels {
+		binary.LittleEndian.PutUint32(b[o:], v)
+		o += 4
+	}
 }
 
 func (l recordLayout) decode(b []byte, r *trainingRecord) {
@@ -190,6 +210,11 @@ func (l recordLayout) decode(b []byte, r *trainingRecord) {
 	copy(r.sky, b[o:o+len(r.sky)])
 	o += len(r.sky)
 	r.absRel = math.Float64frombits(binary.LittleEndian.Uint64(b[o:]))
+	o += 8
+	for i := range r.labels {
+		r.labels[i] = binary.LittleEndian.Uint32(b[o:])
+		o += 4
+	}
 }
 
 // preparer turns a frame and the depth model's pass into a record: the

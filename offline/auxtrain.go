@@ -11,8 +11,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
@@ -95,6 +97,11 @@ type AuxTrainConfig struct {
 	// (ChooseFeatureTensor; a model without one trains without), a
 	// tensor name takes that tensor, "" or FeaturesOff none.
 	ModelFeatures string
+	// FeatureHeads is which heads read the depth model's tensor:
+	// FeatureHeadsBoth, or FeatureHeadsDIDO (sigma_Theta2 only; the
+	// Laplace head on the image and the depth alone,
+	// auxue.Config.AleatoricInputs) ["" = both].
+	FeatureHeads string
 	// ModelFeatureChannels is the most channels made of that tensor (a
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
@@ -105,6 +112,13 @@ type AuxTrainConfig struct {
 	// is the record's statistic [domain.KNN].
 	DomainFrames    int
 	DomainStatistic string
+
+	// Teacher labels the frames without depth ground truth with a
+	// second depth model's read-out (TeacherConfig); IgnoreGroundTruth
+	// trains on the teacher's targets alone even where the frames have
+	// ground truth (to measure a teacher against it on the same frames).
+	Teacher           TeacherConfig
+	IgnoreGroundTruth bool
 
 	// CacheDir keeps the depth model's cached outputs and errors between
 	// runs, keyed by the model's sha256, its spec, the data and the
@@ -153,15 +167,24 @@ func (c *AuxTrainConfig) defaults() {
 // 4-band global context, the unlabeled-block KL at gamma 0.1, a quarter
 // of layout outliers, lr 6e-3, the epochs from the frames (AutoEpochs with
 // DefaultAuxSteps), and the depth model's own feature tensor when it has
-// one (ModelFeatures auto). The zero AuxTrainConfig of Go callers keeps its
-// own meaning (no context, no outliers, 15 epochs, no model tensor).
+// one (ModelFeatures auto) read by the DIDO head only (FeatureHeadsDIDO:
+// measured best per head on the simulated world and the new camera,
+// docs/training.md "The feature input per head"). The zero AuxTrainConfig
+// of Go callers keeps its own meaning (no context, no outliers, 15 epochs,
+// no model tensor).
 func DefaultAuxTrainConfig() AuxTrainConfig {
 	c := AuxTrainConfig{Epochs: 0, Steps: DefaultAuxSteps, LR: 6e-3, UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4,
 		Outliers: 0.25, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}, ModelFeatures: FeaturesAuto,
-		ModelFeatureChannels: auxue.DefaultModelFeatureChannels}
+		ModelFeatureChannels: auxue.DefaultModelFeatureChannels, FeatureHeads: FeatureHeadsDIDO}
 	c.defaults()
 	return c
 }
+
+// Which heads read the depth model's feature tensor (AuxTrainConfig.FeatureHeads).
+const (
+	FeatureHeadsBoth = "both"
+	FeatureHeadsDIDO = "dido"
+)
 
 // DefaultAuxSteps is the optimizer steps that the default recipe's epochs
 // aim at (AutoEpochs).
@@ -183,6 +206,10 @@ func (c AuxTrainConfig) CheckRecipe() error {
 		return fmt.Errorf("--outliers %g with --outlier-kinds %v: want a fraction in [0, 1) and a kind", c.Outliers, c.OutlierKinds)
 	case c.GlobalContextBands < 0:
 		return fmt.Errorf("--global-context-bands %d: want 0 or more", c.GlobalContextBands)
+	case c.IgnoreGroundTruth && !c.Teacher.Enabled():
+		return errors.New("--ignore-ground-truth needs --teacher (without ground truth nothing labels the frames)")
+	case c.FeatureHeads != "" && c.FeatureHeads != FeatureHeadsBoth && c.FeatureHeads != FeatureHeadsDIDO:
+		return fmt.Errorf("--model-features-heads %q: want %s or %s", c.FeatureHeads, FeatureHeadsBoth, FeatureHeadsDIDO)
 	case c.ModelFeatures == "":
 		return fmt.Errorf("--model-features: empty; want auto, off or a tensor name of the depth model")
 	case c.ModelFeatureChannels < 0 || (c.ModelFeatureChannels == 0 && c.ModelFeatures != FeaturesOff):
@@ -214,7 +241,9 @@ type AuxStats struct {
 	EpochsRun                int     // the epochs of the run (AutoEpochs when the config left them to the frames)
 	EpochsAuto               bool
 	// Features is the depth model's tensor the AuxUE reads (nil: none).
-	Features           *FeatureChoice
+	Features *FeatureChoice
+	// Teacher reports the teacher's labelling (nil: no teacher).
+	Teacher            *TeacherReport
 	Epochs             []EpochReport
 	Cache              CacheReport
 	Phases             PhaseTimes
@@ -279,6 +308,11 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		return nil, st, fmt.Errorf("train auxue: factor %d, want 1 to 64", cfg.Factor)
 	case cfg.Batch < 1 || cfg.Epochs < 0 || (cfg.Epochs == 0 && cfg.Steps < 1):
 		return nil, st, fmt.Errorf("train auxue: batch %d, epochs %d and steps %d: want a positive batch, and epochs or steps", cfg.Batch, cfg.Epochs, cfg.Steps)
+	case cfg.IgnoreGroundTruth && !cfg.Teacher.Enabled():
+		return nil, st, errors.New("train auxue: ignoring the ground truth needs a teacher")
+	}
+	if err := cfg.Teacher.check(); err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
 	spec, err := ReadSpec(cfg.DepthSpec, infer.KindDepth)
 	if err != nil {
@@ -334,12 +368,36 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	st.Phases.Open = time.Since(t0)
 	st.DepthSHA256, st.Provider = models.DepthSession().SHA256(), models.DepthSession().Provider()
 
+	if strings.HasSuffix(cfg.Data, ".mcap") && cfg.DataFS == nil {
+		// A recording: its frames exported once into the cache, every
+		// one in the train split (a recording has no validation split).
+		dir, cleanup, err := exportRecording(ctx, cfg.Data, cfg.CacheDir, log)
+		if err != nil {
+			return nil, st, fmt.Errorf("train auxue: --data %s: %w", cfg.Data, err)
+		}
+		defer cleanup()
+		cfg.Data, cfg.Split = dir, "train"
+		if cfg.ValSplit == "val" {
+			cfg.ValSplit = "none"
+		}
+	}
+	var tch *teacher
+	if cfg.Teacher.Enabled() {
+		if tch, err = openTeacher(ctx, cfg.Teacher, cfg.Inference, st.Relative, cfg.MaxDepth, log); err != nil {
+			return nil, st, fmt.Errorf("train auxue: %w", err)
+		}
+		defer tch.Close()
+		st.Teacher = tch.rep
+		log.Info("train auxue: a teacher labels the frames", "teacher", cfg.Teacher.Model, "sha256", tch.sha,
+			"relative", tch.relative, "max_depth", tch.cfg.MaxDepth, "mask", cfg.Teacher.Mask, "ignore_ground_truth", cfg.IgnoreGroundTruth)
+	}
+
 	train, val, err := auxSources(cfg)
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
 	gh, gw := contract.Grid()
-	layout := recordLayout{C: contract.Channels(), G: gh * gw}
+	layout := recordLayout{C: contract.Channels(), G: gh * gw, Labels: tch != nil}
 	keyContract := contract
 	if mf := contract.Model; mf != nil {
 		// The projection is a function of its seed: key by the seed, not
@@ -354,11 +412,34 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		if contract.Model != nil && contract.Model.Projection != nil {
 			k["projection_seed"] = projSeed
 		}
+		if tch != nil {
+			k["teacher"] = tch.keyPart()
+			k["ignore_ground_truth"] = cfg.IgnoreGroundTruth
+		}
 		return k
+	}
+	labeller := func(role string, src frameSource) (*teacherRun, error) {
+		if tch == nil {
+			return nil, nil
+		}
+		c, err := openTeacherCache(cfg.CacheDir, map[string]any{"version": 1, "role": role, "teacher_sha256": tch.sha, "spec": tch.spec,
+			"teacher_auxue_sha256": tch.auxSHA, "frames": src.Identity()})
+		if err != nil {
+			return nil, err
+		}
+		if tch.rep.CacheDir == "" {
+			tch.rep.CacheDir = filepath.Dir(c.dir)
+		}
+		return &teacherRun{t: tch, cache: c, ignoreGT: cfg.IgnoreGroundTruth}, nil
 	}
 	prep := &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth}
 	cacheStart := time.Now()
-	tc, err := fillCache(ctx, cfg, models, prep, train, key("train", train), layout, [2]int{gh, gw}, &st.Phases, log, "caching training frames")
+	ttr, err := labeller("train", train)
+	if err != nil {
+		return nil, st, fmt.Errorf("train auxue: %w", err)
+	}
+	tc, err := fillCache(ctx, cfg, models, prep, ttr, train, key("train", train), layout, [2]int{gh, gw}, &st.Phases, log, "caching training frames")
+	ttr.Close()
 	if err != nil {
 		return nil, st, err
 	}
@@ -366,7 +447,13 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	st.Cache.Dir, st.Cache.Frames, st.Cache.Reused = tc.dir, tc.n, tc.reused
 	var vc *cachedFrames
 	if val != nil {
-		if vc, err = fillCache(ctx, cfg, models, prep, val, key("val", val), layout, [2]int{gh, gw}, &st.Phases, log, "caching validation frames"); err != nil {
+		vtr, err := labeller("val", val)
+		if err != nil {
+			return nil, st, fmt.Errorf("train auxue: %w", err)
+		}
+		vc, err = fillCache(ctx, cfg, models, prep, vtr, val, key("val", val), layout, [2]int{gh, gw}, &st.Phases, log, "caching validation frames")
+		vtr.Close()
+		if err != nil {
 			return nil, st, err
 		}
 		defer vc.Close()
@@ -393,6 +480,23 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 			absSum += rec.absRel
 			absN++
 		}
+		if tch != nil {
+			tch.rep.Train.add(decodeLabels(rec.labels))
+		}
+	}
+	if tch != nil && vc != nil {
+		for i := 0; i < vc.n; i++ {
+			if err := vc.read(i, rec); err != nil {
+				return nil, st, err
+			}
+			tch.rep.Val.add(decodeLabels(rec.labels))
+		}
+	}
+	if tch != nil {
+		l := tch.rep.Train
+		log.Info("train auxue: targets of the training frames", "real_pixels", l.Real, "teacher_pixels", l.Teacher,
+			"beyond_range", l.BeyondRange, "masked", l.Masked, "low_confidence", l.LowConfidence, "frames_with_ground_truth", l.FramesWithGT,
+			"teacher_frames_run", tch.rep.Frames-tch.rep.Reused, "teacher_frames_reused", tch.rep.Reused)
 	}
 	st.MeanTrainAbsRel = math.NaN()
 	if absN > 0 {
@@ -413,7 +517,11 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	}
 	st.EpochsRun = cfg.Epochs
 
-	model, err := auxue.NewModel(cfg.AuxModelConfig(contract.Channels()))
+	mc := cfg.AuxModelConfig(contract.Channels())
+	if cfg.FeatureHeads == FeatureHeadsDIDO && contract.Model != nil {
+		mc.AleatoricInputs = contract.BaseChannels()
+	}
+	model, err := auxue.NewModel(mc)
 	if err != nil {
 		return nil, st, err
 	}
@@ -431,7 +539,7 @@ type cachedFrames struct {
 
 // fillCache opens the cache for src and runs the depth model on the frames
 // it does not hold yet.
-func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, prep *preparer, src frameSource,
+func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, prep *preparer, tr *teacherRun, src frameSource,
 	key any, layout recordLayout, grid [2]int, ph *PhaseTimes, log *slog.Logger, what string) (*cachedFrames, error) {
 	c, err := openCache(cfg.CacheDir, key, layout, grid)
 	if err != nil {
@@ -464,6 +572,12 @@ func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, pr
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("train auxue: frame %s: %w", s.Name, err)
+		}
+		if tr != nil {
+			if s, err = tr.label(ctx, i, s, dp.Frame, rec); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("train auxue: %w", err)
+			}
 		}
 		t2 := time.Now()
 		if err := prep.prepare(s, dp, rec); err != nil {
@@ -507,6 +621,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	tr.withoutTruth = tr.withoutTruth || cfg.Teacher.Enabled()
 	if cfg.ValSplit == "none" {
 		return tr, nil, nil
 	}
@@ -514,6 +629,7 @@ func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation split (--val-split none skips it): %w", err)
 	}
+	va.withoutTruth = va.withoutTruth || cfg.Teacher.Enabled()
 	return tr, va, nil
 }
 

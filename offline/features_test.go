@@ -275,8 +275,8 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := as.ModelFeatures; got == nil || *got != (infer.ModelFeatureInput{Name: "model_features", Tensor: "relu_8", Channels: 24, Height: 8, Width: 16}) ||
-		as.AuxUE.ModelFeatureChannels != 8 {
-		t.Fatalf("auxue.yaml model_features %+v", got)
+		as.AuxUE.ModelFeatureChannels != 8 || as.AuxUE.ModelFeatureHeads != FeatureHeadsDIDO || aux.Config.AleatoricInputs != 5 {
+		t.Fatalf("auxue.yaml model_features %+v, read by %q (the Laplace head on %d channels)", got, as.AuxUE.ModelFeatureHeads, aux.Config.AleatoricInputs)
 	}
 	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, onnxrt.Config{}, nil)
 	if err != nil {

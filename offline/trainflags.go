@@ -76,7 +76,7 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	d, c := DefaultAuxTrainConfig(), &f.Train
 	fs.StringVar(&c.DepthModel, "depth", "models/depth.onnx", "frozen depth model (any ONNX depth model with an IO spec)")
 	fs.StringVar(&c.DepthSpec, "depth-spec", "", "IO spec YAML of the depth model (default: the model path with .yaml)")
-	fs.StringVar(&c.Data, "data", "", "data set directory or s3:// prefix (sim render layout, real KITTI with split files, NYU); default: the simulated pool rendered on the fly")
+	fs.StringVar(&c.Data, "data", "", "data set directory or s3:// prefix (sim render layout, real KITTI with split files, NYU), or a recording FILE.mcap (exported once into --cache-dir, every frame in the train split, no validation); default: the simulated pool rendered on the fly")
 	fs.StringVar(&c.Layout, "layout", "auto", "layout of --data: auto, sim, kitti, nyu")
 	fs.StringVar(&c.KITTIDepth, "kitti-depth", "", "KITTI: root of the annotated depth, a directory or s3:// prefix (default: --data)")
 	fs.StringVar(&c.Split, "split", d.Split, "training split of --data: a name (train, val, test, all) or a split file")
@@ -116,6 +116,16 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.Outliers, "outliers", d.Outliers, "fraction of batch items replaced by a layout outlier without ground truth (0: none)")
 	fs.StringVar(&f.OutlierKinds, "outlier-kinds", outlierKindsString(d.OutlierKinds), "layout outliers to draw from: flip, tiles")
 	fs.StringVar(&c.ModelFeatures, "model-features", d.ModelFeatures, "a tensor of the depth model that the AuxUE also reads: auto (the last one the graph computes at the finest resolution from 1/4 to 1/8 of the input, with 8 channels or more; none: image and depth only), off, or a tensor name")
+	fs.StringVar(&c.FeatureHeads, "model-features-heads", d.FeatureHeads, "which heads read --model-features: both, or dido (the Laplace head on the image and the depth alone)")
+	fs.StringVar(&c.Teacher.Model, "teacher", "", "a teacher depth model (ONNX, larger than --depth, run offline) whose depth is the target on frames without ground truth (real ground truth wins per pixel)")
+	fs.StringVar(&c.Teacher.Spec, "teacher-spec", "", "IO spec YAML of the teacher (default: the teacher's path with .yaml)")
+	fs.StringVar(&c.Teacher.AuxUE, "teacher-auxue", "", "the teacher's own AuxUE: its epistemic K/S is the teacher's confidence read-out (marks the sky a LiDAR-trained teacher puts within its range)")
+	fs.StringVar(&c.Teacher.AuxUESpec, "teacher-auxue-spec", "", "IO spec YAML of --teacher-auxue (default: beside it)")
+	fs.Float64Var(&c.Teacher.MaxDepth, "teacher-max-depth", 0, "the teacher's range in metres: pixels it puts at or beyond it get no target, as the sky (0: --max-depth)")
+	fs.StringVar(&c.Teacher.Mask, "teacher-mask", "", "PNG of the frames' size: its black pixels never get a teacher target (bonnet, mount)")
+	fs.Float64Var(&c.Teacher.MaxUncertainty, "teacher-max-uncertainty", 0, "drop the teacher's pixels whose confidence read-out u exceeds this (its --teacher-auxue's K/S, or its spec's confidence output; 0: off)")
+	fs.Float64Var(&c.Teacher.ConfidenceDrop, "teacher-confidence-drop", 0, "drop, per frame, this fraction of the teacher's least confident pixels (K/S of --teacher-auxue, or its spec's confidence output; any convention, rankings included)")
+	fs.BoolVar(&c.IgnoreGroundTruth, "ignore-ground-truth", false, "with --teacher: leave the frames' own ground truth out (teacher targets only; to measure a teacher against ground truth on the same frames)")
 	fs.IntVar(&c.ModelFeatureChannels, "model-feature-channels", d.ModelFeatureChannels, "the most channels the AuxUE makes of the depth model's tensor (a seeded random projection when it has more)")
 }
 
@@ -133,6 +143,9 @@ func (f *AuxFlags) AuxRun(args []string, log *slog.Logger, progress io.Writer) (
 	}
 	if cfg.DepthSpec == "" {
 		cfg.DepthSpec = strings.TrimSuffix(cfg.DepthModel, filepath.Ext(cfg.DepthModel)) + ".yaml"
+	}
+	if err := cfg.Teacher.check(); err != nil {
+		return AuxRun{}, err
 	}
 	cfg.Log = log
 	if err := cfg.CheckRecipe(); err != nil {

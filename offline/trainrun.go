@@ -169,7 +169,9 @@ type AuxSummary struct {
 	// ModelFeatures is the depth model's tensor the AuxUE reads (absent:
 	// none).
 	ModelFeatures *AuxFeatureSummary `json:"model_features,omitempty"`
-	Epochs        []AuxEpochSummary  `json:"epochs"`
+	// Teacher is the teacher's labelling (absent: no teacher).
+	Teacher *AuxTeacherSummary `json:"teacher,omitempty"`
+	Epochs  []AuxEpochSummary  `json:"epochs"`
 	// Domain is the training-domain record written into the spec (nil:
 	// none, --domain-frames -1 or no held-out split).
 	Domain        *AuxDomainSummary    `json:"domain,omitempty"`
@@ -178,6 +180,51 @@ type AuxSummary struct {
 	PhasesS       map[string]float64   `json:"phases_s"`
 	WallS         float64              `json:"wall_s"`
 	Args          []string             `json:"args"`
+}
+
+// AuxTeacherSummary is a run's teacher in a summary: who labelled how many
+// target pixels of the training and validation frames.
+type AuxTeacherSummary struct {
+	Model          string          `json:"model"`
+	SHA256         string          `json:"sha256"`
+	Provider       string          `json:"provider"`
+	Relative       bool            `json:"relative"`
+	MaxDepth       float64         `json:"max_depth"`
+	Mask           string          `json:"mask,omitempty"`
+	MaxUncertainty float64         `json:"max_uncertainty,omitempty"`
+	ConfidenceDrop float64         `json:"confidence_drop,omitempty"`
+	IgnoredGT      bool            `json:"ignored_ground_truth"`
+	Train          AuxLabelSummary `json:"train"`
+	Val            AuxLabelSummary `json:"val"`
+	CacheDir       string          `json:"cache_dir"`
+	FramesRun      int             `json:"frames_run"`
+	FramesReused   int             `json:"frames_reused"`
+	Seconds        float64         `json:"seconds"`
+}
+
+// AuxLabelSummary counts target pixels by source (LabelCounts).
+type AuxLabelSummary struct {
+	RealPixels          int64 `json:"real_pixels"`
+	TeacherPixels       int64 `json:"teacher_pixels"`
+	BeyondRangePixels   int64 `json:"beyond_range_pixels"`
+	MaskedPixels        int64 `json:"masked_pixels"`
+	LowConfidencePixels int64 `json:"low_confidence_pixels"`
+	FramesWithGT        int   `json:"frames_with_ground_truth"`
+}
+
+func labelSummary(c LabelCounts) AuxLabelSummary {
+	return AuxLabelSummary{RealPixels: c.Real, TeacherPixels: c.Teacher, BeyondRangePixels: c.BeyondRange, MaskedPixels: c.Masked,
+		LowConfidencePixels: c.LowConfidence, FramesWithGT: c.FramesWithGT}
+}
+
+func teacherSummary(st AuxStats, ignored bool) *AuxTeacherSummary {
+	t := st.Teacher
+	if t == nil {
+		return nil
+	}
+	return &AuxTeacherSummary{Model: t.Model, SHA256: t.SHA256, Provider: t.Provider, Relative: t.Relative, MaxDepth: t.MaxDepth, Mask: t.Mask,
+		MaxUncertainty: t.MaxUncertainty, ConfidenceDrop: t.ConfidenceDrop, IgnoredGT: ignored, Train: labelSummary(t.Train), Val: labelSummary(t.Val),
+		CacheDir: t.CacheDir, FramesRun: t.Frames - t.Reused, FramesReused: t.Reused, Seconds: t.Seconds}
 }
 
 // AuxContractSummary is the AuxUE's input contract in a summary.
@@ -269,6 +316,10 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 		dataDesc = cfg.Data + " split " + cfg.Split
 	}
 	info := infer.AuxUEInfo{DepthModel: filepath.Base(cfg.DepthModel), DepthModelSHA256: st.DepthSHA256, Data: dataDesc, Frames: st.Frames}
+	if t := st.Teacher; t != nil {
+		info.Teacher = &infer.AuxUETeacher{Model: filepath.Base(t.Model), SHA256: t.SHA256, Relative: t.Relative, MaxDepth: t.MaxDepth,
+			TeacherPixels: t.Train.Teacher, RealPixels: t.Train.Real, FramesWithGT: t.Train.FramesWithGT, IgnoredGroundTruth: cfg.IgnoreGroundTruth}
+	}
 	if n := len(st.Epochs); n > 0 && st.ValFrames > 0 && !math.IsNaN(st.Epochs[n-1].KS[0]) {
 		ks := st.Epochs[n-1].KS
 		info.Validation = &infer.AuxUEValidation{Frames: st.ValFrames, KSP50: ks[0], KSP90: ks[1], KSP99: ks[2]}
@@ -307,7 +358,7 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 		DepthModel: cfg.DepthModel, DepthSHA256: st.DepthSHA256, Provider: st.Provider, Relative: st.Relative,
 		Contract: AuxContractSummary{Input: fmt.Sprintf("%dx%d", st.Contract.Width, st.Contract.Height), Factor: st.Contract.Factor,
 			Grid: fmt.Sprintf("%dx%d", gw, gh), Channels: st.Contract.Channels(), Row: st.Contract.Row},
-		EpochsRun: st.EpochsRun, EpochsAuto: st.EpochsAuto, ModelFeatures: featureSummary(st),
+		EpochsRun: st.EpochsRun, EpochsAuto: st.EpochsAuto, ModelFeatures: featureSummary(st), Teacher: teacherSummary(st, cfg.IgnoreGroundTruth),
 		Epochs: epochs, Domain: dom,
 		Cache: AuxCacheSummary{Dir: st.Cache.Dir, Bytes: st.Cache.Bytes, Frames: st.Cache.Frames, Reused: st.Cache.Reused,
 			ValFrames: st.Cache.ValFrames, ValReused: st.Cache.ValRe, BytesPer100Frames: st.Cache.BytesPer100},

@@ -26,8 +26,16 @@ func TestTrainAuxUEDefaults(t *testing.T) {
 	want := offline.DefaultAuxTrainConfig()
 	if c.Epochs != 0 || c.Steps != offline.DefaultAuxSteps || c.LR != 6e-3 || !c.GlobalContext || c.GlobalContextBands != 4 ||
 		c.UnlabeledKL != 0.1 || c.Outliers != 0.25 || !reflect.DeepEqual(c.OutlierKinds, []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}) ||
-		c.ModelFeatures != offline.FeaturesAuto || c.ModelFeatureChannels != auxue.DefaultModelFeatureChannels {
+		c.ModelFeatures != offline.FeaturesAuto || c.ModelFeatureChannels != auxue.DefaultModelFeatureChannels ||
+		c.FeatureHeads != offline.FeatureHeadsDIDO || c.FeatureHeads != want.FeatureHeads || c.Teacher.Enabled() || c.IgnoreGroundTruth {
 		t.Fatalf("defaults %+v", c)
+	}
+	run, _, err = parseTrainAuxUE(env, strings.Fields("--depth s.onnx --data rec.mcap --teacher t.onnx --teacher-auxue ta.onnx --teacher-max-uncertainty 0.45 --teacher-mask m.png --ignore-ground-truth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := run.Train; c.Teacher != (offline.TeacherConfig{Model: "t.onnx", AuxUE: "ta.onnx", MaxUncertainty: 0.45, Mask: "m.png"}) || !c.IgnoreGroundTruth || c.Data != "rec.mcap" {
+		t.Fatalf("teacher flags parsed as %+v", c)
 	}
 	for _, f := range []struct {
 		name      string

@@ -244,11 +244,19 @@ type AuxUEInfo struct {
 	// ModelFeatureChannels is how many channels the AuxUE makes of the
 	// depth model's tensor (a projection when it has more).
 	ModelFeatureChannels int `yaml:"model_feature_channels,omitempty"`
+	// ModelFeatureHeads is which heads read them: both, or dido (the
+	// Laplace head on the image and the depth alone).
+	ModelFeatureHeads string `yaml:"model_feature_heads,omitempty"`
 	// Validation describes the AuxUE's epistemic read-out on its own
 	// validation frames (in distribution by construction): calibration
 	// compares its data with it to notice frames the AuxUE has never seen
 	// the like of.
 	Validation *AuxUEValidation `yaml:"validation,omitempty"`
+	// Teacher names the depth model that labelled the training frames
+	// without ground truth (train auxue --teacher) and how many target
+	// pixels came from it and from real ground truth; nil: every target
+	// was real ground truth.
+	Teacher *AuxUETeacher `yaml:"teacher,omitempty"`
 	// Domain is the training-domain record (package runtime/domain, its
 	// own version key): what a frame of the training domain looks like to
 	// the models, from held-out frames. The streaming core's domain
@@ -268,6 +276,22 @@ func (s IOSpec) DomainRecord() (*domain.Record, error) {
 		return nil, ErrNoDomainRecord
 	}
 	return s.AuxUE.Domain, nil
+}
+
+// AuxUETeacher is the teacher of an AuxUE trained with train auxue
+// --teacher: the model, its sha256, the range beyond which it gave no
+// target, and the target pixels of the training frames by source.
+type AuxUETeacher struct {
+	Model         string  `yaml:"model"`
+	SHA256        string  `yaml:"sha256"`
+	Relative      bool    `yaml:"relative,omitempty"`
+	MaxDepth      float64 `yaml:"max_depth"`
+	TeacherPixels int64   `yaml:"teacher_pixels"`
+	RealPixels    int64   `yaml:"real_pixels"`
+	FramesWithGT  int     `yaml:"frames_with_ground_truth"`
+	// IgnoredGroundTruth: the frames' own ground truth was left out
+	// (train auxue --ignore-ground-truth).
+	IgnoredGroundTruth bool `yaml:"ignored_ground_truth,omitempty"`
 }
 
 // AuxUEValidation are quantiles of K/S over every block of the AuxUE's

@@ -1,0 +1,180 @@
+package offline
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/didoedge/didoedge/dataset"
+)
+
+// TestTeacherLabel: the targets are the real ground truth where the frame
+// has it, else the teacher's depth (aligned in inverse depth when the
+// teacher is relative) where the teacher can vouch for it, and nothing
+// on the pixels beyond its range, masked, or below its confidence level.
+func TestTeacherLabel(t *testing.T) {
+	const W, H = 8, 4
+	n := W * H
+	// The true depth of pixel i: 2 to 64 m; pixel 5 and 6 beyond the
+	// 70 m range (the sky of a LiDAR-trained teacher, or a clamp).
+	depth := make([]float32, n)
+	for i := range depth {
+		depth[i] = 2 + 2*float32(i)
+	}
+	depth[5], depth[6] = 75, 70
+	// Inverse-depth relative read-out r = A/d + B, the affine map a
+	// relative teacher leaves unknown.
+	const A, B = 37.5, -0.2
+	rel := make([]float32, n)
+	for i, d := range depth {
+		rel[i] = float32(A/float64(d) + B)
+	}
+	// Real ground truth on 20 pixels (>= minAlignPixels), including the
+	// masked pixel 1 and the beyond-range pixel 5, values off the teacher.
+	real := make([]float32, n)
+	for i := 0; i < 20; i++ {
+		real[i] = depth[i] * 1.1
+	}
+	mask := make([]bool, n)
+	for i := range mask {
+		mask[i] = i != 1 && i != 25
+	}
+	conf := make([]float32, n)
+	for i := range conf {
+		conf[i] = float32(i%8) / 8 // u = 7/8 on pixels 7, 15, 23, 31
+	}
+	cases := []struct {
+		name            string
+		relative        bool
+		studentRelative bool
+		teacher         []float32
+		conf            []float32
+		real            []float32
+		drop            float64
+		// want: the target of each pixel: 'r' real, 't' teacher (the true
+		// depth), '-' none.
+		want    string
+		counts  LabelCounts
+		wantErr string
+	}{
+		{name: "metric teacher, no ground truth", teacher: depth,
+			want:   "t-ttt--t tttttttt tttttttt t-tttttt",
+			counts: LabelCounts{Teacher: 28, BeyondRange: 2, Masked: 2}},
+		{name: "real ground truth wins per pixel", teacher: depth, real: real,
+			want:   "rrrrrrrr rrrrrrrr rrrrtttt t-tttttt",
+			counts: LabelCounts{Real: 20, Teacher: 11, Masked: 1, FramesWithGT: 1}},
+		{name: "relative teacher aligned to the real ground truth", relative: true, teacher: rel, real: scaled(depth, 20),
+			want:   "rrrrrrrr rrrrrrrr rrrrtttt t-tttttt",
+			counts: LabelCounts{Real: 20, Teacher: 11, Masked: 1, FramesWithGT: 1}},
+		{name: "relative teacher aligned to the metric student", relative: true, teacher: rel,
+			want:   "t-ttt--t tttttttt tttttttt t-tttttt",
+			counts: LabelCounts{Teacher: 28, BeyondRange: 2, Masked: 2}},
+		{name: "relative teacher and student without ground truth", relative: true, studentRelative: true, teacher: rel,
+			wantErr: "nothing metric"},
+		{name: "the least confident quarter dropped", teacher: depth, conf: conf, drop: 0.25,
+			// u >= 6/8 dropped: the top quarter of u is 6/8 and 7/8 (8 of 32).
+			want:   "t-ttt--- tttttt-- tttttt-- t-tttt--",
+			counts: LabelCounts{Teacher: 21, BeyondRange: 2, Masked: 2, LowConfidence: 7}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc := &teacher{cfg: TeacherConfig{MaxDepth: 70, Mask: "mask.png", ConfidenceDrop: c.drop}, relative: c.relative,
+				studentRelative: c.studentRelative, mask: mask, maskW: W, maskH: H}
+			tc.depth = append([]float32(nil), c.teacher...)
+			if c.conf != nil {
+				tc.conf = append([]float32(nil), c.conf...)
+			}
+			s := &dataset.Sample{Name: "f", Width: W, Height: H, Sparse: c.real}
+			lc, err := tc.label(s, depth)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lc != c.counts {
+				t.Errorf("counts %+v, want %+v", lc, c.counts)
+			}
+			want := strings.ReplaceAll(c.want, " ", "")
+			for i, got := range tc.target {
+				var exp float32
+				switch want[i] {
+				case 'r':
+					exp = c.real[i]
+				case 't':
+					exp = depth[i]
+				}
+				if math.Abs(float64(got-exp)) > 1e-4*float64(exp)+1e-6 {
+					t.Errorf("pixel %d: target %v, want %v (%c)", i, got, exp, want[i])
+				}
+			}
+		})
+	}
+}
+
+// scaled is depth on its first k pixels, 0 elsewhere: exact ground truth
+// for the alignment.
+func scaled(depth []float32, k int) []float32 {
+	out := make([]float32, len(depth))
+	copy(out, depth[:k])
+	return out
+}
+
+func TestTeacherConfigCheck(t *testing.T) {
+	for _, c := range []struct {
+		cfg  TeacherConfig
+		want string
+	}{
+		{TeacherConfig{Model: "t.onnx", MaxDepth: -1}, "--teacher-max-depth"},
+		{TeacherConfig{Model: "t.onnx", ConfidenceDrop: 1}, "--teacher-confidence-drop"},
+		{TeacherConfig{Model: "t.onnx", MaxUncertainty: math.NaN()}, "--teacher-max-uncertainty"},
+		{TeacherConfig{Mask: "m.png"}, "need --teacher"},
+	} {
+		if err := c.cfg.check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	if err := (TeacherConfig{Model: "t.onnx", MaxDepth: 80, ConfidenceDrop: 0.2}).check(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+}
+
+// FuzzTeacherCacheLoad: a teacher cache file of any content is read or
+// refused with an error, never a panic, and never read beyond the size
+// its frame implies.
+func FuzzTeacherCacheLoad(f *testing.F) {
+	dir := f.TempDir()
+	c := &teacherCache{dir: dir}
+	depth, conf := []float32{1, 2, 3, 4, 5, 6}, []float32{0, .5, 1, 0, .5, 1}
+	if err := c.store(0, 3, 2, depth, conf); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(c.path(0))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, true)
+	f.Add(good[:20], true)
+	f.Add([]byte("DTC1"), false)
+	f.Fuzz(func(t *testing.T, b []byte, withConf bool) {
+		if err := os.WriteFile(c.path(1), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float32, 6)
+		var cf []float32
+		if withConf {
+			cf = make([]float32, 6)
+		}
+		ok, err := c.load(1, 3, 2, d, cf)
+		if ok && err != nil {
+			t.Fatalf("ok with error %v", err)
+		}
+		if ok && withConf && string(b) == string(good) && (d[5] != 6 || cf[1] != .5) {
+			t.Fatalf("read back %v %v", d, cf)
+		}
+	})
+}
