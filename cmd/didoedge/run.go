@@ -62,7 +62,7 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	var srv *debugpage.Server
 	if cfg.HTTP.Listen != runconfig.HTTPOff {
 		var err error
-		if srv, err = debugpage.Listen(ctx, cfg.HTTP.Listen, debugpage.DefaultStartupGrace, env.log); err != nil {
+		if srv, err = debugpage.Listen(ctx, cfg.HTTP.Listen, debugpage.DefaultStartupGrace, env.log, debugpage.AllowedHosts(cfg.HTTP.AllowedHosts)); err != nil {
 			return err
 		}
 		defer srv.Close()

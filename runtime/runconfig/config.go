@@ -14,6 +14,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/internal/httpguard"
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -174,6 +175,11 @@ type HTTPConfig struct {
 	Listen string `yaml:"listen"`
 	// MaxFPS bounds how often maps are copied for the page (default 4).
 	MaxFPS float64 `yaml:"max_fps"`
+	// AllowedHosts are the names, besides loopback and the listener's own
+	// addresses, that browsers and scrapers use to reach the page
+	// (van-07.local): any other Host header is refused (421) against DNS
+	// rebinding (internal/httpguard, docs/security.md).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // PipelineConfig tunes the frame loop.
@@ -338,6 +344,9 @@ func (c *Config) finish(name, dir string) error {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
 			add(fmt.Errorf("http.listen: %q is not host:port (or %q): %v", c.HTTP.Listen, HTTPOff, err))
 		}
+	}
+	if err := httpguard.ValidateHosts("http.allowed_hosts", c.HTTP.AllowedHosts); err != nil {
+		add(err)
 	}
 	if !(c.HTTP.MaxFPS > 0) || c.HTTP.MaxFPS > 30 {
 		add(fmt.Errorf("http.max_fps: %g must be in (0, 30]", c.HTTP.MaxFPS))

@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/didoedge/didoedge/internal/httpguard"
 )
 
 // LiveConfig is the live view (runtime/apps/live, docs/live.md): one
@@ -26,6 +28,10 @@ type LiveConfig struct {
 	// loopback Listen, off otherwise; true on another address needs the
 	// token.
 	Control *bool `yaml:"control"`
+	// AllowedHosts are the names, besides loopback and the listener's own
+	// addresses, that clients use to reach it (van-07.local): any other
+	// Host header is refused (421) against DNS rebinding.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 
 	// Token is TokenFile's content (trimmed), read when the config is loaded.
 	Token string `yaml:"-"`
@@ -74,6 +80,9 @@ func (l *LiveConfig) Finish(key string) error {
 	}
 	if l.Queue < 4 || l.Queue > 4096 {
 		return fmt.Errorf("%s.queue: %d is not in 4..4096", key, l.Queue)
+	}
+	if err := httpguard.ValidateHosts(key+".allowed_hosts", l.AllowedHosts); err != nil {
+		return err
 	}
 	if l.TokenFile != "" {
 		b, err := os.ReadFile(l.TokenFile)

@@ -24,6 +24,7 @@ func call(t *testing.T, method, url, body, token string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	req.Header.Set("X-Didoedge-Request", "1") // what curl sends (docs/security.md)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
