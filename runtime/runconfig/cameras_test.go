@@ -28,6 +28,8 @@ func TestAddCamera(t *testing.T) {
 		{"bad url", `{"name": "rear", "url": "http://127.0.0.1/r"}`, []string{"cameras[1].url:", "must start with rtsp://"}, nil},
 		{"missing sequence dir", `{"name": "rear", "sequence": {"dir": "nowhere"}}`, []string{"cameras[1].sequence.dir:", "is not a directory"}, nil},
 		{"negative duration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "backoff_min": "-1s"}`, []string{"cameras[1].backoff_min: -1s is negative"}, nil},
+		{"watchdog below its bound", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "stall_timeout": "1ns"}`, []string{"cameras[1].stall_timeout: 1ns is below 100ms (0: the default)"}, nil},
+		{"timeout above its bound", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "request_timeout": "11m"}`, []string{"cameras[1].request_timeout: 11m0s is above 10m0s"}, nil},
 		{"bad polygon", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "zones": [{"name": "a", "polygon": [[0, 0], [1.5, 0], [1, 1]]}]}`, []string{"cameras[1].zones[0].polygon"}, nil},
 		{"missing calibration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "calibration": "none.yaml"}`, []string{"cameras[1].calibration"}, nil},
 	} {

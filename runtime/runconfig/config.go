@@ -353,9 +353,13 @@ func (c *Config) finish(name, dir string) error {
 	}
 	if c.Pipeline.CameraRestart < time.Second {
 		add(fmt.Errorf("pipeline.camera_restart: %v is below 1s", c.Pipeline.CameraRestart))
+	} else if c.Pipeline.CameraRestart > time.Hour {
+		add(fmt.Errorf("pipeline.camera_restart: %v is above 1h", c.Pipeline.CameraRestart))
 	}
 	if c.Pipeline.Tick < 10*time.Millisecond {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
+	} else if c.Pipeline.Tick > 10*time.Second {
+		add(fmt.Errorf("pipeline.tick: %v is above 10s", c.Pipeline.Tick))
 	}
 	if c.Pipeline.BatchSize < 0 || c.Pipeline.BatchSize > MaxBatchSize {
 		add(fmt.Errorf("pipeline.batch_size: %d is not in 0..%d (0: min(cameras, %d) for dynamic-batch models on a GPU provider, else 1)", c.Pipeline.BatchSize, MaxBatchSize, DefaultMaxBatch))
@@ -468,13 +472,26 @@ func (c *CameraConfig) validate(key string) error {
 			return fmt.Errorf("%s.sequence.fps: %g is negative", key, c.Sequence.FPS)
 		}
 	}
+	// 0 is the RTSP client's default; otherwise a value below min makes
+	// the watchdog or the reconnects a busy loop, above max the camera
+	// is never noticed dead.
 	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{{"stall_timeout", c.StallTimeout}, {"backoff_min", c.BackoffMin}, {"backoff_max", c.BackoffMax}, {"request_timeout", c.RequestTimeout}} {
-		if d.v < 0 {
+		key      string
+		v        time.Duration
+		min, max time.Duration
+	}{{"stall_timeout", c.StallTimeout, 100 * time.Millisecond, time.Hour}, {"backoff_min", c.BackoffMin, 10 * time.Millisecond, 10 * time.Minute},
+		{"backoff_max", c.BackoffMax, 10 * time.Millisecond, time.Hour}, {"request_timeout", c.RequestTimeout, 100 * time.Millisecond, 10 * time.Minute}} {
+		switch {
+		case d.v < 0:
 			return fmt.Errorf("%s.%s: %v is negative", key, d.key, d.v)
+		case d.v > 0 && d.v < d.min:
+			return fmt.Errorf("%s.%s: %v is below %v (0: the default)", key, d.key, d.v, d.min)
+		case d.v > d.max:
+			return fmt.Errorf("%s.%s: %v is above %v", key, d.key, d.v, d.max)
 		}
+	}
+	if c.Sequence != nil && c.Sequence.FPS > 1000 {
+		return fmt.Errorf("%s.sequence.fps: %g is above 1000", key, c.Sequence.FPS)
 	}
 	return nil
 }

@@ -90,8 +90,18 @@ func TestControlAPI(t *testing.T) {
 		{"PUT", "/parameters", `{"/left/zones/r0c1/tau_a": -1}`, 422, "thresholds.left.tau_a_zones.r0c1: -1 must be > 0"},
 		{"PUT", "/parameters", `{"/left/zones/nope/tau_e": 0.5}`, 422, `thresholds.left.tau_e_zones.nope: the camera has no zone "nope"`},
 		{"PUT", "/parameters", `{"/events/exit_inertia": -1}`, 422, "alerts.events.exit_inertia: -1s is negative"},
+		{"PUT", "/parameters", `{"/events/camera_stall": 1e-9}`, 422, "alerts.events.camera_stall: 1ns is below 500ms (0: off)"},
+		{"PUT", "/parameters", `{"/events/update_interval": 1e-12}`, 422, "alerts.events.update_interval: 1e-12s is below 100ms (0: off)"},
+		{"PUT", "/parameters", `{"/events/fusion_time_constant": 1e-12}`, 422, "alerts.events.fusion_time_constant: 1e-12s is below 1ms (0: no fusion)"},
+		{"PUT", "/parameters", `{"/events/exit_inertia": 1e10}`, 422, "alerts.events.exit_inertia: 1e+10s is above 1h0m0s"},
 		{"PUT", "/parameters", `{"/events/sleep": 1}`, 404, "no such parameter"},
 		{"PUT", "/parameters", `{"/front/tau_e": "high"}`, 400, "is not a number"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [0.5], [1, 1]]}]}`, 400, "polygon point [0.5]: want [x, y], two numbers, got 1"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [], [1, 1]]}]}`, 400, "polygon point []: want [x, y], two numbers, got 0"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [1, 0, 5], [1, 1]]}]}`, 400, "got 3"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], ["1", 0], [1, 1]]}]}`, 400, "polygon point"},
+		{"PUT", "/profile", `{"name": "night"} {"name": ""}`, 400, "trailing data after the JSON value"},
+		{"PUT", "/profile", `{"name": "night"}x`, 400, "trailing data after the JSON value"},
 	} {
 		code, body := call(t, c.method, api+c.path+"?persist=1", c.body, "")
 		if code != c.code || !strings.Contains(body, c.msg) {
@@ -101,8 +111,8 @@ func TestControlAPI(t *testing.T) {
 	if after, _ := os.ReadFile(r.path); string(after) != string(before) {
 		t.Fatalf("refused changes wrote the file:\n%s", after)
 	}
-	if got := r.ctl.refused.Load(); got != 9 { // the unknown key is refused before it reaches the control
-		t.Errorf("refused %d, want 9", got)
+	if got := r.ctl.refused.Load(); got != 13 { // the unknown key is refused before it reaches the control
+		t.Errorf("refused %d, want 13", got)
 	}
 	zonesOf(t, r, "left", "r0c0", "r0c1", "r0c2")
 

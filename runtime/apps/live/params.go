@@ -154,7 +154,11 @@ func (c *Control) setParameters(ctx context.Context, ps []Parameter, persist boo
 					return refuse(http.StatusConflict, "%s: profile %q sets events.%s; switch the profile off or edit profiles.%s.events",
 						p.Name, cfg.Profile, parts[1], cfg.Profile)
 				}
-				d := time.Duration(math.Round(v * 1e9))
+				b, _ := alerts.EventBoundOf(parts[1])
+				d, err := b.Seconds("alerts.events."+parts[1], v)
+				if err != nil {
+					return refuse(http.StatusUnprocessableEntity, "%w", err)
+				}
 				*eventField(&evo, parts[1]) = &d
 				evChanged = true
 				writes = append(writes, persisted{[]any{"alerts", "events", parts[1]}, d.String()})
