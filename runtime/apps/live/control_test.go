@@ -149,17 +149,28 @@ func TestControlAPI(t *testing.T) {
 	for _, c := range []struct{ path, body, msg string }{
 		{"/cameras/front/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [1, 0], [1, 1]]}]}`, `zones come from profile "night"`},
 		{"/parameters", `{"/events/exit_inertia": 1}`, `profile "night" sets events.exit_inertia`},
+		// Keys the profile decides: refused, not accepted without effect.
+		{"/parameters", `{"/front/tau_e": 0.3}`, `/front/tau_e: profile "night" sets profiles.night.cameras.front.thresholds.tau_e`},
+		{"/parameters", `{"/front/zones/road/tau_e": 0.3}`, `/front/zones/road/tau_e: camera front's zones come from profile "night" (profiles.night.cameras.front.zones)`},
+		{"/parameters", `{"/left/tau_e": 0.3, "/front/tau_a": 0.2, "/front/tau_e": 0.3}`, `/front/tau_e: profile "night" sets`},
 	} {
 		if code, body := call(t, "PUT", api+c.path, c.body, ""); code != 409 || !strings.Contains(body, c.msg) {
 			t.Errorf("PUT %s under night: %d %s", c.path, code, body)
 		}
 	}
+	// Keys the profile leaves alone still apply under it.
+	if code, body = call(t, "PUT", api+"/parameters", `{"/front/tau_a": 0.2}`, ""); code != 200 {
+		t.Fatalf("PUT front's tau_a under night: %d %s", code, body)
+	}
+	if ps, _ := r.ctl.GetParameters([]string{"/front/tau_e", "/front/tau_a"}); param(ps, "/front/tau_e") != 0.5 || param(ps, "/front/tau_a") != 0.2 {
+		t.Errorf("front under night after the refusals: %v", ps)
+	}
 	if code, body = call(t, "PUT", api+"/profile", `{"name": ""}`, ""); code != 200 {
 		t.Fatalf("PUT profile off: %d %s", code, body)
 	}
 	zonesOf(t, r, "front", "r0c0", "r0c1")
-	if got := r.ctl.applied.Load(); got != 4 {
-		t.Errorf("applied %d, want 4", got)
+	if got := r.ctl.applied.Load(); got != 5 {
+		t.Errorf("applied %d, want 5", got)
 	}
 
 	// Control off: every change refused with 403.
