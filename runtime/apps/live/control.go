@@ -113,18 +113,38 @@ func (c *Control) change(ctx context.Context, what, who string, edit func(cfg *r
 			return refuse(http.StatusUnprocessableEntity, "%w", err)
 		}
 	}
+	// With persist, the file is edited, checked and written beside itself
+	// first: a file that cannot take the change refuses it before
+	// anything applies. Apply and the file's replacement are then one
+	// step: the rename follows a successful Apply, and the rare rename
+	// that fails after it undoes the Apply.
+	var pending *pendingWrite
+	if persist != nil {
+		if pending, err = prepareWrite(next.Path, persist); err != nil {
+			return refuse(http.StatusConflict, "persist: nothing changed: %w", err)
+		}
+	}
 	if err := c.p.Apply(ctx, next); err != nil {
+		if pending != nil {
+			pending.abort()
+		}
 		return refuse(http.StatusUnprocessableEntity, "apply: %w", err)
+	}
+	if pending != nil {
+		if err := pending.commit(); err != nil {
+			// c.cfg is still what was in force before: put it back.
+			if rerr := c.p.Apply(context.WithoutCancel(ctx), c.cfg); rerr != nil {
+				c.log.Error("live control: the change could not be written nor undone; the pipeline runs it until the next change or SIGHUP",
+					"change", what, "err", err, "undo", rerr)
+				c.cfg = next
+				return &Error{Status: http.StatusInternalServerError, Err: fmt.Errorf("persist: applied, not written, and not undone (%v): %w", rerr, err)}
+			}
+			return &Error{Status: http.StatusInternalServerError, Err: fmt.Errorf("persist: not written, the change was undone: %w", err)}
+		}
 	}
 	c.cfg = next
 	c.applied.Add(1)
 	c.log.Info("live control: change applied", "change", what, "by", who, "persist", persist != nil)
-	if persist != nil {
-		if err := writeBack(next.Path, persist); err != nil {
-			// Applied in memory; the file could not keep it.
-			return &Error{Status: http.StatusInternalServerError, Err: fmt.Errorf("applied, but not written to the config file: %w", err)}
-		}
-	}
 	return nil
 }
 
