@@ -198,7 +198,14 @@ type PipelineConfig struct {
 	// the unit is restarted only when the whole pipeline is stuck
 	// (docs/deploy.md). Default 10s.
 	CameraRestart time.Duration `yaml:"camera_restart"`
+	// MaxCameras bounds the cameras of the file and those added at run
+	// time (POST /api/cameras): each costs a fetcher, an engine, metrics
+	// series and buffers (default DefaultMaxCameras, at most 256).
+	MaxCameras int `yaml:"max_cameras"`
 }
+
+// DefaultMaxCameras is pipeline.max_cameras's default.
+const DefaultMaxCameras = 16
 
 // Input sources of the AuxUE besides depth-model feature names.
 const (
@@ -279,6 +286,9 @@ func (c *Config) finish(name, dir string) error {
 	if c.Pipeline.CameraRestart == 0 {
 		c.Pipeline.CameraRestart = DefaultCameraRestart
 	}
+	if c.Pipeline.MaxCameras == 0 {
+		c.Pipeline.MaxCameras = DefaultMaxCameras
+	}
 	if c.Pipeline.Tick == 0 {
 		c.Pipeline.Tick = 250 * time.Millisecond
 	}
@@ -355,6 +365,11 @@ func (c *Config) finish(name, dir string) error {
 		add(fmt.Errorf("pipeline.camera_restart: %v is below 1s", c.Pipeline.CameraRestart))
 	} else if c.Pipeline.CameraRestart > time.Hour {
 		add(fmt.Errorf("pipeline.camera_restart: %v is above 1h", c.Pipeline.CameraRestart))
+	}
+	if c.Pipeline.MaxCameras < 1 || c.Pipeline.MaxCameras > 256 {
+		add(fmt.Errorf("pipeline.max_cameras: %d is not in 1..256", c.Pipeline.MaxCameras))
+	} else if len(c.Cameras) > c.Pipeline.MaxCameras {
+		add(fmt.Errorf("cameras: %d cameras, more than pipeline.max_cameras (%d)", len(c.Cameras), c.Pipeline.MaxCameras))
 	}
 	if c.Pipeline.Tick < 10*time.Millisecond {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
