@@ -92,7 +92,7 @@ func (s ImageSource) IsIdentity() bool { return s == IdentityImage() }
 // (the DIDO head's global-context bands) and ceil(Width/Factor) columns;
 // blocks past the image edge repeat its last row or column (ONNX Pad, mode
 // edge, then AveragePool). The exported graph computes exactly this
-// (auxue/onnx ExportAuxUEContract); training computes it in Go (Features).
+// (pkg/onnx ExportAuxUEContract); training computes it in Go (Features).
 type InputContract struct {
 	Height, Width int
 	Image         ImageSource

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/internal/vexp"
-	"github.com/didoedge/didoedge/internal/vmax"
+	"github.com/didoedge/didoedge/pkg/nn"
+	"github.com/didoedge/didoedge/pkg/simd/argmax"
+	"github.com/didoedge/didoedge/pkg/simd/batchexp"
 )
 
 // DefaultLambdaDepth and DefaultKDepth are the paper's DIDO settings for
@@ -168,7 +168,7 @@ func (d DIDOLoss) Loss(logits []float32, n, hw int, bins []int32, grad []float32
 //
 // Elements go in blocks of epistemicBlock: for each class in order, the
 // block's logits of that class (contiguous in the layout) are added to the
-// block's sums by vexp.AddExpPlusOne, whose exp is math.Exp's bit for bit,
+// block's sums by batchexp.AddExpPlusOne, whose exp is math.Exp's bit for bit,
 // so each element's S adds the same terms in the same order as
 // one-element-at-a-time code would (epistemicElements) and out is the
 // same to the bit, four exps per instruction where the CPU allows. A block
@@ -205,8 +205,8 @@ func (d DIDOLoss) Epistemic(logits []float32, n, hw int, out []float32, bins []i
 			clear(cls)
 			for c := 0; c < k; c++ {
 				row := logits[base+c*hw+j0 : base+c*hw+j0+m]
-				vexp.AddExpPlusOne(s, row, maxz)
-				vmax.UpdateArgmax(top, cls, row, int32(c)) // strict >: the first class of the maximum
+				batchexp.AddExpPlusOne(s, row, maxz)
+				argmax.UpdateArgmax(top, cls, row, int32(c)) // strict >: the first class of the maximum
 			}
 			// exp(min(z, maxz)) is NaN only for a NaN z, and sums of
 			// terms in [1, +Inf] are never NaN otherwise.

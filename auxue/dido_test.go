@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/nn/gradcheck"
+	"github.com/didoedge/didoedge/pkg/nn/gradcheck"
 )
 
 type classLoss interface {

@@ -5,8 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/didoedge/didoedge/auxue/nn"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // Form selects the shape of the AuxUE's input and outputs.

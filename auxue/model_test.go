@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/auxue/nn/gradcheck"
+	"github.com/didoedge/didoedge/pkg/nn"
+	"github.com/didoedge/didoedge/pkg/nn/gradcheck"
 )
 
 // smallSamples returns n random samples for cfg with binned errors.

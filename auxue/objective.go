@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/didoedge/didoedge/auxue/nn"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // Samples is an in-memory AuxUE data set. The main model is frozen, so its

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // Objective is what Train optimizes: one mini-batch step and a validation pass.

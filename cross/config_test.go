@@ -15,9 +15,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
-	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/offline/modeltool"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -89,7 +90,7 @@ func section(t *testing.T, n *yaml.Node, name string) []byte {
 func TestJetsonOrinConfigParses(t *testing.T) {
 	data, d := loadDeployment(t)
 
-	inf, err := smoke.ParseInferenceConfig(data, jetsonConfig)
+	inf, err := modeltool.ParseInferenceConfig(data, jetsonConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestJetsonOrinConfigParses(t *testing.T) {
 // the TensorRT engine cache directory keyed by model, precision and shape.
 func TestJetsonOrinProvidersFallBackToCPU(t *testing.T) {
 	data, d := loadDeployment(t)
-	inf, err := smoke.ParseInferenceConfig(data, jetsonConfig)
+	inf, err := modeltool.ParseInferenceConfig(data, jetsonConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestJetsonOrinProvidersFallBackToCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	if sess.Provider() != infer.ProviderCPU {
+	if sess.Provider() != onnxrt.ProviderCPU {
 		t.Fatalf("provider %q, want cpu on a CPU-only ONNX Runtime", sess.Provider())
 	}
 	for _, want := range []string{"provider=tensorrt next=cuda", "provider=cuda next=cpu"} {
@@ -198,7 +199,7 @@ func TestJetsonOrinProvidersFallBackToCPU(t *testing.T) {
 		t.Errorf("engine cache entries %v, want one <sha256[:16]>%s", entries, wantSuffix)
 	}
 	rgb := make([]byte, 3*h*w)
-	smoke.SyntheticFrame(rgb, int(w), int(h), 1, 0)
+	modeltool.SyntheticFrame(rgb, int(w), int(h), 1, 0)
 	if err := sess.SetImageRGB8(rgb, int(w), int(h), 3*int(w)); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 #   out/gpu-xfer/      chunk-00 .. chunk-NN (<= CHUNK_MIB MiB each) of payload.tar.gz, and MANIFEST
 #                      (sha256 of every chunk and of the whole archive)
 #
-# The large model: the reference depth network (auxue/depthnet) at 384x1280 with 3x the channels,
+# The large model: the reference depth network (offline/depthnet) at 384x1280 with 3x the channels,
 # untrained but deterministic (seeded weights; `didoedge train depth --untrained`), 28.5 GFLOP
 # per frame (convolutions; the size class of Depth Anything S), and an AuxUE trained for one
 # epoch on 2 simulated frames of it (its weights do not matter for timing, its size does).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Counts, under qemu-aarch64, the arm64 instructions of one Conv2d
-# Forward+Backward step (auxue/nn BenchmarkConv2dPaths, batch 1) on the NEON
+# Forward+Backward step (pkg/nn BenchmarkConv2dPaths, batch 1) on the NEON
 # kernels and on the portable Go kernels, and prints their ratio. qemu cannot
 # time arm64 code; it executes exactly the guest's instructions, so the
 # ratio of instruction counts is what it can measure (a NEON FMLA does 8
@@ -25,7 +25,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gcc -O2 -Wall -shared -fPIC -o "$tmp/insncount.so" cross/insncount/insncount.c
-CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$tmp/nn.test" ./auxue/nn
+CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$tmp/nn.test" ./pkg/nn
 
 qemu=(qemu-aarch64 -plugin "$tmp/insncount.so")
 [ -d /usr/$TRIPLET ] && qemu+=(-L /usr/$TRIPLET)

@@ -4,7 +4,7 @@
 # and with the arm64 binary under qemu-aarch64 (arm64 ONNX Runtime), then
 # checks that the depth, Laplace scale and epistemic maps agree within
 # SMOKE_TOL (max abs, default 1e-3; the relative figure is printed too).
-# Then runs auxue/nn's tests on arm64 (the NEON training kernels).
+# Then runs pkg/nn's tests on arm64 (the NEON training kernels).
 #
 # Models: when models/MANIFEST exists, the reference models models/depth.onnx
 # (with its IO spec models/depth.yaml, which also sets the frame size) and
@@ -100,10 +100,10 @@ fi
 "$HOST_BIN" model compare "$out/amd64" "$out/arm64" --tol "$TOL"
 say "ok: arm64 maps match amd64 within $TOL"
 
-# The training kernels: auxue/nn's tests on arm64 compare the NEON tile and
+# The training kernels: pkg/nn's tests on arm64 compare the NEON tile and
 # dot kernels with the Go ones and with float64 sums, and every layer with
 # its reference (direct convolution loops, finite-difference gradients).
-say "auxue/nn tests (NEON kernels) under qemu-aarch64"
-CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$out/nn_arm64.test" ./auxue/nn
-(cd auxue/nn && qemu-aarch64 -L /usr/$TRIPLET "$out/nn_arm64.test" -test.count=1)
-say "ok: auxue/nn passes on arm64"
+say "pkg/nn tests (NEON kernels) under qemu-aarch64"
+CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go test -c -o "$out/nn_arm64.test" ./pkg/nn
+(cd pkg/nn && qemu-aarch64 -L /usr/$TRIPLET "$out/nn_arm64.test" -test.count=1)
+say "ok: pkg/nn passes on arm64"

@@ -19,7 +19,7 @@ import (
 	"github.com/didoedge/didoedge/camera/rtspserver"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/internal/testnet"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 type stripes struct{}
@@ -177,7 +177,7 @@ func prepareWork(t *testing.T) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	lib, err := infer.ResolveLibrary("")
+	lib, err := onnxrt.ResolveLibrary("")
 	if err != nil {
 		t.Fatal(err)
 	}

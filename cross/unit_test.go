@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/offline/modeltool"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -107,7 +107,7 @@ func TestUnitMatchesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := smoke.ParseInferenceConfig(data, jetsonConfig)
+	inf, err := modeltool.ParseInferenceConfig(data, jetsonConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/didoedge/didoedge/auxue/onnxexport"
+
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -47,7 +49,7 @@ func AuxUESpec(depth infer.IOSpec, c auxue.InputContract, m *auxue.Model, info i
 		units = infer.UnitsRelative
 	}
 	in := depth.Input
-	in.Name = onnx.InputImage
+	in.Name = onnxexport.InputImage
 	gh, gw := c.Grid()
 	info.Factor, info.GridHeight, info.GridWidth = c.Factor, gh, gw
 	info.MaxDepth, info.RowCoordinate = float64(c.MaxDepth), c.Row
@@ -66,22 +68,22 @@ func AuxUESpec(depth infer.IOSpec, c auxue.InputContract, m *auxue.Model, info i
 	}
 	var mf *infer.ModelFeatureInput
 	if f := c.Model; f != nil {
-		mf = &infer.ModelFeatureInput{Name: onnx.InputModelFeatures, Tensor: f.Tensor, Channels: f.Channels, Height: f.Height, Width: f.Width}
+		mf = &infer.ModelFeatureInput{Name: onnxexport.InputModelFeatures, Tensor: f.Tensor, Channels: f.Channels, Height: f.Height, Width: f.Width}
 		info.ModelFeatureChannels = f.Out
 	}
 	return infer.IOSpec{Kind: infer.KindAuxUE, Input: in,
-		DepthInput:    infer.TensorSpec{Name: onnx.InputDepth, Units: units},
+		DepthInput:    infer.TensorSpec{Name: onnxexport.InputDepth, Units: units},
 		ModelFeatures: mf,
-		Scale:         infer.TensorSpec{Name: onnx.OutputScale, Units: units},
-		Epistemic:     infer.TensorSpec{Name: onnx.OutputEpistemic},
-		Alpha:         infer.TensorSpec{Name: onnx.OutputAlpha},
+		Scale:         infer.TensorSpec{Name: onnxexport.OutputScale, Units: units},
+		Epistemic:     infer.TensorSpec{Name: onnxexport.OutputEpistemic},
+		Alpha:         infer.TensorSpec{Name: onnxexport.OutputAlpha},
 		AuxUE:         &info}
 }
 
 // WriteAuxArtifacts exports the AuxUE with its input contract to
 // DIR/NAME.onnx and its IO spec to DIR/NAME.yaml.
 func WriteAuxArtifacts(m *auxue.Model, c auxue.InputContract, depth infer.IOSpec, info infer.AuxUEInfo, dir, name string) (model, spec string, err error) {
-	om, err := onnx.ExportAuxUEContract(m, c)
+	om, err := onnxexport.ExportAuxUEContract(m, c)
 	if err != nil {
 		return "", "", err
 	}

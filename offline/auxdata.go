@@ -20,6 +20,7 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -35,13 +36,13 @@ type frameSource interface {
 // simPool draws frames from the on-the-fly simulated pool (SimSource):
 // frame i is the i-th draw of a PCG seeded by the seed.
 type simPool struct {
-	src   *SimSource
+	src   *depthtrain.SimSource
 	pairs [][2]int
 	id    map[string]any
 }
 
 func newSimPool(seed int64, drives, framesPerDrive, width, height, frames int, firstDrive int, stream uint64) (*simPool, error) {
-	src, err := NewSimSource(seed, firstDrive+drives, framesPerDrive, width, height)
+	src, err := depthtrain.NewSimSource(seed, firstDrive+drives, framesPerDrive, width, height)
 	if err != nil {
 		return nil, err
 	}

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // AuxTrainConfig configures AuxTrain. Zero fields take the defaults in brackets.
@@ -28,7 +30,7 @@ type AuxTrainConfig struct {
 	// and the execution providers (CPU by default; CUDA or TensorRT
 	// where present).
 	DepthModel, DepthSpec string
-	Inference             infer.Config
+	Inference             onnxrt.Config
 
 	// Data is a data set (dataset.Open: the sim render layout, real KITTI
 	// with split files, NYU); "" draws frames from the simulated pool
@@ -112,7 +114,7 @@ type AuxTrainConfig struct {
 }
 
 func (c *AuxTrainConfig) defaults() {
-	poolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
+	depthtrain.PoolDefaults(&c.Drives, &c.FramesPerDrive, &c.Width, &c.Height)
 	if c.Data == "" {
 		setDefault(&c.Frames, 300)
 		setDefault(&c.ValFrames, 16)

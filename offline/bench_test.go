@@ -10,7 +10,9 @@ import (
 
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // benchSessions opens the committed reference models as runtime/infer
@@ -18,14 +20,14 @@ import (
 // threading, runs the depth model on a simulated frame and feeds the AuxUE
 // its image input and depth. The sessions close when b ends.
 func benchSessions(b *testing.B, ensemble int) (depth []*infer.Session, aux *infer.Session) {
-	depth, aux, closeAll := openBenchSessions(b, ensemble, infer.Config{})
+	depth, aux, closeAll := openBenchSessions(b, ensemble, onnxrt.Config{})
 	b.Cleanup(closeAll)
 	return depth, aux
 }
 
 // openBenchSessions is benchSessions with the inference config cfg; the
 // caller closes the sessions with closeAll.
-func openBenchSessions(b *testing.B, ensemble int, cfg infer.Config) (depth []*infer.Session, aux *infer.Session, closeAll func()) {
+func openBenchSessions(b *testing.B, ensemble int, cfg onnxrt.Config) (depth []*infer.Session, aux *infer.Session, closeAll func()) {
 	dir := filepath.Join("..", "models")
 	spec, err := ReadSpec(filepath.Join(dir, "depth.yaml"), infer.KindDepth)
 	if err != nil {
@@ -60,7 +62,7 @@ func openBenchSessions(b *testing.B, ensemble int, cfg infer.Config) (depth []*i
 	}
 	all = append(all, aux)
 	// Realistic inputs: a simulated frame and its predicted depth.
-	src, err := NewSimSource(424242, 1, 10, spec.Input.Width, spec.Input.Height)
+	src, err := depthtrain.NewSimSource(424242, 1, 10, spec.Input.Width, spec.Input.Height)
 	if err != nil {
 		closeAll()
 		b.Fatal(err)
@@ -161,13 +163,13 @@ func benchRun(b *testing.B, ss ...*infer.Session) {
 // thread_pool and thread_spinning existed).
 var threadModes = []struct {
 	tag string
-	cfg infer.Config
+	cfg onnxrt.Config
 }{
-	{"own-spin", infer.Config{ThreadPool: infer.ThreadPoolSession, ThreadSpinning: true}},
-	{"own-nospin", infer.Config{ThreadPool: infer.ThreadPoolSession}},
-	{"global-nospin", infer.Config{}},
-	{"global-spin", infer.Config{ThreadPool: infer.ThreadPoolGlobal, ThreadSpinning: true}},
-	{"1thread", infer.Config{IntraOpThreads: 1}},
+	{"own-spin", onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession, ThreadSpinning: true}},
+	{"own-nospin", onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession}},
+	{"global-nospin", onnxrt.Config{}},
+	{"global-spin", onnxrt.Config{ThreadPool: onnxrt.ThreadPoolGlobal, ThreadSpinning: true}},
+	{"1thread", onnxrt.Config{IntraOpThreads: 1}},
 }
 
 // BenchmarkThreadModes times, per threading mode, one iteration of the
@@ -299,12 +301,12 @@ func BenchmarkForeignModelFeatures(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if pairs[i], err = OpenModelPair(ctx, model, specPath, ap, as, infer.Config{}, nil); err != nil {
+		if pairs[i], err = OpenModelPair(ctx, model, specPath, ap, as, onnxrt.Config{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		defer pairs[i].Close()
 	}
-	src, err := NewSimSource(5, 1, 4, 320, 96)
+	src, err := depthtrain.NewSimSource(5, 1, 4, 320, 96)
 	if err != nil {
 		b.Fatal(err)
 	}

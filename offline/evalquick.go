@@ -15,6 +15,7 @@ import (
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // QuickConfig configures QuickEval.
@@ -32,7 +33,7 @@ type QuickConfig struct {
 	// AuxUE).
 	Models                                       string
 	DepthModel, DepthSpec, AuxUEModel, AuxUESpec string
-	Inference                                    infer.Config
+	Inference                                    onnxrt.Config
 	// Split of Data to evaluate: a split name (train, val, test), all
 	// (every frame; use it for a data set rendered with its own seed,
 	// which no training saw), or a split file.
@@ -93,7 +94,7 @@ func (cfg QuickConfig) files() (depth, depthSpec, aux, auxSpec string) {
 
 // OpenModelPair opens a depth model and its AuxUE with their IO specs
 // (runtime/infer.Models), the path every offline command shares.
-func OpenModelPair(ctx context.Context, depth, depthSpec, aux, auxSpec string, inf infer.Config, log *slog.Logger) (*infer.Models, error) {
+func OpenModelPair(ctx context.Context, depth, depthSpec, aux, auxSpec string, inf onnxrt.Config, log *slog.Logger) (*infer.Models, error) {
 	ds, err := ReadSpec(depthSpec, infer.KindDepth)
 	if err != nil {
 		return nil, err

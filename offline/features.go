@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -44,7 +44,7 @@ type FeatureChoice struct {
 
 // ChooseFeatureTensor finds the depth model's feature tensor for the
 // AuxUE: the graph's rank-4 tensors computed from its input
-// (auxue/onnx.MapCandidates) are exposed and probed in one ONNX Runtime run
+// (pkg/onnx.MapCandidates) are exposed and probed in one ONNX Runtime run
 // at the spec's input size for their shapes; among those of batch 1 with
 // at least MinFeatureChannels channels at 1/4 to 1/8 of the input
 // (MinFeatureRatio <= r <= MaxFeatureRatio), the finest resolution wins

@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // featureNetScript builds, with Debian's python3-onnx (not the project's
@@ -276,7 +278,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 		as.AuxUE.ModelFeatureChannels != 8 {
 		t.Fatalf("auxue.yaml model_features %+v", got)
 	}
-	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, infer.Config{}, nil)
+	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, onnxrt.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +286,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 	if pair.DepthSession().SHA256() != st.DepthSHA256 {
 		t.Fatalf("the session reports sha256 %s, the file is %s", pair.DepthSession().SHA256(), st.DepthSHA256)
 	}
-	src, err := NewSimSource(99, 1, 5, W, H)
+	src, err := depthtrain.NewSimSource(99, 1, 5, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}

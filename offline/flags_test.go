@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/internal/objstore"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // parseFlags declares a command's flags on a fresh FlagSet and parses args.
@@ -100,7 +100,7 @@ func TestQuickFlagsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.DepthSpec != "m/d.yaml" || cfg.AuxUESpec != "s.yaml" || cfg.MaxFrames != 7 || cfg.Split != "all" || cfg.Models != "models" ||
-		len(cfg.Inference.Providers) != 2 || cfg.Inference.Providers[0].Name != infer.ProviderCUDA {
+		len(cfg.Inference.Providers) != 2 || cfg.Inference.Providers[0].Name != onnxrt.ProviderCUDA {
 		t.Fatalf("config %+v", cfg)
 	}
 	if cfg.DataFS == nil || cfg.IndoorFS != nil || cfg.KITTIDepthFS != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -41,7 +42,7 @@ func TestForeignNHWCModelMatchesReference(t *testing.T) {
 	refModel, refSpec := referenceDepth(t)
 	model, spec := testmodels.Foreign(t, "nhwc", refModel, t.TempDir())
 	ref, foreign := openDepth(t, refModel, refSpec), openDepth(t, model, spec)
-	src, err := NewSimSource(77, 1, 5, 640, 192)
+	src, err := depthtrain.NewSimSource(77, 1, 5, 640, 192)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestForeignMiDaSModelIsAffineInInverseDepth(t *testing.T) {
 	if !foreign.Relative() {
 		t.Fatal("relative model read as metric")
 	}
-	src, err := NewSimSource(78, 1, 5, 640, 192)
+	src, err := depthtrain.NewSimSource(78, 1, 5, 640, 192)
 	if err != nil {
 		t.Fatal(err)
 	}

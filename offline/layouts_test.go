@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 )
 
 // writePNG writes one PNG through enc.
@@ -46,7 +47,7 @@ func TestAuxTrainOnKITTIAndNYULayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := NewSimSource(31, 2, 10, W, H)
+	src, err := depthtrain.NewSimSource(31, 2, 10, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/cross/smoke"
+	"github.com/didoedge/didoedge/offline/modeltool"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ProbeFlags are the --probe flags of `didoedge model inspect`.
@@ -46,7 +47,7 @@ func (f *ProbeFlags) Config(model string, log *slog.Logger) (ProbeConfig, error)
 	if cfg.Intrinsics, err = f.Intrinsics.Intrinsics(); err != nil {
 		return cfg, err
 	}
-	if cfg.Inference, err = infer.ParseProviders(f.Provider, ""); err != nil {
+	if cfg.Inference, err = onnxrt.ParseProviders(f.Provider, ""); err != nil {
 		return cfg, fmt.Errorf("flag -providers: %w", err)
 	}
 	return cfg, nil
@@ -54,7 +55,7 @@ func (f *ProbeFlags) Config(model string, log *slog.Logger) (ProbeConfig, error)
 
 // ModelRunFlags are the flags of `didoedge model run`: the depth model then
 // the AuxUE on one's own images (--images: RunImages) or on synthetic
-// frames (smoke.Run, the cross-build smoke test).
+// frames (modeltool.Run, the cross-build smoke test).
 type ModelRunFlags struct {
 	Images, Providers, Depth, DepthSpec, AuxUE, AuxUESpec, Out, Config, Library string
 	Frames, Height, Width                                                       int
@@ -69,7 +70,7 @@ func (f *ModelRunFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.Providers, "providers", "cpu", "with --images: execution providers in order (tensorrt, cuda, cpu)")
 	fs.StringVar(&f.Depth, "depth", "", "depth model (input image NCHW, output depth)")
 	fs.StringVar(&f.AuxUE, "auxue", "", "AuxUE model (input features = image + depth, outputs scale, epistemic)")
-	fs.StringVar(&f.Out, "out", "", "output directory for the maps and "+smoke.SummaryFile)
+	fs.StringVar(&f.Out, "out", "", "output directory for the maps and "+modeltool.SummaryFile)
 	fs.IntVar(&f.Frames, "frames", 3, "number of synthetic frames")
 	fs.Uint64Var(&f.Seed, "seed", 1, "synthetic frame seed")
 	fs.IntVar(&f.Height, "height", 64, "frame height (the models' input height)")
@@ -84,10 +85,10 @@ func (f *ModelRunFlags) AddFlags(fs *flag.FlagSet) {
 // Run runs the models as the flags say, with the camera's intrinsics in
 // (nil: unknown), and prints the summary to w.
 func (f *ModelRunFlags) Run(ctx context.Context, in *intrinsics.Intrinsics, w io.Writer, log *slog.Logger) error {
-	var cfg infer.Config
+	var cfg onnxrt.Config
 	var err error
 	if f.Config != "" {
-		if cfg, err = smoke.LoadInferenceConfig(f.Config); err != nil {
+		if cfg, err = modeltool.LoadInferenceConfig(f.Config); err != nil {
 			return err
 		}
 	}
@@ -96,7 +97,7 @@ func (f *ModelRunFlags) Run(ctx context.Context, in *intrinsics.Intrinsics, w io
 	}
 	if f.Images != "" {
 		if f.Config == "" {
-			if cfg, err = infer.ParseProviders(f.Providers, cfg.Library); err != nil {
+			if cfg, err = onnxrt.ParseProviders(f.Providers, cfg.Library); err != nil {
 				return fmt.Errorf("flag -providers: %w", err)
 			}
 		}
@@ -129,7 +130,7 @@ func (f *ModelRunFlags) Run(ctx context.Context, in *intrinsics.Intrinsics, w io
 			return err
 		}
 	}
-	sum, err := smoke.Run(ctx, smoke.RunConfig{
+	sum, err := modeltool.Run(ctx, modeltool.RunConfig{
 		DepthModel: f.Depth, AuxUEModel: f.AuxUE, Height: height, Width: width, DepthSpec: spec, AuxUESpec: auxIO,
 		Frames: f.Frames, Seed: f.Seed, OutDir: f.Out, Inference: cfg, Log: log,
 	})

@@ -24,6 +24,7 @@ import (
 
 	"github.com/didoedge/didoedge/camera/intrinsics"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // Encodings of the 16-bit map PNGs `didoedge model run --images` writes.
@@ -49,7 +50,7 @@ type ImageRunConfig struct {
 	Out    string
 	// The depth model and its AuxUE with their IO specs.
 	Depth, DepthSpec, AuxUE, AuxUESpec string
-	Inference                          infer.Config
+	Inference                          onnxrt.Config
 	// Intrinsics of the camera that took the images (nil: unknown); they
 	// scale to each image's size, and a depth model with canonical_focal
 	// needs them.

@@ -13,7 +13,9 @@ import (
 	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/offline/depthtrain"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TestRunImagesEncodings: model run --images writes, at each image's size,
@@ -44,7 +46,7 @@ func TestRunImagesEncodings(t *testing.T) {
 	}
 	// Two images of another size than the model's 640x192.
 	images := filepath.Join(dir, "images")
-	src, err := NewSimSource(5, 1, 5, 320, 120)
+	src, err := depthtrain.NewSimSource(5, 1, 5, 320, 120)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestRunImagesEncodings(t *testing.T) {
 	if len(sum.Images) != 2 || sum.Relative || sum.Input != "640x192" {
 		t.Fatalf("summary %+v", sum)
 	}
-	pair, err := OpenModelPair(context.Background(), model, spec, aux, auxSpec, infer.Config{}, nil)
+	pair, err := OpenModelPair(context.Background(), model, spec, aux, auxSpec, onnxrt.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ProbeConfig configures Probe (`didoedge model inspect --probe`).
@@ -30,7 +32,7 @@ type ProbeConfig struct {
 	// (0: 640x192).
 	Width, Height int
 	Intrinsics    *intrinsics.Intrinsics
-	Inference     infer.Config
+	Inference     onnxrt.Config
 	Log           *slog.Logger
 }
 
@@ -121,7 +123,7 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeReport, error) {
 		// A frame of the simulated road at the input's size (at least
 		// 64x32: the world needs some pixels), its depth known.
 		w, h = max(rep.InW, 64), max(rep.InH, 32)
-		src, err := NewSimSource(cfg.SimSeed, 1, 1, w, h)
+		src, err := depthtrain.NewSimSource(cfg.SimSeed, 1, 1, w, h)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/internal/shard"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // QuickFlags are the flags of `didoedge eval-quick` and `eval-quick shard`.
@@ -56,7 +57,7 @@ func (f *QuickFlags) Config(ctx context.Context, store *objstore.Store, log *slo
 	if f.Data == "" {
 		return QuickConfig{}, fmt.Errorf("--data is required")
 	}
-	inf, err := infer.ParseProviders(f.Providers, f.Library)
+	inf, err := onnxrt.ParseProviders(f.Providers, f.Library)
 	if err != nil {
 		return QuickConfig{}, fmt.Errorf("flag -providers: %w", err)
 	}

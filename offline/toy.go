@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // Toy data sets of supplementary A.1: y = 10 sin(x) + eps.

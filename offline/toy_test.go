@@ -7,8 +7,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/auxue"
 )
 
 // Real (shortened) toy trainings; the thresholds are the paper's qualitative

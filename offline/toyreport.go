@@ -9,12 +9,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/didoedge/didoedge/internal/plotpng"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/didoedge/didoedge/internal/plotpng"
 )
 
 // WriteOutputs writes the toy run's curve.csv, train.csv and toy.png into

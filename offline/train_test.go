@@ -14,10 +14,12 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/auxue/nn/gradcheck"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
+	"github.com/didoedge/didoedge/pkg/nn/gradcheck"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // logitFor returns z with MaxDepth*sigmoid(z) = d.
@@ -48,7 +50,7 @@ func TestSILogClosedForm(t *testing.T) {
 			}
 		}
 		grad := make([]float32, len(z))
-		l, n, err := SILog{Lambda: tc.lambda, MaxDepth: 80}.LossGrad(z, gt, grad)
+		l, n, err := depthtrain.SILog{Lambda: tc.lambda, MaxDepth: 80}.LossGrad(z, gt, grad)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +74,7 @@ func TestSILogGradient(t *testing.T) {
 		}
 		z[i] = float32(rng.NormFloat64())
 	}
-	loss := SILog{Lambda: 0.85, MaxDepth: 80}
+	loss := depthtrain.SILog{Lambda: 0.85, MaxDepth: 80}
 	grad := make([]float32, len(z))
 	if _, _, err := loss.LossGrad(z, gt, grad); err != nil {
 		t.Fatal(err)
@@ -96,9 +98,9 @@ func TestTrainSmoke(t *testing.T) {
 	}
 	ctx := context.Background()
 	const W, H = 128, 64
-	cfg := TrainConfig{Width: W, Height: H, CropWidth: 64, Steps: 40, Batch: 2, Drives: 3, FramesPerDrive: 20,
+	cfg := depthtrain.TrainConfig{Width: W, Height: H, CropWidth: 64, Steps: 40, Batch: 2, Drives: 3, FramesPerDrive: 20,
 		ValFrames: 1, ValDrives: 1, ValEvery: 1000, LR: 2e-3, Seed: 3}
-	net, st, err := Train(ctx, cfg)
+	net, st, err := depthtrain.Train(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatalf("depth.yaml reads back as %+v, want %+v", ds, want)
 	}
 	// Parity: ONNX Runtime through runtime/infer against the Go forward pass.
-	src, err := NewSimSource(99, 1, 5, W, H)
+	src, err := depthtrain.NewSimSource(99, 1, 5, W, H)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := nn.NewDense(1, 3, H, W)
-	NormalizeRGB(fr.RGB, W, H, 0, W, false, nn.Data(x))
+	depthtrain.NormalizeRGB(fr.RGB, W, H, 0, W, false, nn.Data(x))
 	for i, v := range nn.Data(x) {
 		if math.Abs(float64(v-dp.Image[i])) > 1e-5 {
 			t.Fatalf("normalized input %d: Go %v, runtime %v", i, v, dp.Image[i])
@@ -191,7 +193,7 @@ func TestTrainSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkONNX(t, model, auxPath)
-	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, infer.Config{}, nil)
+	pair, err := OpenModelPair(ctx, model, spec, auxPath, auxSpecPath, onnxrt.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,13 +334,13 @@ func (h cancelAfterEpoch) Handle(_ context.Context, r slog.Record) error {
 // (rendering is a pure function of seed and index; Conv2d splits work in
 // fixed chunks per worker, so sums keep their order at a given GOMAXPROCS).
 func TestTrainDeterministic(t *testing.T) {
-	cfg := TrainConfig{Width: 64, Height: 32, CropWidth: 32, Steps: 5, Batch: 2, Drives: 2, FramesPerDrive: 5,
+	cfg := depthtrain.TrainConfig{Width: 64, Height: 32, CropWidth: 32, Steps: 5, Batch: 2, Drives: 2, FramesPerDrive: 5,
 		ValFrames: 1, ValDrives: 1, ValEvery: 1000, Seed: 11}
-	a, _, err := Train(context.Background(), cfg)
+	a, _, err := depthtrain.Train(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := Train(context.Background(), cfg)
+	b, _, err := depthtrain.Train(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

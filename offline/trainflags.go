@@ -12,9 +12,10 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/internal/objstore"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // DepthFlags are the flags of `didoedge train depth`.
@@ -52,7 +53,7 @@ func (f *DepthFlags) DepthRun(args []string, log *slog.Logger) (DepthRun, error)
 	if f.Height != 192 && !f.Untrained && f.FromCheckpoint == "" {
 		return DepthRun{}, fmt.Errorf("--height %d: training renders 192-row frames; use --untrained (or --from-checkpoint of a %d-row network)", f.Height, f.Height)
 	}
-	cfg := TrainConfig{Seed: f.Seed, Steps: f.Steps, Batch: f.Batch, CropWidth: f.Crop,
+	cfg := depthtrain.TrainConfig{Seed: f.Seed, Steps: f.Steps, Batch: f.Batch, CropWidth: f.Crop,
 		Drives: f.Drives, FramesPerDrive: f.FramesPerDrive, LR: f.LR, Log: log}
 	cfg.Net = depthnet.DefaultConfig()
 	cfg.Net.Seed, cfg.Net.Width, cfg.Net.Height = uint64(f.Seed), f.WidthMult, f.Height
@@ -125,7 +126,7 @@ func (f *AuxFlags) AuxRun(args []string, log *slog.Logger, progress io.Writer) (
 	if cfg.OutlierKinds, err = auxue.ParseOutlierKinds(f.OutlierKinds); err != nil {
 		return AuxRun{}, fmt.Errorf("flag -outlier-kinds: %w", err)
 	}
-	if cfg.Inference, err = infer.ParseProviders(f.Providers, f.Library); err != nil {
+	if cfg.Inference, err = onnxrt.ParseProviders(f.Providers, f.Library); err != nil {
 		return AuxRun{}, fmt.Errorf("flag -providers: %w", err)
 	}
 	if cfg.DepthSpec == "" {

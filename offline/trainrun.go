@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -45,7 +46,7 @@ func WriteJSON(path string, v any) error {
 // load a checkpoint and only validate), save the checkpoint, export the
 // model and its IO spec.
 type DepthRun struct {
-	Train TrainConfig
+	Train depthtrain.TrainConfig
 	// Out is the directory of depth.onnx and depth.yaml.
 	Out string
 	// Checkpoint is written at the end of training.
@@ -91,7 +92,7 @@ func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
 	}
 	start := time.Now()
 	var net *depthnet.Net
-	var st TrainStats
+	var st depthtrain.TrainStats
 	var err error
 	if r.Untrained {
 		if net, err = depthnet.New(cfg.Net); err != nil {
@@ -105,11 +106,11 @@ func (r DepthRun) Run(ctx context.Context) (DepthSummary, error) {
 			return DepthSummary{}, err
 		}
 		st.Steps, st.DistinctFrames = cfg.Steps, cfg.Drives*cfg.FramesPerDrive
-		if st.ValAbsRel, err = Validate(net, cfg); err != nil {
+		if st.ValAbsRel, err = depthtrain.Validate(net, cfg); err != nil {
 			return DepthSummary{}, err
 		}
 	} else {
-		if net, st, err = Train(ctx, cfg); err != nil {
+		if net, st, err = depthtrain.Train(ctx, cfg); err != nil {
 			return DepthSummary{}, err
 		}
 		if err := os.MkdirAll(filepath.Dir(r.Checkpoint), 0o755); err != nil {

@@ -2,7 +2,7 @@
 # Sharded calibration speed (docs/fleet.md#speed): N recordings' data sets
 # calibrated by one process, then by k = 1 and k = 2 shard processes at once
 # plus the merge, each process with one ONNX Runtime thread (a pod with
-# cpu: 1, as deploy/calibrate asks). Checks the goal
+# cpu: 1, as cross/deploy/calibrate asks). Checks the goal
 #   wall(k shards at once) <= 1.2 * single / k   (the merge is timed apart)
 # Run it alone on the machine (flock /tmp/didoedge-heavy.lock here).
 # Usage: scripts/bench-calibrate-shards.sh [N data sets] [frames each]

@@ -25,7 +25,7 @@ done
 # CPU builds: npm's onnxruntime-node (Microsoft's). x64: 1.29.0, the version of
 # the GPU build. arm64: 1.24.1, because 1.29.0's arm64 library dies with a null
 # pointer while it loads under qemu-user (7.2, every -cpu model tried), so the
-# arm64 smoke test (cross/smoke-qemu.sh) could not check it; 1.24.1 loads there
+# arm64 smoke test (offline/modeltool-qemu.sh) could not check it; 1.24.1 loads there
 # and gives the amd64 maps. runtime/infer.BundledVersion names both.
 ORT_VERSION=1.29.0
 VERSITYGW_VERSION=v1.8.0
@@ -56,10 +56,10 @@ APT_PACKAGES=(libavcodec-dev libavutil-dev libswscale-dev pkg-config gcc ca-cert
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 # Real peers the tests start: ffmpeg/ffprobe, mosquitto, the ONNX checker, headless Chromium,
 # systemd (cross/systemd_test.go runs the units under a private systemd; curl is the health check).
-# PyTorch (auxue/nn/nnbench checks and times the training kernels against it).
+# PyTorch (pkg/nn/nnbench checks and times the training kernels against it).
 if [ "$mode" = test ]; then
   APT_PACKAGES+=(ffmpeg mosquitto mosquitto-clients openssl python3-onnx python3-torch chromium systemd curl)
-  # kubectl parses deploy/ offline (deploy/deploy_test.go): Debian's kubernetes-client
+  # kubectl parses cross/deploy/ offline (cross/deploy/deploy_test.go): Debian's kubernetes-client
   # (1.20.2 in bookworm), unless a kubectl is already on PATH (another package's
   # /usr/bin/kubectl would conflict with it).
   command -v kubectl >/dev/null 2>&1 || APT_PACKAGES+=(kubernetes-client)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/internal/promfunc"
 )
 
 // Collectors are the service's Prometheus metrics, read at scrape time:
@@ -13,17 +14,9 @@ import (
 func (s *Service) Collectors() []prometheus.Collector {
 	pub := s.pub
 	cs := []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "didoedge_outbox_pending", Help: "Alert events awaiting the broker's acknowledgement."},
-			func() float64 { return float64(pub.Pending()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "didoedge_mqtt_connected", Help: "1 while the MQTT publisher is connected."},
-			func() float64 {
-				if pub.Connected() {
-					return 1
-				}
-				return 0
-			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "didoedge_events_not_queued_total", Help: "Alert events that could not be queued (outbox full or not writable); they are not delivered."},
-			func() float64 { return float64(pub.NotQueued()) }),
+		promfunc.Gauge("didoedge_outbox_pending", "Alert events awaiting the broker's acknowledgement.", pub.Pending),
+		promfunc.Flag("didoedge_mqtt_connected", "1 while the MQTT publisher is connected.", pub.Connected),
+		promfunc.Counter("didoedge_events_not_queued_total", "Alert events that could not be queued (outbox full or not writable); they are not delivered.", pub.NotQueued),
 	}
 	cs = append(cs, outbox.Collectors(pub.OutboxStats)...)
 	if _, ok := s.BrokerStats(); ok {

@@ -9,6 +9,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"github.com/didoedge/didoedge/pkg/durable"
 )
 
 // ackTemp is the name the ack file is written under before it is renamed
@@ -28,7 +30,7 @@ type osDir struct{}
 
 func (osDir) Rename(from, to string) error { return os.Rename(from, to) }
 func (osDir) Remove(path string) error     { return os.Remove(path) }
-func (osDir) SyncDir(dir string) error     { return syncDir(dir) }
+func (osDir) SyncDir(dir string) error     { return durable.SyncDir(dir) }
 
 // The ack file holds the highest acknowledged seq and the last seq
 // assigned when it was written (a floor for new seqs), with a CRC-32C:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/didoedge/didoedge/pkg/durable"
 )
 
 // powerLoss models what a power loss keeps: a file's content as of its
@@ -143,11 +145,11 @@ func (m *powerLoss) Remove(path string) error {
 }
 
 func (m *powerLoss) SyncDir(dir string) error {
-	durable := m.step()
-	if err := syncDir(dir); err != nil {
+	persisted := m.step()
+	if err := durable.SyncDir(dir); err != nil {
 		return err
 	}
-	if durable {
+	if persisted {
 		m.durable = maps.Clone(m.names)
 	}
 	return nil

@@ -191,15 +191,6 @@ func (o *Outbox) Probe() error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
 // removeAckedSegments deletes every non-active segment whose records are
 // all acknowledged up to the position on disk (ackSaved): a segment
 // deleted ahead of the ack file would, after a power loss, leave seqs that

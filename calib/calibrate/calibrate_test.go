@@ -191,7 +191,7 @@ http: {listen: "off"}
 func TestRunOnRenderedData(t *testing.T) {
 	data, cfg := testRig(t)
 	const far = 0.05
-	res, err := Run(context.Background(), Options{Config: cfg, Data: data, TargetFAR: far})
+	res, err := Run(context.Background(), Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: data, TargetFAR: far})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestRunOnRenderedData(t *testing.T) {
 	}
 	// The correction is the upper edge of the bin holding the 0.9-quantile
 	// of |e|/b: the interval covers 0.9 plus at most that bin's pixels.
-	sum, err := Shard(context.Background(), ShardOptions{Config: cfg, Inputs: []Input{{Dir: data}}})
+	sum, err := Shard(context.Background(), ShardOptions{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: []Input{{Dir: data}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +247,10 @@ func TestRunOnRenderedData(t *testing.T) {
 	}
 
 	// Bad inputs get clear errors.
-	if _, err := Run(context.Background(), Options{Config: cfg, Data: data, TargetFAR: 1.5}); err == nil {
+	if _, err := Run(context.Background(), Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: data, TargetFAR: 1.5}); err == nil {
 		t.Fatal("target FAR 1.5 accepted")
 	}
-	if _, err := Run(context.Background(), Options{Config: cfg, Data: filepath.Join(data, "nope"), TargetFAR: far}); err == nil {
+	if _, err := Run(context.Background(), Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: filepath.Join(data, "nope"), TargetFAR: far}); err == nil {
 		t.Fatal("missing data set accepted")
 	}
 }
@@ -326,7 +326,7 @@ func TestZoneThresholdBoundsPixels(t *testing.T) {
 func TestRunWithoutGroundTruth(t *testing.T) {
 	data, cfg := testRig(t)
 	const far = 0.05
-	withGT, err := Run(context.Background(), Options{Config: cfg, Data: data, TargetFAR: far})
+	withGT, err := Run(context.Background(), Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: data, TargetFAR: far})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestRunWithoutGroundTruth(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(frames, meta.Drives[0].Name, "proj_depth")); !os.IsNotExist(err) {
 		t.Fatalf("a data set without ground truth has proj_depth: %v", err)
 	}
-	res, err := Run(context.Background(), Options{Config: cfg, Data: frames, TargetFAR: far})
+	res, err := Run(context.Background(), Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: frames, TargetFAR: far})
 	if err != nil {
 		t.Fatal(err)
 	}

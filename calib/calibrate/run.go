@@ -7,14 +7,16 @@ import (
 	"math"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // Options configure a calibration run.
 type Options struct {
-	// Config gives the models, the zones and the level thresholds (its
-	// calibration, or the defaults) that the result keeps.
-	Config *runconfig.Config
+	// Models are the depth model and the AuxUE with their specs; Alerts
+	// gives the zones and the level thresholds (its calibration, or the
+	// defaults) that the result keeps.
+	Models infer.ModelsConfig
+	Alerts alerts.Config
 	// Data is a data set directory (dataset.Open: the sim render
 	// layout, real KITTI or NYU); Layout forces its layout and KITTIDepth
 	// names KITTI's annotated depth root (default Data). Inputs are more
@@ -93,7 +95,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Coverage != 0 && !(o.Coverage > 0 && o.Coverage < 1) {
 		return nil, fmt.Errorf("calibrate: coverage %g must be in (0,1)", o.Coverage)
 	}
-	sum, err := Shard(ctx, ShardOptions{Config: o.Config, Inputs: o.inputs(), Split: o.Split, MaxFrames: o.MaxFrames, Log: o.Log})
+	sum, err := Shard(ctx, ShardOptions{Models: o.Models, Alerts: o.Alerts, Inputs: o.inputs(), Split: o.Split, MaxFrames: o.MaxFrames, Log: o.Log})
 	if err != nil {
 		return nil, err
 	}

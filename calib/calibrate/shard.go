@@ -17,7 +17,6 @@ import (
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime/infer"
-	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
 // SummaryFormat names the shard summary's format and version.
@@ -25,9 +24,11 @@ const SummaryFormat = "didoedge-calibrate-shard/1"
 
 // ShardOptions select the frames of one shard.
 type ShardOptions struct {
-	// Config gives the models, the zones and the base calibration (levels,
-	// and the scale correction kept without ground truth).
-	Config *runconfig.Config
+	// Models are the depth model and the AuxUE with their specs; Alerts
+	// gives the zones and the base calibration (levels, and the scale
+	// correction kept without ground truth).
+	Models infer.ModelsConfig
+	Alerts alerts.Config
 	// Inputs are the data sets; the listing is every frame of their
 	// Split (the first MaxFrames of each when > 0), sorted by data set
 	// directory and item, and the shard takes the slice ShardRange(n,
@@ -137,8 +138,7 @@ func specSHA256(v any) (string, error) {
 }
 
 // modelIdentity hashes the config's models and specs.
-func modelIdentity(cfg *runconfig.Config) (ModelIdentity, error) {
-	mc := cfg.ModelsConfig()
+func modelIdentity(mc infer.ModelsConfig) (ModelIdentity, error) {
 	id := ModelIdentity{Depth: mc.Depth, AuxUE: mc.AuxUE}
 	var err error
 	if id.DepthSHA256, err = manifest.FileSHA256(mc.Depth); err != nil {
@@ -171,12 +171,11 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	cfg := o.Config
-	base, err := cfg.AlertsConfig.LoadCalibrationFor()
+	base, err := o.Alerts.LoadCalibrationFor()
 	if err != nil {
 		return nil, err
 	}
-	zones, ignore, err := cfg.AlertsConfig.ZoneSet.Resolve("alerts")
+	zones, ignore, err := o.Alerts.ZoneSet.Resolve("alerts")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +187,7 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := modelIdentity(cfg)
+	ids, err := modelIdentity(o.Models)
 	if err != nil {
 		return nil, err
 	}
@@ -201,8 +200,8 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 		KSZones:    make([]Hist, len(zones)),
 		RatioZones: make([]Hist, len(zones)),
 	}
-	if io := cfg.AuxUE.IO; io != nil && io.AuxUE != nil {
-		sum.AuxUEValidation = io.AuxUE.Validation
+	if info := o.Models.AuxUESpec.AuxUE; info != nil {
+		sum.AuxUEValidation = info.Validation
 	}
 	for _, z := range zones {
 		sum.Zones = append(sum.Zones, z.Name)
@@ -214,7 +213,7 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 		o.Log.Info("calibrate shard: no frames in this shard", "index", o.Index, "count", o.Count, "listing", len(l.entries))
 		return sum, nil
 	}
-	models, err := infer.OpenModels(ctx, cfg.ModelsConfig(), o.Log)
+	models, err := infer.OpenModels(ctx, o.Models, o.Log)
 	if err != nil {
 		return nil, err
 	}

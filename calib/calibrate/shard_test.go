@@ -241,7 +241,7 @@ func TestShardMergeEqualsSingleRun(t *testing.T) {
 	data, cfg := testRig(t)
 	const far = 0.05
 	ctx := context.Background()
-	single, err := Run(ctx, Options{Config: cfg, Data: data, TargetFAR: far})
+	single, err := Run(ctx, Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: data, TargetFAR: far})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestShardMergeEqualsSingleRun(t *testing.T) {
 		var named []Named
 		frames := 0
 		for i := range k {
-			s, err := Shard(ctx, ShardOptions{Config: cfg, Inputs: []Input{{Dir: data}}, Index: i, Count: k})
+			s, err := Shard(ctx, ShardOptions{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: []Input{{Dir: data}}, Index: i, Count: k})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +310,7 @@ func TestMergeRefuses(t *testing.T) {
 	data, cfg := testRig(t)
 	ctx := context.Background()
 	shard := func(i, k int) *Summary {
-		s, err := Shard(ctx, ShardOptions{Config: cfg, Inputs: []Input{{Dir: data}}, Index: i, Count: k})
+		s, err := Shard(ctx, ShardOptions{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: []Input{{Dir: data}}, Index: i, Count: k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +345,7 @@ func TestMergeRefuses(t *testing.T) {
 	whole := shard(0, 1)
 	_, err = Merge([]Named{{"a.json", a}, {"b.json", b}, {"whole.json", whole}}, o)
 	testmodels.MustContain(t, err, "whole.json: listing", "cut into 1 shards of 4 frames, another summary says 2 of 4")
-	firstTwo, err := Shard(ctx, ShardOptions{Config: cfg, Inputs: []Input{{Dir: data}}, MaxFrames: 2})
+	firstTwo, err := Shard(ctx, ShardOptions{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: []Input{{Dir: data}}, MaxFrames: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

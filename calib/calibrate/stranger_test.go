@@ -40,7 +40,7 @@ func TestCheckStrangerClosedForm(t *testing.T) {
 // the numbers; Force calibrates anyway; a p90 above the median passes.
 func TestMergeRefusesStrangers(t *testing.T) {
 	data, cfg := testRig(t)
-	s, err := Shard(context.Background(), ShardOptions{Config: cfg, Inputs: []Input{{Dir: data}}})
+	s, err := Shard(context.Background(), ShardOptions{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: []Input{{Dir: data}}})
 	if err != nil {
 		t.Fatal(err)
 	}

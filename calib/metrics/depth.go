@@ -108,16 +108,22 @@ func (m *DepthMean) Add(q DepthQuality) {
 	if q.N == 0 {
 		return
 	}
-	m.sum.AbsRel += q.AbsRel
-	m.sum.SqRel += q.SqRel
-	m.sum.RMSE += q.RMSE
-	m.sum.RMSELog += q.RMSELog
-	m.sum.Log10 += q.Log10
-	m.sum.Delta1 += q.Delta1
-	m.sum.Delta2 += q.Delta2
-	m.sum.Delta3 += q.Delta3
-	m.sum.N += q.N
+	m.sum.add(q)
 	m.Images++
+}
+
+// add adds every metric of q (and its pixel count) to s: the one place
+// that lists the fields, for Add and MergeSums.
+func (s *DepthQuality) add(q DepthQuality) {
+	s.AbsRel += q.AbsRel
+	s.SqRel += q.SqRel
+	s.RMSE += q.RMSE
+	s.RMSELog += q.RMSELog
+	s.Log10 += q.Log10
+	s.Delta1 += q.Delta1
+	s.Delta2 += q.Delta2
+	s.Delta3 += q.Delta3
+	s.N += q.N
 }
 
 // Mean returns the per-image average (N is the total pixel count); NaN

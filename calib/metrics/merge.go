@@ -170,16 +170,7 @@ func (m *DepthMean) Sums() DepthSums { return DepthSums{Sum: m.sum, Images: m.Im
 
 // MergeSums adds a state (Sums of another DepthMean) to m.
 func (m *DepthMean) MergeSums(o DepthSums) {
-	s := o.Sum
-	m.sum.AbsRel += s.AbsRel
-	m.sum.SqRel += s.SqRel
-	m.sum.RMSE += s.RMSE
-	m.sum.RMSELog += s.RMSELog
-	m.sum.Log10 += s.Log10
-	m.sum.Delta1 += s.Delta1
-	m.sum.Delta2 += s.Delta2
-	m.sum.Delta3 += s.Delta3
-	m.sum.N += s.N
+	m.sum.add(o.Sum)
 	m.Images += o.Images
 }
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"os"
 
-	"github.com/didoedge/didoedge/auxue/nn/nnbench"
 	"github.com/didoedge/didoedge/internal/profiling"
+	"github.com/didoedge/didoedge/pkg/nn/nnbench"
 	"github.com/didoedge/didoedge/runtime/apps/bench"
 )
 
@@ -14,7 +14,7 @@ import (
 // subscriber, and its ratio to inference time), `bench soak` (RSS and
 // goroutines over a long run), `bench scenario` (alert episodes against
 // a scripted drive with ground truth) and the training kernels: `bench
-// kernels` (auxue/nn against PyTorch on this CPU).
+// kernels` (pkg/nn against PyTorch on this CPU).
 func runBench(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) > 0 && args[0] == "kernels" {
 		return runBenchKernels(ctx, env, args[1:])
@@ -64,8 +64,8 @@ func runBenchScenario(ctx context.Context, env *cliEnv, args []string) error {
 	return f.Run(ctx, env.stdout, env.log)
 }
 
-// runBenchKernels checks and times auxue/nn's layers against PyTorch
-// (auxue/nn/nnbench) and prints the table: GFLOP/s of both, their ratio and
+// runBenchKernels checks and times pkg/nn's layers against PyTorch
+// (pkg/nn/nnbench) and prints the table: GFLOP/s of both, their ratio and
 // their fractions of the measured FMA peak.
 func runBenchKernels(ctx context.Context, env *cliEnv, args []string) error {
 	var f nnbench.Flags

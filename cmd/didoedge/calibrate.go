@@ -43,7 +43,7 @@ func runCalibrate(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Inputs: inputs, Split: data.Split, TargetFAR: th.TargetFAR, Force: th.Force,
+	res, err := calibrate.Run(ctx, calibrate.Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: inputs, Split: data.Split, TargetFAR: th.TargetFAR, Force: th.Force,
 		Coverage: th.Coverage, MaxFrames: data.MaxFrames, Log: env.log})
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func runCalibrateShard(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	sum, err := calibrate.Shard(ctx, calibrate.ShardOptions{Config: cfg, Inputs: inputs, Split: data.Split,
+	sum, err := calibrate.Shard(ctx, calibrate.ShardOptions{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Inputs: inputs, Split: data.Split,
 		MaxFrames: data.MaxFrames, Index: f.Index, Count: f.Count, Log: env.log})
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // TestTrainDepthUntrained: --untrained exports the seeded network at the

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
-	"github.com/didoedge/didoedge/cross/smoke"
 	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/offline/modeltool"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 const modelUsage = `usage:
@@ -161,9 +161,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // runModelExportTest writes the smoke test's networks: seeded random
 // weights, clearly named as test networks (not reference models).
 func runModelExportTest(env *cliEnv, args []string) error {
-	var c smoke.TestModelConfig
+	var c modeltool.TestModelConfig
 	fs := newFlagSet(env, "model export-test")
-	out := fs.String("out", "", "directory for "+smoke.TestDepthFile+" and "+smoke.TestAuxUEFile)
+	out := fs.String("out", "", "directory for "+modeltool.TestDepthFile+" and "+modeltool.TestAuxUEFile)
 	c.AddFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -173,7 +173,7 @@ func runModelExportTest(env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stderr, modelUsage)
 		return errors.New("export-test: want --out DIR and no positional arguments")
 	}
-	m, err := smoke.ExportTestModels(*out, c)
+	m, err := modeltool.ExportTestModels(*out, c)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func runModelCompare(env *cliEnv, args []string) error {
 		fmt.Fprintln(env.stderr, modelUsage)
 		return fmt.Errorf("compare: want two run directories, got %d arguments", len(pos))
 	}
-	c, err := smoke.Compare(pos[0], pos[1], *tol)
+	c, err := modeltool.Compare(pos[0], pos[1], *tol)
 	if err != nil {
 		return err
 	}

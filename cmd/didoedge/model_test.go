@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 func modelTestEnv() (*cliEnv, *bytes.Buffer, *bytes.Buffer) {
@@ -55,7 +55,7 @@ func TestModelExpose(t *testing.T) {
 	if code := run(context.Background(), env, []string{"model", "expose", p, "--tensor", "relu_1", "--out", dst}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
-	e, err := infer.NewEvaluator(mustRead(t, dst), "", "x", []string{"y", "relu_1"})
+	e, err := onnxrt.NewEvaluator(mustRead(t, dst), "", "x", []string{"y", "relu_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestModelBatch(t *testing.T) {
 		path string
 		ok   bool
 	}{{dst, true}, {p, false}} {
-		e, err := infer.NewEvaluator(mustRead(t, c.path), "", "x", []string{"y"})
+		e, err := onnxrt.NewEvaluator(mustRead(t, c.path), "", "x", []string{"y"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/didoedge/didoedge/runtime/apps/debugpage"
 	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service"
+	"github.com/didoedge/didoedge/runtime/service/control"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -59,10 +61,10 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	if printEvents {
 		opts.OnEvent = func(ev *alerts.Event) { fmt.Fprintln(env.stdout, stream.FormatEvent(ev)) }
 	}
-	var srv *debugpage.Server
+	var srv *service.Server
 	if cfg.HTTP.Listen != runconfig.HTTPOff {
 		var err error
-		if srv, err = debugpage.Listen(ctx, cfg.HTTP.Listen, debugpage.DefaultStartupGrace, env.log, debugpage.AllowedHosts(cfg.HTTP.AllowedHosts)); err != nil {
+		if srv, err = service.Listen(ctx, cfg.HTTP.Listen, service.DefaultStartupGrace, env.log, service.AllowedHosts(cfg.HTTP.AllowedHosts)); err != nil {
 			return err
 		}
 		defer srv.Close()
@@ -82,14 +84,14 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	}
 	httpAddr := ""
 	if srv != nil {
-		srv.Attach(p)
+		srv.Attach(p, debugpage.Handler(p))
 		httpAddr = srv.Addr()
 	}
 	reload := p.Reload
-	var ctl *live.Control
+	var ctl *control.Control
 	if lv != nil || cfg.AlertsConfig.MQTT.SetTopics {
 		// One control for the API and the set topics: one configuration in force.
-		ctl = live.NewControl(p, cfg, cfg.Live.ControlEnabled(), env.log)
+		ctl = control.NewControl(p, cfg, cfg.Live.ControlEnabled(), env.log)
 		reload = ctl.ReloadFile // SIGHUP replaces the in-memory changes too
 	}
 	if lv != nil {

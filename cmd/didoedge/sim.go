@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/didoedge/didoedge/camera/rtspserver"
-	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/dataset/corrupt"
+	"github.com/didoedge/didoedge/dataset/simworld"
 )
 
 // runSim dispatches `didoedge sim <render|corrupt|serve>`.
@@ -29,7 +29,7 @@ func runSim(ctx context.Context, env *cliEnv, args []string) error {
 // runSimRender writes a simulated data set in the KITTI-like layout:
 // didoedge sim render --world outdoor|indoor --frames N --size HxW --seed S --out DIR
 func runSimRender(ctx context.Context, env *cliEnv, args []string) error {
-	var f dataset.RenderFlags
+	var f simworld.RenderFlags
 	fs := newFlagSet(env, "sim render")
 	f.AddFlags(fs)
 	if err := parseFlags(fs, args); err != nil {

@@ -21,7 +21,7 @@ func runTrain(ctx context.Context, env *cliEnv, args []string) error {
 	return fmt.Errorf("unknown subcommand %q (want depth or auxue)", args[0])
 }
 
-// runTrainDepth trains auxue/depthnet on the simulated outdoor world and
+// runTrainDepth trains offline/depthnet on the simulated outdoor world and
 // exports it with its IO spec.
 func runTrainDepth(ctx context.Context, env *cliEnv, args []string) error {
 	var f offline.DepthFlags

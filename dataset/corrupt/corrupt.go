@@ -100,6 +100,10 @@ type Corruptor struct {
 // NewCorruptor returns an empty Corruptor.
 func NewCorruptor() *Corruptor { return &Corruptor{} }
 
+// Validate is the package's Validate, so that a *Corruptor serves where an
+// interface asks for both (the simulated rig's camera/simrig.Corruptor).
+func (c *Corruptor) Validate(name string, severity int) error { return Validate(name, severity) }
+
 // Apply corrupts src into dst with the named corruption at severity 1..5.
 // src and dst are interleaved RGB of w*h*3 bytes and may be the same slice.
 // The same seed always gives the same bytes.

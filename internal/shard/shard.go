@@ -11,7 +11,7 @@ import (
 )
 
 // Environment of a Kubernetes Indexed Job's pod: Kubernetes sets the
-// index; the manifest sets the count (deploy/calibrate), which Kubernetes
+// index; the manifest sets the count (cross/deploy/calibrate), which Kubernetes
 // does not expose to the pod.
 const (
 	EnvIndex = "JOB_COMPLETION_INDEX"

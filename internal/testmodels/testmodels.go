@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didoedge/didoedge/auxue/onnxexport"
+
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
 // Input size of both models.
@@ -92,7 +94,7 @@ func Write(tb testing.TB, dir string) Files {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	aux, err := onnx.ExportAuxUEContract(am, contract)
+	aux, err := onnxexport.ExportAuxUEContract(am, contract)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // modelSection is a depth or auxue section of a runtime configuration.
@@ -34,9 +35,9 @@ func TestWriteReferenceRunsInONNXRuntime(t *testing.T) {
 		}
 	}
 	var cfg struct {
-		Inference infer.Config `yaml:"inference"`
-		Depth     modelSection `yaml:"depth"`
-		AuxUE     modelSection `yaml:"auxue"`
+		Inference onnxrt.Config `yaml:"inference"`
+		Depth     modelSection  `yaml:"depth"`
+		AuxUE     modelSection  `yaml:"auxue"`
 	}
 	if err := yamlstrict.Decode([]byte(testmodels.RuntimeConfig), &cfg); err != nil {
 		t.Fatalf("RuntimeConfig: %v", err)

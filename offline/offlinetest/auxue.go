@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didoedge/didoedge/auxue/onnxexport"
+
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/offline"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
 
@@ -31,7 +33,7 @@ func AuxUE(t testing.TB, depthSpec, dir string) (model, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := onnx.ExportAuxUEContract(am, c)
+	m, err := onnxexport.ExportAuxUEContract(am, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/offline"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // auxVariant is one generalized AuxUE trained on the frozen main model.
@@ -119,7 +120,7 @@ type auxData struct {
 
 func buildAuxData(ctx context.Context, c *Config, dm *depthModel, seed int64) (*auxData, error) {
 	d := c.Data
-	src, err := offline.NewSimSource(d.TrainSeed+c.Main.Seed, d.Drives, d.FramesPerDrive, d.Width, d.Height)
+	src, err := depthtrain.NewSimSource(d.TrainSeed+c.Main.Seed, d.Drives, d.FramesPerDrive, d.Width, d.Height)
 	if err != nil {
 		return nil, err
 	}

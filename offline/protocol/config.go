@@ -10,8 +10,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/didoedge/didoedge/dataset/corrupt"
 	"gopkg.in/yaml.v3"
+
+	"github.com/didoedge/didoedge/dataset/corrupt"
 )
 
 // Config is one evaluation run (configs/eval-*.yaml). Unknown keys are errors.
@@ -51,7 +52,7 @@ type Data struct {
 }
 
 // Main is the frozen main depth model. Reference, when the file exists, is a
-// checkpoint of `didoedge train depth` (auxue/depthnet, width 1, 80 m); it
+// checkpoint of `didoedge train depth` (offline/depthnet, width 1, 80 m); it
 // needs Data.Height == 192. Otherwise a network is trained with the budget
 // below (also the budget of every ensemble member).
 type Main struct {

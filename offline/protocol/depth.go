@@ -9,10 +9,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/offline"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/offline/depthtrain"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // maxDepth is the depth networks' output bound and the AuxUE's depth divisor.
@@ -48,7 +49,7 @@ type depthCacheKey struct {
 // loadOrTrainDepth returns the reference network (when cfg.Main.Reference
 // exists) for seed < 0, else a network trained with cfg.Main's budget and
 // weight/data seed, cached under cacheDir. A training splits its
-// convolutions across convWorkers goroutines (offline.TrainConfig.ConvWorkers).
+// convolutions across convWorkers goroutines (depthtrain.TrainConfig.ConvWorkers).
 func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference bool, cacheDir string, convWorkers int, log *slog.Logger) (*depthnet.Net, string, error) {
 	d := cfg.Data
 	if useReference && cfg.Main.Reference != "" && fileExists(cfg.Main.Reference) {
@@ -77,7 +78,7 @@ func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference
 		return net, "cached " + path, nil
 	}
 	log.Info("eval: training a depth network", "seed", seed, "steps", cfg.Main.Steps)
-	net, st, err := offline.Train(ctx, offline.TrainConfig{Net: ncfg, Seed: seed + d.TrainSeed,
+	net, st, err := depthtrain.Train(ctx, depthtrain.TrainConfig{Net: ncfg, Seed: seed + d.TrainSeed,
 		Drives: d.Drives, FramesPerDrive: d.FramesPerDrive, ValFrames: 2, ValDrives: 1, ValEvery: cfg.Main.Steps,
 		Width: d.Width, Height: d.Height, Steps: cfg.Main.Steps, Batch: cfg.Main.Batch, CropWidth: cfg.Main.CropWidth,
 		LR: cfg.Main.LR, Log: log, ConvWorkers: convWorkers})
@@ -106,7 +107,7 @@ func loadOrTrainDepth(ctx context.Context, cfg *Config, seed int64, useReference
 
 // setImage normalizes an RGB8 frame into the model's input (optionally mirrored).
 func (m *depthModel) setImage(rgb []uint8, flip bool) {
-	offline.NormalizeRGB(rgb, m.w, m.h, 0, m.w, flip, nn.Data(m.x))
+	depthtrain.NormalizeRGB(rgb, m.w, m.h, 0, m.w, flip, nn.Data(m.x))
 }
 
 // image is the normalized (3,H,W) input of the last setImage.

@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // The evaluation runs every method on every frame of every condition. What

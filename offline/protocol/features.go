@@ -4,11 +4,11 @@ import (
 	"fmt"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
+	"github.com/didoedge/didoedge/offline/depthnet"
 )
 
 // The AuxUE of the protocol works on f x f blocks (auxue.factor) with the
-// inputs and targets of the exported runtime AuxUE (auxue/depthnet).
+// inputs and targets of the exported runtime AuxUE (offline/depthnet).
 
 // auxFeatures writes the f x f block means of the normalized image (3,H,W)
 // and of depth/maxDepth (H,W) into dst (4,H/f,W/f), and with row a fifth

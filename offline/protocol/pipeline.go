@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset/corrupt"
-	"golang.org/x/sync/errgroup"
 )
 
 // The evaluation is a pipeline: one goroutine prepares the frames (corrupts

@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/didoedge/didoedge/internal/plotpng"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/didoedge/didoedge/internal/plotpng"
 )
 
 // rocPR computes the ROC (FPR, TPR) and precision-recall curves of scores

@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/camera/sim"
-	"golang.org/x/sync/errgroup"
+	"github.com/didoedge/didoedge/offline/depthnet"
 )
 
 // Method names besides the AuxUE read-outs (see auxPlan).

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/depthnet"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/offline/depthnet"
 )
 
 func TestMeanStd(t *testing.T) {

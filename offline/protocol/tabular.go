@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/nn"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/pkg/nn"
 )
 
 // Tabular example of supplementary A.2, on a synthetic stand-in for the red

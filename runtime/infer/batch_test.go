@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // dynamicCopy writes a copy of the model at path with a dynamic batch
@@ -51,7 +52,7 @@ func batchFrames(n, w, h int) (frames [][]uint8, ws, hs []int) {
 func openPair(t testing.TB, p modelPair, batch int) *Models {
 	t.Helper()
 	m, err := OpenModels(context.Background(), ModelsConfig{Depth: p.depth, DepthSpec: p.depthSpec, AuxUE: p.aux, AuxUESpec: p.auxueSpec,
-		Inference: Config{IntraOpThreads: 1}, BatchSize: batch}, nil)
+		Inference: onnxrt.Config{IntraOpThreads: 1}, BatchSize: batch}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func clone(x []float32) []float32 { return append([]float32(nil), x...) }
 func TestBatchSizeOnFixedModel(t *testing.T) {
 	p := modelPairs(t)[0]
 	_, err := OpenModels(context.Background(), ModelsConfig{Depth: p.depth, DepthSpec: p.depthSpec, AuxUE: p.aux, AuxUESpec: p.auxueSpec,
-		Inference: Config{IntraOpThreads: 1}, BatchSize: 4}, nil)
+		Inference: onnxrt.Config{IntraOpThreads: 1}, BatchSize: 4}, nil)
 	if err == nil {
 		t.Fatal("batch size 4 on a fixed-batch model was accepted")
 	}
@@ -145,7 +146,7 @@ func TestBatchSizeOnFixedModel(t *testing.T) {
 		}
 	}
 	m, err := OpenModels(context.Background(), ModelsConfig{Depth: p.depth, DepthSpec: p.depthSpec, AuxUE: p.aux, AuxUESpec: p.auxueSpec,
-		Inference: Config{IntraOpThreads: 1}, BatchSize: 4, BatchIfDynamic: true}, nil)
+		Inference: onnxrt.Config{IntraOpThreads: 1}, BatchSize: 4, BatchIfDynamic: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +215,8 @@ func TestForeignDynamicBatch(t *testing.T) {
 	sp := IOSpec{Input: InputSpec{Name: "x", Height: h, Width: w}, Depth: OutputSpec{Name: "depth", Meaning: MeaningMetricDepth},
 		Features: []FeatureSpec{{Name: "feat"}}}
 	ctx := context.Background()
-	one := newSession(t, path, sp, Config{IntraOpThreads: 1}, nil)
-	batch, err := OpenSession(ctx, path, sp, Config{IntraOpThreads: 1}, SessionOptions{MaxBatch: n}, nil)
+	one := newSession(t, path, sp, onnxrt.Config{IntraOpThreads: 1}, nil)
+	batch, err := OpenSession(ctx, path, sp, onnxrt.Config{IntraOpThreads: 1}, SessionOptions{MaxBatch: n}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,17 +382,17 @@ func TestTensorRTBatchProfile(t *testing.T) {
 	ref := modelPairs(t)[1]
 	aux := dynamicCopy(t, ref.aux)
 	cache := t.TempDir()
-	cfg := Config{IntraOpThreads: 1, Providers: []ProviderConfig{
-		{Name: ProviderTensorRT, FP16: true, EngineCacheDir: cache}, {Name: ProviderCPU}}}
+	cfg := onnxrt.Config{IntraOpThreads: 1, Providers: []onnxrt.ProviderConfig{
+		{Name: onnxrt.ProviderTensorRT, FP16: true, EngineCacheDir: cache}, {Name: onnxrt.ProviderCPU}}}
 	s, err := OpenSession(context.Background(), aux, ref.auxueSpec, cfg, SessionOptions{MaxBatch: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Provider() != ProviderCPU {
+	if s.Provider() != onnxrt.ProviderCPU {
 		t.Fatalf("provider %q, want the cpu fallback", s.Provider())
 	}
-	o := s.profile(s.MaxBatch()).options()
+	o := s.profile(s.MaxBatch()).Options()
 	want := map[string]string{
 		"trt_profile_min_shapes": "image:1x3x192x640,depth:1x1x192x640",
 		"trt_profile_opt_shapes": "image:3x3x192x640,depth:3x1x192x640",
@@ -401,7 +402,7 @@ func TestTensorRTBatchProfile(t *testing.T) {
 		t.Fatalf("profile options\n got %v\nwant %v", o, want)
 	}
 	sha := strings.Repeat("cd", 32)
-	trt, err := tensorRTOptions(cfg.Providers[0], sha, []int64{3, 3, 192, 640}, s.profile(s.MaxBatch()))
+	trt, err := onnxrt.TensorRTOptions(cfg.Providers[0], sha, []int64{3, 3, 192, 640}, s.profile(s.MaxBatch()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestTensorRTBatchProfile(t *testing.T) {
 	if dir := filepath.Join(cache, "cdcdcdcdcdcdcdcd_fp16_3x3x192x640_b1-3"); trt["trt_engine_cache_path"] != dir || !fileExists(dir) {
 		t.Fatalf("engine cache path %q, want %q (created)", trt["trt_engine_cache_path"], dir)
 	}
-	fixed, err := tensorRTOptions(cfg.Providers[0], sha, []int64{1, 3, 192, 640}, nil)
+	fixed, err := onnxrt.TensorRTOptions(cfg.Providers[0], sha, []int64{1, 3, 192, 640}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

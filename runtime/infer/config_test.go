@@ -114,28 +114,3 @@ func FuzzParseIOSpec(f *testing.F) {
 		}
 	})
 }
-
-func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		cfg  Config
-		want string
-	}{
-		{Config{Providers: []ProviderConfig{{Name: "tensorrt"}, {Name: "cuda"}, {Name: "cpu"}}}, ""},
-		{Config{}, ""},
-		{Config{Providers: []ProviderConfig{{Name: "rocm"}}}, `providers[0].name: "rocm"`},
-		{Config{Providers: []ProviderConfig{{Name: "cpu"}, {Name: "cpu"}}}, "listed twice"},
-		{Config{Providers: []ProviderConfig{{Name: "cuda", FP16: true}}}, "apply to tensorrt only"},
-		{Config{Providers: []ProviderConfig{{Name: "cuda", DeviceID: -1}}}, "device_id"},
-		{Config{IntraOpThreads: -2}, "intra_op_threads"},
-		{Config{ThreadPool: ThreadPoolGlobal, ThreadSpinning: true}, ""},
-		{Config{ThreadPool: ThreadPoolSession, IntraOpThreads: 4}, ""},
-		{Config{ThreadPool: "shared"}, `thread_pool: "shared" is not one of global, session`},
-		{Config{ThreadPool: "Global"}, `thread_pool: "Global"`},
-	}
-	for _, tc := range tests {
-		err := tc.cfg.Validate()
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
-		}
-	}
-}

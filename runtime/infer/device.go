@@ -7,21 +7,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	ort "github.com/yalue/onnxruntime_go"
-)
-
-// Values of Config.DeviceTensors (inference.device_tensors).
-const (
-	// DeviceTensorsAuto (the default): device-resident tensors when the
-	// depth model and the AuxUE both run on CUDA; the host path otherwise.
-	DeviceTensorsAuto = "auto"
-	// DeviceTensorsOn: device-resident tensors on CUDA, and the same code
-	// path over host memory ("Cpu" memory info) when both models run on
-	// the CPU (the path the CPU tests run; on a CPU it saves nothing).
-	DeviceTensorsOn = "on"
-	// DeviceTensorsOff: the host path (every input and output a host
-	// tensor, copied by ONNX Runtime on every run).
-	DeviceTensorsOff = "off"
 )
 
 // The device-resident path (docs/deploy.md, "Device-resident tensors").
@@ -63,7 +50,7 @@ const (
 // frames) and every bound value is in the session's own memory, so a run
 // binds nothing and copies only what it must.
 type devIO struct {
-	api     *devAPI
+	api     *onnxrt.DevAPI
 	session unsafe.Pointer // the OrtSession* the bindings belong to
 	mem     unsafe.Pointer // OrtMemoryInfo of the tensors
 	alloc   unsafe.Pointer // the session's allocator for mem (nil when it owns no tensor)
@@ -101,12 +88,12 @@ type devSpec struct {
 
 // openDevice builds the session's device tensors and bindings. On error
 // nothing is left allocated and the session stays on the host path.
-func (s *Session) openDevice(api *devAPI, ds devSpec) (err error) {
+func (s *Session) openDevice(api *onnxrt.DevAPI, ds devSpec) (err error) {
 	ptr, err := s.sessionPointer()
 	if err != nil {
 		return err
 	}
-	for i, c := range append(append([]*cast(nil), s.inCast...), s.outCast...) {
+	for i, c := range append(append([]*onnxrt.Cast(nil), s.inCast...), s.outCast...) {
 		if c != nil {
 			return fmt.Errorf("model %q: tensor %d is not float32", s.path, i)
 		}
@@ -117,18 +104,18 @@ func (s *Session) openDevice(api *devAPI, ds devSpec) (err error) {
 			d.close()
 		}
 	}()
-	if d.mem, err = api.memoryInfo(ds.mem, ds.device); err != nil {
+	if d.mem, err = api.MemoryInfo(ds.mem, ds.device); err != nil {
 		return err
 	}
 	d.live++
 	allocate := func(sh ort.Shape) (unsafe.Pointer, error) {
 		if d.alloc == nil {
-			if d.alloc, err = api.allocator(ptr, d.mem); err != nil {
+			if d.alloc, err = api.Allocator(ptr, d.mem); err != nil {
 				return nil, err
 			}
 			d.live++
 		}
-		v, data, err := api.tensor(d.alloc, withBatch(sh, s.maxBatch))
+		v, data, err := api.Tensor(d.alloc, onnxrt.WithBatch(sh, s.maxBatch))
 		if err != nil {
 			return nil, err
 		}
@@ -148,27 +135,27 @@ func (s *Session) openDevice(api *devAPI, ds devSpec) (err error) {
 	}
 	for i := range s.outputs {
 		t := devTensor{per: s.outPer[i], download: i < len(ds.download) && ds.download[i]}
-		if t.ptr, err = allocate(withBatch(s.outputs[i].GetShape(), 1)); err != nil {
+		if t.ptr, err = allocate(onnxrt.WithBatch(s.outputs[i].GetShape(), 1)); err != nil {
 			return fmt.Errorf("model %q: output %q: %w", s.path, s.outNames[i], err)
 		}
 		d.outs = append(d.outs, t)
 	}
 	inNames := s.spec.inputNames()
 	for n := 1; n <= s.maxBatch; n++ {
-		b, err := api.binding(ptr)
+		b, err := api.Binding(ptr)
 		if err != nil {
 			return err
 		}
 		d.binds = append(d.binds, b)
 		d.live++
 		bind := func(name string, t devTensor, sh ort.Shape, output bool) error {
-			v, err := api.view(d.mem, t.ptr, withBatch(sh, n))
+			v, err := api.View(d.mem, t.ptr, onnxrt.WithBatch(sh, n))
 			if err != nil {
 				return err
 			}
 			d.values = append(d.values, v)
 			d.live++
-			return api.bind(b, name, v, output)
+			return api.Bind(b, name, v, output)
 		}
 		for i, t := range d.ins {
 			if err := bind(inNames[i], t, s.inShapes[i], false); err != nil {
@@ -193,27 +180,27 @@ func (d *devIO) close() {
 	}
 	a := d.api
 	for _, b := range d.binds {
-		a.release(relIoBinding, b)
+		a.Release(onnxrt.RelIoBinding, b)
 		d.live--
 	}
 	d.binds = nil
 	for i := len(d.values) - 1; i >= 0; i-- {
-		a.release(relValue, d.values[i])
+		a.Release(onnxrt.RelValue, d.values[i])
 		d.live--
 	}
 	d.values = nil
 	if d.alloc != nil {
-		a.release(relAllocator, d.alloc)
+		a.Release(onnxrt.RelAllocator, d.alloc)
 		d.alloc = nil
 		d.live--
 	}
 	if d.mem != nil {
-		a.release(relMemoryInfo, d.mem)
+		a.Release(onnxrt.RelMemoryInfo, d.mem)
 		d.mem = nil
 		d.live--
 	}
 	if d.term != nil {
-		a.release(relRunOptions, d.term)
+		a.Release(onnxrt.RelRunOptions, d.term)
 		d.term = nil
 		d.live--
 	}
@@ -251,7 +238,7 @@ func (d *devIO) run(n int, terminate bool) error {
 	var opts unsafe.Pointer
 	if terminate {
 		if d.term == nil {
-			t, err := d.api.terminateOptions()
+			t, err := d.api.TerminateOptions()
 			if err != nil {
 				return err
 			}
@@ -260,7 +247,7 @@ func (d *devIO) run(n int, terminate bool) error {
 		}
 		opts = d.term
 	}
-	err := d.api.run(d.session, opts, d.binds[n-1])
+	err := d.api.Run(d.session, opts, d.binds[n-1])
 	if terminate && err == nil {
 		return errors.New("injected fault: ONNX Runtime ran despite its terminate flag")
 	}
@@ -280,7 +267,7 @@ func (t devTensor) at(k int) unsafe.Pointer { return unsafe.Add(t.ptr, 4*k*t.per
 func (s *Session) uploadInputs(n int) error {
 	for i, t := range s.dev.ins {
 		if t.upload {
-			if err := s.dev.api.copy(t.ptr, hostPtr(s.inputs[i], 0, t.per), n*t.per); err != nil {
+			if err := s.dev.api.Copy(t.ptr, hostPtr(s.inputs[i], 0, t.per), n*t.per); err != nil {
 				return fmt.Errorf("model %q: upload input %d: %w", s.path, i, err)
 			}
 		}
@@ -293,7 +280,7 @@ func (s *Session) uploadInputs(n int) error {
 func (s *Session) downloadOutputs(n int) error {
 	for i, t := range s.dev.outs {
 		if t.download {
-			if err := s.dev.api.copy(hostPtr(s.outputs[i], 0, t.per), t.ptr, n*t.per); err != nil {
+			if err := s.dev.api.Copy(hostPtr(s.outputs[i], 0, t.per), t.ptr, n*t.per); err != nil {
 				return fmt.Errorf("model %q: download output %q: %w", s.path, s.outNames[i], err)
 			}
 		}
@@ -315,7 +302,7 @@ func (s *Session) uploadOutputSlot(i, k int, src []float32) (time.Duration, erro
 		return 0, fmt.Errorf("model %q: upload %d values over output %q of %d", s.path, len(src), s.outNames[i], t.per)
 	}
 	t0 := time.Now()
-	if err := s.dev.api.copy(t.at(k), unsafe.Pointer(&src[0]), t.per); err != nil {
+	if err := s.dev.api.Copy(t.at(k), unsafe.Pointer(&src[0]), t.per); err != nil {
 		return 0, fmt.Errorf("model %q: upload over output %q: %w", s.path, s.outNames[i], err)
 	}
 	return time.Since(t0), nil
@@ -336,10 +323,10 @@ type modelsDev struct {
 func (m *Models) deviceMemory() (mem string, device int, reason string) {
 	mode := m.cfg.Inference.DeviceTensors
 	if mode == "" {
-		mode = DeviceTensorsAuto
+		mode = onnxrt.DeviceTensorsAuto
 	}
 	switch {
-	case mode == DeviceTensorsOff:
+	case mode == onnxrt.DeviceTensorsOff:
 		return "", 0, "inference.device_tensors: off"
 	case m.aux == nil:
 		return "", 0, "no AuxUE"
@@ -353,9 +340,9 @@ func (m *Models) deviceMemory() (mem string, device int, reason string) {
 	dp, ap := m.depth.Provider(), m.aux.Provider()
 	dc, ac := m.depth.providers[m.depth.providerIdx], m.aux.providers[m.aux.providerIdx]
 	switch {
-	case dp == ProviderCUDA && ap == ProviderCUDA && dc.DeviceID == ac.DeviceID:
+	case dp == onnxrt.ProviderCUDA && ap == onnxrt.ProviderCUDA && dc.DeviceID == ac.DeviceID:
 		return "Cuda", dc.DeviceID, ""
-	case mode == DeviceTensorsOn && dp == ProviderCPU && ap == ProviderCPU:
+	case mode == onnxrt.DeviceTensorsOn && dp == onnxrt.ProviderCPU && ap == onnxrt.ProviderCPU:
 		return "Cpu", 0, ""
 	}
 	return "", 0, fmt.Sprintf("the depth model runs on %s and the AuxUE on %s (device tensors need both on cuda, one device)", dp, ap)
@@ -368,7 +355,7 @@ func (m *Models) setupDevice(log *slog.Logger) {
 	m.dev = &modelsDev{}
 	mem, device, reason := m.deviceMemory()
 	if mem == "" {
-		if m.cfg.Inference.DeviceTensors == DeviceTensorsOn || (m.aux != nil && m.depth.Provider() == ProviderCUDA) {
+		if m.cfg.Inference.DeviceTensors == onnxrt.DeviceTensorsOn || (m.aux != nil && m.depth.Provider() == onnxrt.ProviderCUDA) {
 			log.Warn("device-resident tensors off: host path", "reason", reason)
 		}
 		return
@@ -382,7 +369,7 @@ func (m *Models) setupDevice(log *slog.Logger) {
 
 func (m *Models) openDevice(mem string, device int) error {
 	lib := m.depth.lib.Path
-	dapi, err := newDevAPI(lib, mem == "Cuda")
+	dapi, err := onnxrt.NewDevAPI(lib, mem == "Cuda")
 	if err != nil {
 		return err
 	}

@@ -3,63 +3,25 @@ package infer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/didoedge/didoedge/auxue/onnxexport"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
+
 	"github.com/didoedge/didoedge/auxue"
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
 )
 
-// TestDeviceAPIIndices checks every OrtApi index of device_cgo.go against
-// the binding's header (API 24) and, when `scripts/deps.sh --gpu` has
-// unpacked it, the 1.29.0 header.
-func TestDeviceAPIIndices(t *testing.T) {
-	want := devAPIIndices()
-	check := func(dir string) {
-		exprs := map[string]string{}
-		for n := range want {
-			exprs[n] = fmt.Sprintf("offsetof(OrtApi, %s) / sizeof(void *)", n)
-		}
-		got := headerValues(t, dir, exprs)
-		for n, i := range want {
-			if i < 0 || got[n] != i {
-				t.Errorf("OrtApi.%s: index %d in device_cgo.go, %d in %s", n, i, got[n], dir)
-			}
-		}
-	}
-	check(bindingHeaderDir(t))
-	t.Run(BundledVersion+" header", func(t *testing.T) {
-		root := moduleRoot(mustGetwd(t), func(p string) bool { _, err := os.Stat(p); return err == nil })
-		inc := filepath.Join(root, "third_party", "onnxruntime", BundledVersion+"-gpu", "linux-x64", "include")
-		if _, err := os.Stat(filepath.Join(inc, "onnxruntime_c_api.h")); err != nil {
-			t.Skipf("the %s header is not here (bash scripts/deps.sh --gpu)", BundledVersion)
-		}
-		check(inc)
-	})
-}
-
-// The enum values device_cgo.go passes as ints: OrtDeviceAllocator,
-// OrtMemTypeDefault, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT.
-func TestDeviceEnums(t *testing.T) {
-	got := headerValues(t, bindingHeaderDir(t), map[string]string{"dev": "OrtDeviceAllocator", "def": "OrtMemTypeDefault",
-		"float": "ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT"})
-	if got["dev"] != 0 || got["def"] != 0 || got["float"] != 1 {
-		t.Fatalf("header enums %v, device_cgo.go passes 0, 0, 1", got)
-	}
-}
-
 func TestDeviceTensorsConfig(t *testing.T) {
-	for _, v := range []string{"", DeviceTensorsAuto, DeviceTensorsOn, DeviceTensorsOff} {
-		if err := (Config{DeviceTensors: v}).Validate(); err != nil {
+	for _, v := range []string{"", onnxrt.DeviceTensorsAuto, onnxrt.DeviceTensorsOn, onnxrt.DeviceTensorsOff} {
+		if err := (onnxrt.Config{DeviceTensors: v}).Validate(); err != nil {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
-	err := Config{DeviceTensors: "cuda"}.Validate()
+	err := onnxrt.Config{DeviceTensors: "cuda"}.Validate()
 	if err == nil || err.Error() != `device_tensors: "cuda" is not one of auto, on, off` {
 		t.Fatalf("err %v, want it to name device_tensors and the values", err)
 	}
@@ -105,7 +67,7 @@ func deviceKinds(t *testing.T) []deviceKind {
 func openKind(t *testing.T, k deviceKind, mode string) *Models {
 	t.Helper()
 	cfg := ModelsConfig{Depth: k.pair.depth, DepthSpec: k.pair.depthSpec, AuxUE: k.pair.aux, AuxUESpec: k.pair.auxueSpec,
-		Inference: Config{IntraOpThreads: 1, DeviceTensors: mode}, BatchSize: k.batch}
+		Inference: onnxrt.Config{IntraOpThreads: 1, DeviceTensors: mode}, BatchSize: k.batch}
 	if k.feature {
 		cfg.AuxInputs = []string{SourceImage, SourceDepth}
 	}
@@ -183,7 +145,7 @@ func kindViews(t *testing.T, m *Models, k deviceKind) []*Models {
 func TestDeviceMatchesHost(t *testing.T) {
 	for _, k := range deviceKinds(t) {
 		t.Run(k.name, func(t *testing.T) {
-			host, dev := openKind(t, k, DeviceTensorsOff), openKind(t, k, DeviceTensorsOn)
+			host, dev := openKind(t, k, onnxrt.DeviceTensorsOff), openKind(t, k, onnxrt.DeviceTensorsOn)
 			if got := host.DeviceResident(); got != "" {
 				t.Fatalf("device_tensors off: DeviceResident %q", got)
 			}
@@ -240,7 +202,7 @@ func firstDiff(a, b []float32) int {
 // path with maps equal to the host path's.
 func TestDeviceFaultFallsBack(t *testing.T) {
 	k := deviceKinds(t)[3] // reference models
-	host, dev := openKind(t, k, DeviceTensorsOff), openKind(t, k, DeviceTensorsOn)
+	host, dev := openKind(t, k, onnxrt.DeviceTensorsOff), openKind(t, k, onnxrt.DeviceTensorsOn)
 	frames, ws, hs := batchFrames(1, 640, 192)
 	ctx := context.Background()
 	want, err := host.Infer(ctx, frames[0], ws[0], hs[0])
@@ -291,7 +253,7 @@ func TestDeviceNoLeak(t *testing.T) {
 		t.Skip("1000 frames")
 	}
 	k := deviceKinds(t)[0]
-	m := openKind(t, k, DeviceTensorsOn)
+	m := openKind(t, k, onnxrt.DeviceTensorsOn)
 	frames, ws, hs := batchFrames(1, 64, 32)
 	ctx := context.Background()
 	if _, err := m.Infer(ctx, frames[0], ws[0], hs[0]); err != nil {
@@ -347,13 +309,13 @@ func featuresPair(t *testing.T) modelPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ax, err := onnx.ExportAuxUE(am, []int64{1, 4, h, w})
+	ax, err := onnxexport.ExportAuxUE(am, []int64{1, 4, h, w})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := IOSpec{Input: InputSpec{Name: "image", Height: h, Width: w, Mean: []float32{0.5, 0.5, 0.5}, Std: []float32{0.25, 0.25, 0.25}},
 		Depth: OutputSpec{Name: "depth", Meaning: MeaningMetricDepth}}
 	as := IOSpec{Kind: KindAuxUE, Input: InputSpec{Name: "features", Channels: 4, Height: h, Width: w},
-		Scale: TensorSpec{Name: onnx.OutputScale}, Epistemic: TensorSpec{Name: onnx.OutputEpistemic}}
+		Scale: TensorSpec{Name: onnxexport.OutputScale}, Epistemic: TensorSpec{Name: onnxexport.OutputEpistemic}}
 	return modelPair{"features input", saveModel(t, dm), saveModel(t, ax), ds, as}
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ExposeTensors returns a copy of the ONNX model data with the named
-// intermediate tensors added as graph outputs (auxue/onnx.Expose); names
+// intermediate tensors added as graph outputs (pkg/onnx.Expose); names
 // that already are outputs are left alone.
 func ExposeTensors(data []byte, names []string) ([]byte, error) {
 	m, err := onnx.Unmarshal(data)
@@ -68,7 +70,7 @@ func ProbeTensorShapes(path string, spec IOSpec, library string, names []string)
 	if len(names) == 0 {
 		return nil, nil
 	}
-	_, release, err := Acquire(library)
+	_, release, err := onnxrt.Acquire(library)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -147,7 +148,7 @@ func (s *Session) runPolicy(n int) error {
 
 // nextProvider is the index of the provider a failed session is rebuilt
 // on: the one after cur, unless cur is required or the last (then cur).
-func nextProvider(ps []ProviderConfig, cur int) int {
+func nextProvider(ps []onnxrt.ProviderConfig, cur int) int {
 	if ps[cur].Required || cur+1 >= len(ps) {
 		return cur
 	}
@@ -167,7 +168,7 @@ func (s *Session) runOnce(n int) error {
 	case s.dev != nil:
 		err = s.dev.run(n, false)
 	case s.dyn != nil:
-		if s.providers[s.providerIdx].gpu() {
+		if s.providers[s.providerIdx].GPU() {
 			err = s.rebindInputs(n)
 		}
 		if err == nil {
@@ -254,7 +255,7 @@ type sessions struct {
 	bindings  []*ort.IoBinding
 	batchVals [][]*ort.Tensor[float32]
 	batchIns  [][]ort.Value
-	placement Placement
+	placement onnxrt.Placement
 }
 
 func (s *Session) takeSessions() sessions {

@@ -9,19 +9,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
+	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // requirePlacement skips where the library cannot report ONNX Runtime's
 // node placement (older than 1.29.0, e.g. a 1.24.1 ONNXRUNTIME_LIB).
 func requirePlacement(t *testing.T) {
 	t.Helper()
-	lib, err := ResolveLibrary("")
+	lib, err := onnxrt.ResolveLibrary("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !recordsPlacement(lib) {
-		t.Skipf("ONNX Runtime %s (%s) cannot report the node placement; it needs >= %s (bash scripts/deps.sh)", lib.Version, lib.Path, assignmentMinVersion)
+	if !onnxrt.RecordsPlacement(lib) {
+		t.Skipf("ONNX Runtime %s (%s) cannot report the node placement; it needs >= %s (bash scripts/deps.sh)", lib.Version, lib.Path, onnxrt.AssignmentMinVersion)
 	}
 }
 
@@ -32,8 +33,8 @@ func requirePlacement(t *testing.T) {
 // OrtApi index could not give these names and counts.
 func TestPlacementIsONNXRuntimes(t *testing.T) {
 	requirePlacement(t)
-	want := Placement{{Provider: "CPUExecutionProvider", Nodes: 4, Ops: map[string]int{"Slice": 1, "Mul": 1, "Add": 1, "Relu": 1}}}
-	check := func(name string, got Placement) {
+	want := onnxrt.Placement{{Provider: "CPUExecutionProvider", Nodes: 4, Ops: map[string]int{"Slice": 1, "Mul": 1, "Add": 1, "Relu": 1}}}
+	check := func(name string, got onnxrt.Placement) {
 		t.Helper()
 		if len(got) != 1 || got[0].Provider != want[0].Provider || got[0].Nodes != want[0].Nodes || !maps.Equal(got[0].Ops, want[0].Ops) {
 			t.Fatalf("%s: placement %+v, want %+v", name, got, want)
@@ -43,14 +44,14 @@ func TestPlacementIsONNXRuntimes(t *testing.T) {
 		}
 	}
 	path := saveModel(t, affineModel(1, 2, 2, 3, 0))
-	s := newSession(t, path, spec(1, 2, 2, MeaningMetricDepth), Config{}, nil)
+	s := newSession(t, path, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil)
 	check("one frame", s.Placement())
 
 	m := affineModel(1, 2, 2, 3, 0)
 	if _, err := onnx.DynamicBatch(m, ""); err != nil {
 		t.Fatal(err)
 	}
-	d, err := OpenSession(context.Background(), saveModel(t, m), spec(1, 2, 2, MeaningMetricDepth), Config{}, SessionOptions{MaxBatch: 3}, nil)
+	d, err := OpenSession(context.Background(), saveModel(t, m), spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, SessionOptions{MaxBatch: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestPlacementIsONNXRuntimes(t *testing.T) {
 // TestPlacementString: providers in ONNX Runtime's order with their node
 // counts, the operator types of every provider but the main one, sorted.
 func TestPlacementString(t *testing.T) {
-	pl := Placement{
+	pl := onnxrt.Placement{
 		{Provider: "CUDAExecutionProvider", Nodes: 58, Ops: map[string]int{"Conv": 40, "Relu": 18}},
 		{Provider: "CPUExecutionProvider", Nodes: 3, Ops: map[string]int{"Shape": 2, "Gather": 1}},
 	}
@@ -74,7 +75,7 @@ func TestPlacementString(t *testing.T) {
 	if pl.Nodes("CPUExecutionProvider") != 3 || pl.Nodes("TensorrtExecutionProvider") != 0 || pl.Main() != "CUDAExecutionProvider" {
 		t.Fatalf("Nodes/Main wrong: %d %d %q", pl.Nodes("CPUExecutionProvider"), pl.Nodes("TensorrtExecutionProvider"), pl.Main())
 	}
-	if Placement(nil).String() != "unknown" {
+	if onnxrt.Placement(nil).String() != "unknown" {
 		t.Fatal("nil placement")
 	}
 }
@@ -89,7 +90,7 @@ func TestRequiredProvider(t *testing.T) {
 	t.Run("cuda required, no GPU", func(t *testing.T) {
 		skipWithGPU(t)
 		_, err := NewSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth),
-			Config{Providers: []ProviderConfig{{Name: ProviderCUDA, Required: true}}}, nil)
+			onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA, Required: true}}}, nil)
 		if err == nil {
 			t.Fatal("a required cuda provider without a GPU was accepted")
 		}
@@ -100,28 +101,28 @@ func TestRequiredProvider(t *testing.T) {
 		}
 	})
 	t.Run("cpu required", func(t *testing.T) {
-		s := newSession(t, path, spec(1, 2, 2, MeaningMetricDepth), Config{Providers: []ProviderConfig{{Name: ProviderCPU, Required: true}}}, nil)
-		if s.Provider() != ProviderCPU {
+		s := newSession(t, path, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU, Required: true}}}, nil)
+		if s.Provider() != onnxrt.ProviderCPU {
 			t.Fatalf("provider %q", s.Provider())
 		}
 	})
 	t.Run("listed after a required one", func(t *testing.T) {
-		err := Config{Providers: []ProviderConfig{{Name: ProviderCUDA, Required: true}, {Name: ProviderCPU}}}.Validate()
+		err := onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA, Required: true}, {Name: onnxrt.ProviderCPU}}}.Validate()
 		if err == nil || !strings.Contains(err.Error(), "providers[1]: cpu is listed after providers[0] (cuda), which is required") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("registered but no node", func(t *testing.T) {
-		s := &Session{path: "m.onnx", placement: Placement{{Provider: "CPUExecutionProvider", Nodes: 4}}}
-		err := s.checkRequired(0, ProviderConfig{Name: ProviderCUDA, Required: true})
+		s := &Session{path: "m.onnx", placement: onnxrt.Placement{{Provider: "CPUExecutionProvider", Nodes: 4}}}
+		err := s.checkRequired(0, onnxrt.ProviderConfig{Name: onnxrt.ProviderCUDA, Required: true})
 		if err == nil || !strings.Contains(err.Error(), "assigned no node") || !strings.Contains(err.Error(), "CUDAExecutionProvider") {
 			t.Fatalf("err = %v", err)
 		}
-		s.placement = Placement{{Provider: "CUDAExecutionProvider", Nodes: 3}, {Provider: "CPUExecutionProvider", Nodes: 1}}
-		if err := s.checkRequired(0, ProviderConfig{Name: ProviderCUDA, Required: true}); err != nil {
+		s.placement = onnxrt.Placement{{Provider: "CUDAExecutionProvider", Nodes: 3}, {Provider: "CPUExecutionProvider", Nodes: 1}}
+		if err := s.checkRequired(0, onnxrt.ProviderConfig{Name: onnxrt.ProviderCUDA, Required: true}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.checkRequired(0, ProviderConfig{Name: ProviderCUDA}); err != nil {
+		if err := s.checkRequired(0, onnxrt.ProviderConfig{Name: onnxrt.ProviderCUDA}); err != nil {
 			t.Fatalf("not required: %v", err)
 		}
 	})
@@ -130,11 +131,11 @@ func TestRequiredProvider(t *testing.T) {
 // TestNextProvider: a failed session moves down the list, stays on a
 // required provider, and stays on the last one.
 func TestNextProvider(t *testing.T) {
-	all := []ProviderConfig{{Name: ProviderTensorRT}, {Name: ProviderCUDA}, {Name: ProviderCPU}}
-	req := []ProviderConfig{{Name: ProviderTensorRT}, {Name: ProviderCUDA, Required: true}}
+	all := []onnxrt.ProviderConfig{{Name: onnxrt.ProviderTensorRT}, {Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}
+	req := []onnxrt.ProviderConfig{{Name: onnxrt.ProviderTensorRT}, {Name: onnxrt.ProviderCUDA, Required: true}}
 	for _, tc := range []struct {
 		name string
-		ps   []ProviderConfig
+		ps   []onnxrt.ProviderConfig
 		cur  int
 		want int
 	}{
@@ -143,7 +144,7 @@ func TestNextProvider(t *testing.T) {
 		{"cpu stays", all, 2, 2},
 		{"tensorrt -> required cuda", req, 0, 1},
 		{"required cuda stays", req, 1, 1},
-		{"single", []ProviderConfig{{Name: ProviderCPU}}, 0, 0},
+		{"single", []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU}}, 0, 0},
 	} {
 		if got := nextProvider(tc.ps, tc.cur); got != tc.want {
 			t.Errorf("%s: nextProvider = %d, want %d", tc.name, got, tc.want)
@@ -173,7 +174,7 @@ func TestRunFaultPolicy(t *testing.T) {
 				so.MaxBatch, n = 2, 2
 			}
 			path := saveModel(t, m)
-			s, err := OpenSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth), Config{}, so, log)
+			s, err := OpenSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, so, log)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +215,7 @@ func TestRunFaultPolicy(t *testing.T) {
 			if !errors.As(err, &mf) {
 				t.Fatalf("two failures: err = %v (%T), want a *ModelFault", err, err)
 			}
-			if mf.Model != "depth" || mf.Path != path || mf.Provider != ProviderCPU || mf.Kind != FaultRun ||
+			if mf.Model != "depth" || mf.Path != path || mf.Provider != onnxrt.ProviderCPU || mf.Kind != FaultRun ||
 				!strings.Contains(mf.Err.Error(), "terminate flag") || mf.Action != "retried once, then rebuilt the session on cpu" {
 				t.Fatalf("fault %+v", mf)
 			}
@@ -262,7 +263,7 @@ func TestNonFiniteIsModelFault(t *testing.T) {
 	for range 3 {
 		_, err = m.RunDepth(context.Background(), black, 4, 4)
 		var mf *ModelFault
-		if !errors.As(err, &mf) || !errors.Is(err, ErrInvalidOutput) || mf.Kind != FaultNonFinite || mf.Model != "depth" || mf.Provider != ProviderCPU {
+		if !errors.As(err, &mf) || !errors.Is(err, ErrInvalidOutput) || mf.Kind != FaultNonFinite || mf.Model != "depth" || mf.Provider != onnxrt.ProviderCPU {
 			t.Fatalf("err = %v (%+v), want a depth non_finite ModelFault wrapping ErrInvalidOutput", err, mf)
 		}
 	}

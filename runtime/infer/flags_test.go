@@ -3,28 +3,30 @@ package infer
 import (
 	"strings"
 	"testing"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TestParseProviders: "cuda:required" marks the provider required; a
 // provider after a required one is refused by the config's validation;
 // an unknown name is refused; spaces and empty entries are ignored.
 func TestParseProviders(t *testing.T) {
-	c, err := ParseProviders("cuda:required", "/x/lib.so")
+	c, err := onnxrt.ParseProviders("cuda:required", "/x/lib.so")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Providers) != 1 || c.Providers[0] != (ProviderConfig{Name: ProviderCUDA, Required: true}) || c.Library != "/x/lib.so" {
+	if len(c.Providers) != 1 || c.Providers[0] != (onnxrt.ProviderConfig{Name: onnxrt.ProviderCUDA, Required: true}) || c.Library != "/x/lib.so" {
 		t.Fatalf("config %+v", c)
 	}
-	c, err = ParseProviders("tensorrt, cuda,,cpu", "")
-	if err != nil || len(c.Providers) != 3 || c.Providers[1].Required || c.Providers[2].Name != ProviderCPU {
+	c, err = onnxrt.ParseProviders("tensorrt, cuda,,cpu", "")
+	if err != nil || len(c.Providers) != 3 || c.Providers[1].Required || c.Providers[2].Name != onnxrt.ProviderCPU {
 		t.Fatalf("config %+v, %v", c, err)
 	}
 	for _, bad := range []struct{ list, want string }{
 		{"cuda:required,cpu", "which is required"},
 		{"rocm", `"rocm"`},
 	} {
-		if _, err := ParseProviders(bad.list, ""); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := onnxrt.ParseProviders(bad.list, ""); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: %v, want an error with %q", bad.list, err, bad.want)
 		}
 	}

@@ -1,6 +1,6 @@
 package infer
 
-import "github.com/didoedge/didoedge/runtime/infer/mapgrid"
+import "github.com/didoedge/didoedge/pkg/mapgrid"
 
 // Geometry places a camera frame in a model input (mapgrid.Geometry).
 type Geometry = mapgrid.Geometry

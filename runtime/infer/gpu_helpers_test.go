@@ -1,8 +1,13 @@
 package infer
 
-import "testing"
+import (
+	"os"
+	"testing"
 
-func hasNVIDIAGPU() bool { return NVIDIAGPUPresent() }
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
+)
+
+func hasNVIDIAGPU() bool { return onnxrt.NVIDIAGPUPresent() }
 
 // requireGPU skips a GPU test on a machine without an NVIDIA GPU.
 func requireGPU(t testing.TB) {
@@ -19,4 +24,15 @@ func skipWithGPU(t testing.TB) {
 	if hasNVIDIAGPU() {
 		t.Skip("an NVIDIA GPU is present: this CPU test asserts that the GPU providers fall back")
 	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

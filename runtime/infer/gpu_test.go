@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // The GPU tests need an NVIDIA GPU, ONNX Runtime's GPU build as the
@@ -21,16 +23,16 @@ import (
 
 // requireGPUBuild skips unless the machine has an NVIDIA GPU and the
 // library the tests run on is a GPU build.
-func requireGPUBuild(t *testing.T) Library {
+func requireGPUBuild(t *testing.T) onnxrt.Library {
 	t.Helper()
 	requireGPU(t)
-	lib, err := ResolveLibraryFor("", true)
+	lib, err := onnxrt.ResolveLibraryFor("", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !lib.GPU {
 		t.Skipf("ONNX Runtime %s is a CPU build (no %s beside it): run scripts/gpu-check.sh, or set %s to the GPU build",
-			lib.Path, providerLibrary(ProviderCUDA), LibraryEnvVar)
+			lib.Path, onnxrt.ProviderLibrary(onnxrt.ProviderCUDA), onnxrt.LibraryEnvVar)
 	}
 	return lib
 }
@@ -38,9 +40,9 @@ func requireGPUBuild(t *testing.T) Library {
 // gpuBuildDir is the project's GPU build, "" when `scripts/deps.sh --gpu`
 // has not fetched it.
 func gpuBuildDir(t *testing.T) string {
-	root := moduleRoot(mustGetwd(t), func(p string) bool { _, err := os.Stat(p); return err == nil })
-	dir := filepath.Join(root, "third_party", "onnxruntime", BundledVersion+"-gpu", "linux-x64")
-	if _, err := os.Stat(filepath.Join(dir, providerLibrary(ProviderCUDA))); err != nil {
+	root := onnxrt.ModuleRoot(mustGetwd(t), func(p string) bool { _, err := os.Stat(p); return err == nil })
+	dir := filepath.Join(root, "third_party", "onnxruntime", onnxrt.BundledVersion+"-gpu", "linux-x64")
+	if _, err := os.Stat(filepath.Join(dir, onnxrt.ProviderLibrary(onnxrt.ProviderCUDA))); err != nil {
 		return ""
 	}
 	return dir
@@ -63,7 +65,7 @@ func TestGPUBuildWithoutCUDA(t *testing.T) {
 		t.Skip("the GPU build is not fetched (bash scripts/deps.sh --gpu)")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGPUBuildChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"=1", LibraryEnvVar+"="+filepath.Join(dir, "libonnxruntime.so.1"))
+	cmd.Env = append(os.Environ(), childEnv+"=1", onnxrt.LibraryEnvVar+"="+filepath.Join(dir, "libonnxruntime.so.1"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
@@ -79,13 +81,13 @@ func TestGPUBuildChild(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	cfg := Config{Providers: []ProviderConfig{{Name: ProviderCUDA}, {Name: ProviderCPU}}}
+	cfg := onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}}
 	s := newSession(t, saveModel(t, affineModel(1, 2, 2, 3, 0)), spec(1, 2, 2, MeaningMetricDepth), cfg, log)
-	if s.Provider() != ProviderCPU || s.Library().Version != BundledVersion || !s.Library().GPU {
+	if s.Provider() != onnxrt.ProviderCPU || s.Library().Version != onnxrt.BundledVersion || !s.Library().GPU {
 		t.Fatalf("provider %q, library %+v", s.Provider(), s.Library())
 	}
 	text := logs.String()
-	for _, want := range []string{`msg="ONNX Runtime loaded"`, "version=" + BundledVersion, "gpu_build=true",
+	for _, want := range []string{`msg="ONNX Runtime loaded"`, "version=" + onnxrt.BundledVersion, "gpu_build=true",
 		"provider=cuda next=cpu", "OrtSessionOptionsAppendExecutionProvider_Cuda", "libcublasLt.so.13: cannot open shared object file",
 		"set LD_LIBRARY_PATH", `nodes="CPUExecutionProvider 4"`} {
 		if !strings.Contains(text, want) {
@@ -106,21 +108,21 @@ func TestGPUBuildChild(t *testing.T) {
 func TestCUDAModelsMatchCPU(t *testing.T) {
 	requireGPUBuild(t)
 	p := modelPairs(t)[1]
-	open := func(providers []ProviderConfig) *Models {
+	open := func(providers []onnxrt.ProviderConfig) *Models {
 		m, err := OpenModels(context.Background(), ModelsConfig{Depth: p.depth, DepthSpec: p.depthSpec, AuxUE: p.aux, AuxUESpec: p.auxueSpec,
-			Inference: Config{Providers: providers}}, slog.Default())
+			Inference: onnxrt.Config{Providers: providers}}, slog.Default())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { m.Close() })
 		return m
 	}
-	gpu := open([]ProviderConfig{{Name: ProviderCUDA, Required: true}})
-	cpu := open([]ProviderConfig{{Name: ProviderCPU}})
+	gpu := open([]onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA, Required: true}})
+	cpu := open([]onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU}})
 	for _, s := range []*Session{gpu.DepthSession(), gpu.AuxUESession()} {
 		pl := s.Placement()
 		t.Logf("%s: %s", s.role(), pl)
-		if pl.Nodes("CUDAExecutionProvider") == 0 || s.Provider() != ProviderCUDA {
+		if pl.Nodes("CUDAExecutionProvider") == 0 || s.Provider() != onnxrt.ProviderCUDA {
 			t.Fatalf("%s: provider %s, placement %s: no node on CUDA", s.role(), s.Provider(), pl)
 		}
 	}
@@ -147,17 +149,17 @@ func TestCUDAModelsMatchCPU(t *testing.T) {
 func TestCUDAFaultRebuildsOnCPU(t *testing.T) {
 	requireGPUBuild(t)
 	s := newSession(t, saveModel(t, affineModel(1, 2, 2, 3, 1)), spec(1, 2, 2, MeaningMetricDepth),
-		Config{Providers: []ProviderConfig{{Name: ProviderCUDA}, {Name: ProviderCPU}}}, slog.Default())
-	if s.Provider() != ProviderCUDA {
+		onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}}, slog.Default())
+	if s.Provider() != onnxrt.ProviderCUDA {
 		t.Fatalf("provider %q, want cuda", s.Provider())
 	}
 	s.injectRunFailures(2)
 	_, err := s.Run(context.Background())
 	var mf *ModelFault
-	if !errors.As(err, &mf) || mf.Provider != ProviderCUDA || mf.Action != "retried once, then rebuilt the session on cpu" {
+	if !errors.As(err, &mf) || mf.Provider != onnxrt.ProviderCUDA || mf.Action != "retried once, then rebuilt the session on cpu" {
 		t.Fatalf("err = %v", err)
 	}
-	if s.Provider() != ProviderCPU || s.Placement().Nodes("CPUExecutionProvider") != 4 {
+	if s.Provider() != onnxrt.ProviderCPU || s.Placement().Nodes("CPUExecutionProvider") != 4 {
 		t.Fatalf("after the rebuild: provider %q, placement %s", s.Provider(), s.Placement())
 	}
 	copy(s.Input(), []float32{1, 2, 3, 4})
@@ -177,12 +179,12 @@ func TestCUDADefaultBatch(t *testing.T) {
 	requireGPUBuild(t)
 	p := modelPairs(t)[1]
 	s, err := OpenSession(context.Background(), dynamicCopy(t, p.depth), p.depthSpec,
-		Config{Providers: []ProviderConfig{{Name: ProviderCUDA}, {Name: ProviderCPU}}}, SessionOptions{MaxBatch: 4, IfDynamic: true}, nil)
+		onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}}, SessionOptions{MaxBatch: 4, IfDynamic: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Provider() != ProviderCUDA || s.MaxBatch() != 4 || !s.onGPU() {
+	if s.Provider() != onnxrt.ProviderCUDA || s.MaxBatch() != 4 || !s.onGPU() {
 		t.Fatalf("provider %q, batch %d, want cuda with 4", s.Provider(), s.MaxBatch())
 	}
 }
@@ -196,21 +198,21 @@ func TestDefaultBatchFollowsProvider(t *testing.T) {
 	dyn := dynamicCopy(t, p.depth)
 	for _, tc := range []struct {
 		name      string
-		providers []ProviderConfig
+		providers []onnxrt.ProviderConfig
 		ifDynamic bool
 		want      int
 	}{
-		{"default, cuda falls back to cpu", []ProviderConfig{{Name: ProviderCUDA}, {Name: ProviderCPU}}, true, 1},
-		{"explicit batch on cpu", []ProviderConfig{{Name: ProviderCPU}}, false, 4},
+		{"default, cuda falls back to cpu", []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}, true, 1},
+		{"explicit batch on cpu", []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU}}, false, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenSession(context.Background(), dyn, p.depthSpec, Config{Providers: tc.providers},
+			s, err := OpenSession(context.Background(), dyn, p.depthSpec, onnxrt.Config{Providers: tc.providers},
 				SessionOptions{MaxBatch: 4, IfDynamic: tc.ifDynamic}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if s.Provider() != ProviderCPU || s.MaxBatch() != tc.want {
+			if s.Provider() != onnxrt.ProviderCPU || s.MaxBatch() != tc.want {
 				t.Fatalf("provider %q, batch %d, want cpu with %d", s.Provider(), s.MaxBatch(), tc.want)
 			}
 			if _, err := s.RunBatch(context.Background(), tc.want); err != nil {
@@ -237,23 +239,23 @@ func TestCUDADeviceTensors(t *testing.T) {
 	ref := modelPairs(t)[1]
 	dref := ref
 	dref.depth, dref.aux = dynamicCopy(t, ref.depth), dynamicCopy(t, ref.aux)
-	cuda := []ProviderConfig{{Name: ProviderCUDA, Required: true}}
+	cuda := []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA, Required: true}}
 	for _, k := range []deviceKind{
 		{name: "reference", pair: ref, device: true},
 		{name: "reference batch 3 views", pair: dref, batch: 3, views: 3, device: true},
 	} {
 		t.Run(k.name, func(t *testing.T) {
-			open := func(providers []ProviderConfig, mode string) *Models {
+			open := func(providers []onnxrt.ProviderConfig, mode string) *Models {
 				m, err := OpenModels(context.Background(), ModelsConfig{Depth: k.pair.depth, DepthSpec: k.pair.depthSpec, AuxUE: k.pair.aux,
-					AuxUESpec: k.pair.auxueSpec, Inference: Config{Providers: providers, DeviceTensors: mode}, BatchSize: k.batch}, slog.Default())
+					AuxUESpec: k.pair.auxueSpec, Inference: onnxrt.Config{Providers: providers, DeviceTensors: mode}, BatchSize: k.batch}, slog.Default())
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { m.Close() })
 				return m
 			}
-			cpu := open([]ProviderConfig{{Name: ProviderCPU}}, DeviceTensorsOff)
-			dev, host := open(cuda, DeviceTensorsAuto), open(cuda, DeviceTensorsOff)
+			cpu := open([]onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU}}, onnxrt.DeviceTensorsOff)
+			dev, host := open(cuda, onnxrt.DeviceTensorsAuto), open(cuda, onnxrt.DeviceTensorsOff)
 			if got := dev.DeviceResident(); got != "Cuda" {
 				t.Fatalf("CUDA, device_tensors auto: DeviceResident %q, want Cuda", got)
 			}

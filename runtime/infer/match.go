@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -109,7 +110,7 @@ func inputTypeOK(spec IOSpec, i int, t ort.TensorElementDataType) bool {
 	if t == ort.TensorElementDataTypeFloat {
 		return true
 	}
-	return i == 0 && !spec.IsAuxUE() && elemSize(t) > 0
+	return i == 0 && !spec.IsAuxUE() && onnxrt.ElemSize(t) > 0
 }
 
 // rawPixels reports whether the spec feeds pixels 0..255 unchanged, what a
@@ -260,8 +261,8 @@ func probeOutputShapes(data []byte, inNames []string, inShapes []ort.Shape, inTy
 	for i, sh := range inShapes {
 		var t ort.Value
 		var err error
-		if i < len(inTypes) && elemSize(inTypes[i]) > 0 {
-			t, err = ort.NewCustomDataTensor(sh, make([]byte, int(sh.FlattenedSize())*elemSize(inTypes[i])), inTypes[i])
+		if i < len(inTypes) && onnxrt.ElemSize(inTypes[i]) > 0 {
+			t, err = ort.NewCustomDataTensor(sh, make([]byte, int(sh.FlattenedSize())*onnxrt.ElemSize(inTypes[i])), inTypes[i])
 		} else {
 			t, err = ort.NewEmptyTensor[float32](sh)
 		}

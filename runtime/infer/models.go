@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // AuxUE input sources of a features-input AuxUE (ModelsConfig.AuxInputs)
@@ -33,7 +34,7 @@ type ModelsConfig struct {
 	AuxInputs []string
 	// DepthScale multiplies the SourceDepth channel (0 means 1).
 	DepthScale float32
-	Inference  Config
+	Inference  onnxrt.Config
 	// BatchSize is the most frames one run of each model takes (the
 	// pipeline's batch_size); 0 or 1 = one frame per run. Above 1 both
 	// models need a dynamic batch dimension.

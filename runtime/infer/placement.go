@@ -2,78 +2,13 @@ package infer
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 
-	ort "github.com/yalue/onnxruntime_go"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
-
-// ProviderNodes is how many nodes of a session's graph ONNX Runtime
-// assigned to one execution provider, after its graph optimizations (a
-// fused TensorRT subgraph counts each node it holds).
-type ProviderNodes struct {
-	// Provider is ONNX Runtime's name: CUDAExecutionProvider,
-	// TensorrtExecutionProvider, CPUExecutionProvider.
-	Provider string `json:"provider"`
-	Nodes    int    `json:"nodes"`
-	// Ops counts the nodes per operator type.
-	Ops map[string]int `json:"ops,omitempty"`
-}
-
-// Placement is ONNX Runtime's own record of where a session's nodes run
-// (OrtApi Session_GetEpGraphAssignmentInfo), in the order ONNX Runtime
-// reported the providers; nil when the library cannot tell (older than
-// 1.29.0).
-type Placement []ProviderNodes
-
-// Nodes returns the nodes assigned to the provider with ONNX Runtime's
-// name ep.
-func (pl Placement) Nodes(ep string) int {
-	for _, p := range pl {
-		if p.Provider == ep {
-			return p.Nodes
-		}
-	}
-	return 0
-}
-
-// Main is the provider that runs most nodes ("" when unknown).
-func (pl Placement) Main() string {
-	best, n := "", -1
-	for _, p := range pl {
-		if p.Nodes > n {
-			best, n = p.Provider, p.Nodes
-		}
-	}
-	return best
-}
-
-// String is "CUDAExecutionProvider 58, CPUExecutionProvider 3 (Gather 1,
-// Shape 2)": the nodes per provider, with the operator types of every
-// provider but the main one; "unknown" without a placement.
-func (pl Placement) String() string {
-	if len(pl) == 0 {
-		return "unknown"
-	}
-	main := pl.Main()
-	parts := make([]string, len(pl))
-	for i, p := range pl {
-		parts[i] = fmt.Sprintf("%s %d", p.Provider, p.Nodes)
-		if p.Provider != main && len(p.Ops) > 0 {
-			var ops []string
-			for _, op := range slices.Sorted(maps.Keys(p.Ops)) {
-				ops = append(ops, fmt.Sprintf("%s %d", op, p.Ops[op]))
-			}
-			parts[i] += " (" + strings.Join(ops, ", ") + ")"
-		}
-	}
-	return strings.Join(parts, ", ")
-}
 
 // Placement reports where ONNX Runtime assigned the nodes of the session's
 // graph (nil when the library cannot tell).
-func (s *Session) Placement() Placement {
+func (s *Session) Placement() onnxrt.Placement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.placement
@@ -83,42 +18,23 @@ func (s *Session) Placement() Placement {
 // is one and, when ONNX Runtime's placement is known, it holds nodes.
 func (s *Session) onGPU() bool {
 	p := s.providers[s.providerIdx]
-	if !p.gpu() {
+	if !p.GPU() {
 		return false
 	}
 	if s.placement == nil {
 		return true
 	}
-	return s.placement.Nodes(ortProviderName(ProviderCUDA))+s.placement.Nodes(ortProviderName(ProviderTensorRT)) > 0
-}
-
-// placementConfigKey makes ONNX Runtime record the node placement at
-// session creation (onnxruntime_session_options_config_keys.h).
-const placementConfigKey = "session.record_ep_graph_assignment_info"
-
-// recordsPlacement reports whether the library serves the placement calls.
-func recordsPlacement(lib Library) bool { return versionAtLeast(lib.Version, assignmentMinVersion) }
-
-// recordPlacement asks ONNX Runtime to record the node placement of the
-// session created with opts, when the library can tell it.
-func recordPlacement(opts *ort.SessionOptions, lib Library) error {
-	if !recordsPlacement(lib) {
-		return nil
-	}
-	if err := opts.AddSessionConfigEntry(placementConfigKey, "1"); err != nil {
-		return fmt.Errorf("session options: %s: %w", placementConfigKey, err)
-	}
-	return nil
+	return s.placement.Nodes(onnxrt.ORTProviderName(onnxrt.ProviderCUDA))+s.placement.Nodes(onnxrt.ORTProviderName(onnxrt.ProviderTensorRT)) > 0
 }
 
 // checkRequired fails a required GPU provider that ONNX Runtime assigned
 // no node to: registered, but every node runs elsewhere.
-func (s *Session) checkRequired(_ int, p ProviderConfig) error {
-	if !p.Required || !p.gpu() || s.placement == nil {
+func (s *Session) checkRequired(_ int, p onnxrt.ProviderConfig) error {
+	if !p.Required || !p.GPU() || s.placement == nil {
 		return nil
 	}
-	if s.placement.Nodes(p.ortName()) == 0 {
-		return fmt.Errorf("ONNX Runtime assigned no node of %q to %s (placement: %s)", s.path, p.ortName(), s.placement)
+	if s.placement.Nodes(p.ORTName()) == 0 {
+		return fmt.Errorf("ONNX Runtime assigned no node of %q to %s (placement: %s)", s.path, p.ORTName(), s.placement)
 	}
 	return nil
 }

@@ -14,8 +14,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/didoedge/didoedge/internal/nonfinite"
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/didoedge/didoedge/internal/nonfinite"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // ErrClosed is returned by Run after Close.
@@ -32,7 +34,7 @@ type Session struct {
 	mu       sync.Mutex
 	path     string
 	spec     IOSpec
-	lib      Library
+	lib      onnxrt.Library
 	provider string
 	sess     *ort.AdvancedSession   // batch 1
 	inputs   []*ort.Tensor[float32] // batch maxBatch (their data: every slot)
@@ -63,7 +65,7 @@ type Session struct {
 	pixels    PixelTransform
 	// inCast and outCast are the model's own tensors of the inputs and
 	// outputs that are not float32 (nil entries for float32 ones).
-	inCast, outCast []*cast
+	inCast, outCast []*onnxrt.Cast
 	inTypes         []ort.TensorElementDataType
 	release         func() error
 	sha             string
@@ -73,16 +75,16 @@ type Session struct {
 	// Execution provider state (faults.go): the configured list, the index
 	// of the one in use, ONNX Runtime's node placement, the fault policy's
 	// counters, and the model and settings a rebuild needs.
-	providers   []ProviderConfig
+	providers   []onnxrt.ProviderConfig
 	providerIdx int
-	placement   Placement
+	placement   onnxrt.Placement
 	data        []byte
-	cfg         Config
+	cfg         onnxrt.Config
 	log         *slog.Logger
 	faults      faultState
 	// pools is the environment's global thread pool the session runs on;
 	// nil when it has its own (thread_pool: session).
-	pools *globalPools
+	pools *onnxrt.GlobalPools
 	// dev is the device-resident binding (device.go); nil on the host path.
 	dev *devIO
 
@@ -142,7 +144,7 @@ type SessionOptions struct {
 	// epistemic map computed from it.
 	SkipAlpha bool
 	// Expose names intermediate tensors of the model to add as extra graph
-	// outputs before loading it (auxue/onnx.Expose, in memory; the file is
+	// outputs before loading it (pkg/onnx.Expose, in memory; the file is
 	// not touched): a depth model's tensor that an AuxUE reads
 	// (model_features). Tensors that already are outputs are left alone.
 	Expose []string
@@ -158,12 +160,12 @@ type SharedInput struct {
 // NewSession loads the model at path, checks it against spec, and creates a
 // session on the first execution provider in cfg that works. A provider that
 // fails is logged once at WARN with the reason and the next one is tried.
-func NewSession(ctx context.Context, path string, spec IOSpec, cfg Config, log *slog.Logger) (*Session, error) {
+func NewSession(ctx context.Context, path string, spec IOSpec, cfg onnxrt.Config, log *slog.Logger) (*Session, error) {
 	return OpenSession(ctx, path, spec, cfg, SessionOptions{}, log)
 }
 
 // OpenSession is NewSession with a batch size (SessionOptions).
-func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so SessionOptions, log *slog.Logger) (*Session, error) {
+func OpenSession(ctx context.Context, path string, spec IOSpec, cfg onnxrt.Config, so SessionOptions, log *slog.Logger) (*Session, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -188,7 +190,7 @@ func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so S
 			return nil, fmt.Errorf("load model %q: %w", path, err)
 		}
 	}
-	lib, pools, release, err := acquire(cfg.Library, cfg.wantsGPU(), cfg.globalPool(), log)
+	lib, pools, release, err := onnxrt.AcquireEnv(cfg.Library, cfg.WantsGPU(), cfg.GlobalPool(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +202,7 @@ func OpenSession(ctx context.Context, path string, spec IOSpec, cfg Config, so S
 	return s, nil
 }
 
-func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionOptions, log *slog.Logger) error {
+func (s *Session) init(ctx context.Context, data []byte, cfg onnxrt.Config, so SessionOptions, log *slog.Logger) error {
 	inputs, outputs, err := ort.GetInputOutputInfoWithONNXData(data)
 	if err != nil {
 		return fmt.Errorf("load model %q: not a loadable ONNX model: %w", s.path, err)
@@ -252,7 +254,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	}
 	s.inShared = make([]bool, len(inShapes))
 	for i, sh := range inShapes {
-		full := withBatch(sh, s.maxBatch)
+		full := onnxrt.WithBatch(sh, s.maxBatch)
 		var t *ort.Tensor[float32]
 		var err error
 		if i < len(so.SharedInputs) && so.SharedInputs[i].usable(sh.FlattenedSize(), full.FlattenedSize()) {
@@ -266,9 +268,9 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		}
 		s.inputs = append(s.inputs, t)
 		s.inPer = append(s.inPer, int(sh.FlattenedSize()))
-		var c *cast
+		var c *onnxrt.Cast
 		if inTypes[i] != ort.TensorElementDataTypeFloat {
-			if c, err = newCast(inTypes[i], full, int(sh.FlattenedSize())); err != nil {
+			if c, err = onnxrt.NewCast(inTypes[i], full, int(sh.FlattenedSize())); err != nil {
 				return fmt.Errorf("model %q: input %v: %w", s.path, sh, err)
 			}
 		}
@@ -277,15 +279,15 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	roles := s.spec.outputRoles()
 	s.outMaps = make([][2]int, len(outShapes))
 	for i, sh := range outShapes {
-		t, err := ort.NewEmptyTensor[float32](withBatch(sh, s.maxBatch))
+		t, err := ort.NewEmptyTensor[float32](onnxrt.WithBatch(sh, s.maxBatch))
 		if err != nil {
 			return fmt.Errorf("model %q: allocate output %q %v: %w", s.path, s.outNames[i], sh, err)
 		}
 		s.outputs = append(s.outputs, t)
 		s.outPer = append(s.outPer, int(sh.FlattenedSize()))
-		var c *cast
+		var c *onnxrt.Cast
 		if outTypes[i] != ort.TensorElementDataTypeFloat {
-			if c, err = newCast(outTypes[i], withBatch(sh, s.maxBatch), int(sh.FlattenedSize())); err != nil {
+			if c, err = onnxrt.NewCast(outTypes[i], onnxrt.WithBatch(sh, s.maxBatch), int(sh.FlattenedSize())); err != nil {
 				return fmt.Errorf("model %q: output %q: %w", s.path, s.outNames[i], err)
 			}
 		}
@@ -301,7 +303,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
 	s.sha = sha
-	s.data, s.providers = data, cfg.providers()
+	s.data, s.providers = data, cfg.EffectiveProviders()
 	allocated := s.maxBatch
 	var reasons []string
 	for i, p := range s.providers {
@@ -312,7 +314,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 		// run's cost grows with its frames, so a session that ends on the
 		// CPU runs one frame per run (runtime.Config.DefaultBatchSize).
 		batch := allocated
-		if so.IfDynamic && !p.gpu() {
+		if so.IfDynamic && !p.GPU() {
 			batch = 1
 		}
 		err := s.open(p, batch)
@@ -341,7 +343,7 @@ func (s *Session) init(ctx context.Context, data []byte, cfg Config, so SessionO
 // per run at most (a dynamic session with an IoBinding per batch size
 // when the tensors hold more than one frame), and reads ONNX Runtime's
 // node placement.
-func (s *Session) open(p ProviderConfig, batch int) error {
+func (s *Session) open(p onnxrt.ProviderConfig, batch int) error {
 	var err error
 	if s.inputs[0].GetShape()[0] > 1 {
 		err = s.createBatched(s.data, s.cfg, p, s.sha, batch)
@@ -352,12 +354,12 @@ func (s *Session) open(p ProviderConfig, batch int) error {
 		return err
 	}
 	s.placement = nil
-	if !recordsPlacement(s.lib) {
+	if !onnxrt.RecordsPlacement(s.lib) {
 		return nil
 	}
 	ptr, err := s.sessionPointer()
 	if err == nil {
-		s.placement, err = nodeAssignment(s.lib.Path, ptr)
+		s.placement, err = onnxrt.NodeAssignment(s.lib.Path, ptr)
 	}
 	if err != nil {
 		s.log.Warn("node placement unavailable", "model", s.path, "err", err)
@@ -373,7 +375,7 @@ func (s *Session) inValues() []ort.Value {
 	for i, t := range s.inputs {
 		v[i] = t
 		if c := s.inCast[i]; c != nil {
-			v[i] = c.full
+			v[i] = c.Full
 		}
 	}
 	return v
@@ -384,7 +386,7 @@ func (s *Session) outValues() []ort.Value {
 	for i, t := range s.outputs {
 		v[i] = t
 		if c := s.outCast[i]; c != nil {
-			v[i] = c.full
+			v[i] = c.Full
 		}
 	}
 	return v
@@ -393,10 +395,10 @@ func (s *Session) outValues() []ort.Value {
 // sessionPointer is the OrtSession* of the session in use.
 func (s *Session) sessionPointer() (unsafe.Pointer, error) {
 	if s.dyn != nil {
-		return dynamicSessionPointer(s.dyn)
+		return onnxrt.DynamicSessionPointer(s.dyn)
 	}
 	if s.sess != nil {
-		return sessionPointer(s.sess)
+		return onnxrt.SessionPointer(s.sess)
 	}
 	return nil, errors.New("no session")
 }
@@ -429,7 +431,7 @@ func (s *Session) destroySessions() error {
 
 // create builds the session for one provider. Provider initialization may
 // install native signal handlers over Go's; they are restored afterwards.
-func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, inputs, outputs []ort.Value) (*ort.AdvancedSession, error) {
+func (s *Session) create(data []byte, cfg onnxrt.Config, p onnxrt.ProviderConfig, sha string, inputs, outputs []ort.Value) (*ort.AdvancedSession, error) {
 	opts, err := ort.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
@@ -438,12 +440,12 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 	if err := s.setThreading(opts, cfg); err != nil {
 		return nil, err
 	}
-	if err := recordPlacement(opts, s.lib); err != nil {
+	if err := onnxrt.RecordPlacement(opts, s.lib); err != nil {
 		return nil, err
 	}
 	var sess *ort.AdvancedSession
-	withSignalsPreserved(func() {
-		if err = appendProvider(opts, s.lib.Path, p, sha, s.inShapes[0], nil); err != nil {
+	onnxrt.WithSignalsPreserved(func() {
+		if err = onnxrt.AppendProvider(opts, s.lib.Path, p, sha, s.inShapes[0], nil); err != nil {
 			return
 		}
 		sess, err = ort.NewAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames,
@@ -454,7 +456,7 @@ func (s *Session) create(data []byte, cfg Config, p ProviderConfig, sha string, 
 
 // createBatched builds the dynamic session for one provider and, for
 // each batch size n, tensors over the first n slots and their IoBinding.
-func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha string, batch int) error {
+func (s *Session) createBatched(data []byte, cfg onnxrt.Config, p onnxrt.ProviderConfig, sha string, batch int) error {
 	opts, err := ort.NewSessionOptions()
 	if err != nil {
 		return fmt.Errorf("session options: %w", err)
@@ -471,12 +473,12 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 	if err := opts.SetMemPattern(false); err != nil {
 		return fmt.Errorf("session options: %w", err)
 	}
-	if err := recordPlacement(opts, s.lib); err != nil {
+	if err := onnxrt.RecordPlacement(opts, s.lib); err != nil {
 		return err
 	}
 	var sess *ort.DynamicAdvancedSession
-	withSignalsPreserved(func() {
-		if err = appendProvider(opts, s.lib.Path, p, sha, s.inputs[0].GetShape(), s.profile(batch)); err != nil {
+	onnxrt.WithSignalsPreserved(func() {
+		if err = onnxrt.AppendProvider(opts, s.lib.Path, p, sha, s.inputs[0].GetShape(), s.profile(batch)); err != nil {
 			return
 		}
 		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(data, s.spec.inputNames(), s.outNames, opts)
@@ -494,16 +496,16 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 		s.bindings = append(s.bindings, b)
 		s.batchIns = append(s.batchIns, nil)
 		var vals []*ort.Tensor[float32]
-		bind := func(name string, full *ort.Tensor[float32], c *cast, per int, input bool) error {
+		bind := func(name string, full *ort.Tensor[float32], c *onnxrt.Cast, per int, input bool) error {
 			var v ort.Value
 			if c != nil {
-				t, err := c.view(n)
+				t, err := c.View(n)
 				if err != nil {
 					return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
 				}
 				v = t
 			} else {
-				t, err := ort.NewTensor(withBatch(full.GetShape(), n), full.GetData()[:n*per])
+				t, err := ort.NewTensor(onnxrt.WithBatch(full.GetShape(), n), full.GetData()[:n*per])
 				if err != nil {
 					return fmt.Errorf("batch %d tensor %q: %w", n, name, err)
 				}
@@ -535,19 +537,12 @@ func (s *Session) createBatched(data []byte, cfg Config, p ProviderConfig, sha s
 
 // profile is the batch range of a dynamic-batch session: 1 to maxBatch
 // frames of every input's shape.
-func (s *Session) profile(batch int) *batchProfile {
-	b := &batchProfile{inputs: s.spec.inputNames(), max: batch}
+func (s *Session) profile(batch int) *onnxrt.BatchProfile {
+	b := &onnxrt.BatchProfile{Inputs: s.spec.inputNames(), Max: batch}
 	for _, sh := range s.inShapes {
-		b.frame = append(b.frame, withBatch(sh, 1))
+		b.Frame = append(b.Frame, onnxrt.WithBatch(sh, 1))
 	}
 	return b
-}
-
-// withBatch returns sh with dim 0 set to n.
-func withBatch(sh ort.Shape, n int) ort.Shape {
-	out := sh.Clone()
-	out[0] = int64(n)
-	return out
 }
 
 // batchDynamic reports whether dim 0 of every input the spec feeds and
@@ -577,15 +572,15 @@ func batchDynamic(spec IOSpec, inputs, outputs []ort.InputOutputInfo) (bool, str
 // setThreading puts the session on the global pool, or sizes its own pool;
 // either way spinning follows thread_spinning (the session entries matter
 // only for a session's own pools, the global pool got it at creation).
-func (s *Session) setThreading(opts *ort.SessionOptions, cfg Config) error {
-	spin := boolFlag(cfg.ThreadSpinning)
+func (s *Session) setThreading(opts *ort.SessionOptions, cfg onnxrt.Config) error {
+	spin := onnxrt.BoolFlag(cfg.ThreadSpinning)
 	for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
 		if err := opts.AddSessionConfigEntry(key, spin); err != nil {
 			return fmt.Errorf("thread_spinning: %s: %w", key, err)
 		}
 	}
 	if s.pools != nil {
-		if err := s.pools.useGlobalPools(opts); err != nil {
+		if err := s.pools.UseGlobalPools(opts); err != nil {
 			return fmt.Errorf("thread_pool: %w", err)
 		}
 		return nil
@@ -602,9 +597,9 @@ func (s *Session) setThreading(opts *ort.SessionOptions, cfg Config) error {
 // ThreadPoolGlobal or ThreadPoolSession.
 func (s *Session) ThreadPool() string {
 	if s.pools != nil {
-		return ThreadPoolGlobal
+		return onnxrt.ThreadPoolGlobal
 	}
-	return ThreadPoolSession
+	return onnxrt.ThreadPoolSession
 }
 
 // Run executes the model on the current input tensor (slot 0) and scans
@@ -628,7 +623,7 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 	}
 	for i, c := range s.inCast {
 		if c != nil {
-			c.from(s.inputs[i].GetData(), n)
+			c.From(s.inputs[i].GetData(), n)
 		}
 	}
 	var copies time.Duration
@@ -653,7 +648,7 @@ func (s *Session) RunBatch(ctx context.Context, n int) (Frame, error) {
 	}
 	for i, c := range s.outCast {
 		if c != nil {
-			c.into(s.outputs[i].GetData(), n)
+			c.Into(s.outputs[i].GetData(), n)
 		}
 	}
 	var total int
@@ -730,7 +725,7 @@ func (s *Session) Spec() IOSpec { return s.spec }
 
 // InputType names the element type the model takes for input i
 // (float32, float16 or uint8).
-func (s *Session) InputType(i int) string { return typeName(s.inTypes[i]) }
+func (s *Session) InputType(i int) string { return onnxrt.TypeName(s.inTypes[i]) }
 
 // SHA256 is the model file's sha256 (hex), also when the session runs a
 // copy with exposed tensors.
@@ -751,7 +746,7 @@ func (s *Session) Path() string { return s.path }
 func (s *Session) Output(i int) []float32 { return s.OutputSlot(i, 0) }
 
 // OutputShape returns the shape of output i for one frame.
-func (s *Session) OutputShape(i int) []int64 { return withBatch(s.outputs[i].GetShape(), 1) }
+func (s *Session) OutputShape(i int) []int64 { return onnxrt.WithBatch(s.outputs[i].GetShape(), 1) }
 
 // MapSize is the (width, height) of map output i (depth, scale,
 // epistemic), whatever its rank (MapShape); 0, 0 for other outputs.
@@ -772,7 +767,7 @@ func (s *Session) Provider() string {
 }
 
 // Library reports the ONNX Runtime library in use.
-func (s *Session) Library() Library { return s.lib }
+func (s *Session) Library() onnxrt.Library { return s.lib }
 
 // Stats returns the cumulative run counters.
 func (s *Session) Stats() Stats {
@@ -911,7 +906,7 @@ func (s *Session) Close() error {
 	s.outputs = nil
 	for _, c := range append(s.inCast, s.outCast...) {
 		if c != nil {
-			errs = append(errs, c.destroy())
+			errs = append(errs, c.Destroy())
 		}
 	}
 	s.inCast, s.outCast = nil, nil

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/nn"
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"gorgonia.org/tensor"
+
+	"github.com/didoedge/didoedge/pkg/nn"
+	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // affineModel is depth = x * a + c on channel 0 of a (1,C,H,W) input
@@ -66,7 +68,7 @@ func spec(c, h, w int, meaning string, features ...string) IOSpec {
 	return s
 }
 
-func newSession(t testing.TB, path string, s IOSpec, cfg Config, log *slog.Logger) *Session {
+func newSession(t testing.TB, path string, s IOSpec, cfg onnxrt.Config, log *slog.Logger) *Session {
 	t.Helper()
 	sess, err := NewSession(context.Background(), path, s, cfg, log)
 	if err != nil {
@@ -82,8 +84,8 @@ func newSession(t testing.TB, path string, s IOSpec, cfg Config, log *slog.Logge
 
 func TestRunMatchesClosedForm(t *testing.T) {
 	path := saveModel(t, affineModel(3, 3, 4, 2, 0.5))
-	sess := newSession(t, path, spec(3, 3, 4, MeaningMetricDepth, "feat"), Config{}, nil)
-	if sess.Provider() != ProviderCPU {
+	sess := newSession(t, path, spec(3, 3, 4, MeaningMetricDepth, "feat"), onnxrt.Config{}, nil)
+	if sess.Provider() != onnxrt.ProviderCPU {
 		t.Fatalf("provider %q", sess.Provider())
 	}
 	in := sess.Input()
@@ -125,7 +127,7 @@ func TestDynamicShapesProbed(t *testing.T) {
 	x := bl.Input("image", -1, 3, -1, -1)
 	bl.Rename(bl.Op("ReduceMean", []string{x}, onnx.IntsAttr("axes", 1), onnx.IntAttr("keepdims", 0)), "depth")
 	bl.Output("depth", 3)
-	sess := newSession(t, saveModel(t, bl.Model()), spec(3, 5, 7, MeaningMetricDepth), Config{}, nil)
+	sess := newSession(t, saveModel(t, bl.Model()), spec(3, 5, 7, MeaningMetricDepth), onnxrt.Config{}, nil)
 	if got := sess.OutputShape(0); len(got) != 3 || got[0] != 1 || got[1] != 5 || got[2] != 7 {
 		t.Fatalf("output shape %v, want [1 5 7]", got)
 	}
@@ -145,7 +147,7 @@ func TestDynamicShapesProbed(t *testing.T) {
 }
 
 func TestNonFiniteOutputsAreFlagged(t *testing.T) {
-	sess := newSession(t, saveModel(t, sqrtModel(4, 5)), spec(1, 4, 5, MeaningMetricDepth), Config{}, nil)
+	sess := newSession(t, saveModel(t, sqrtModel(4, 5)), spec(1, 4, 5, MeaningMetricDepth), onnxrt.Config{}, nil)
 	in := sess.Input()
 	negatives := 0
 	for i := range in {
@@ -206,7 +208,7 @@ func TestDepthConversion(t *testing.T) {
 	for _, tc := range tests {
 		s := spec(1, 1, 1, tc.meaning, "feat")
 		s.Depth.Scale = tc.scale
-		sess := newSession(t, path, s, Config{}, nil)
+		sess := newSession(t, path, s, onnxrt.Config{}, nil)
 		sess.Input()[0] = tc.value
 		if _, err := sess.Run(context.Background()); err != nil {
 			t.Fatal(err)
@@ -226,7 +228,7 @@ func TestSetImageRGB8(t *testing.T) {
 	s := spec(3, 2, 3, MeaningMetricDepth, "feat")
 	s.Input.Mean = []float32{0.5, 0.25, 0}
 	s.Input.Std = []float32{0.5, 0.25, 2}
-	sess := newSession(t, saveModel(t, affineModel(3, 2, 3, 1, 0)), s, Config{}, nil)
+	sess := newSession(t, saveModel(t, affineModel(3, 2, 3, 1, 0)), s, onnxrt.Config{}, nil)
 	stride := 3*3 + 2 // padded rows
 	pix := make([]byte, 2*stride)
 	for y := range 2 {
@@ -261,7 +263,7 @@ func TestSetImageRGB8(t *testing.T) {
 
 // TestRunAllocatesNothing is the zero-allocation contract of the frame path.
 func TestRunAllocatesNothing(t *testing.T) {
-	sess := newSession(t, saveModel(t, affineModel(3, 8, 8, 2, 1)), spec(3, 8, 8, MeaningDisparity, "feat"), Config{}, nil)
+	sess := newSession(t, saveModel(t, affineModel(3, 8, 8, 2, 1)), spec(3, 8, 8, MeaningDisparity, "feat"), onnxrt.Config{}, nil)
 	depth := make([]float32, 8*8)
 	pix := make([]byte, 8*8*3)
 	ctx := context.Background()
@@ -301,7 +303,7 @@ func TestSpecMismatchListsBoth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewSession(context.Background(), path, tc.spec, Config{}, nil)
+			_, err := NewSession(context.Background(), path, tc.spec, onnxrt.Config{}, nil)
 			if err == nil {
 				t.Fatal("mismatch accepted")
 			}
@@ -325,12 +327,12 @@ func TestCorruptModelNamesFile(t *testing.T) {
 	for name, data := range tests {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, data, 0o644)
-		_, err := NewSession(context.Background(), p, spec(1, 2, 2, MeaningMetricDepth), Config{}, nil)
+		_, err := NewSession(context.Background(), p, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil)
 		if err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: err = %v, want it to name the file", name, err)
 		}
 	}
-	if _, err := NewSession(context.Background(), filepath.Join(dir, "absent.onnx"), spec(1, 2, 2, MeaningMetricDepth), Config{}, nil); err == nil || !strings.Contains(err.Error(), "absent.onnx") {
+	if _, err := NewSession(context.Background(), filepath.Join(dir, "absent.onnx"), spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil); err == nil || !strings.Contains(err.Error(), "absent.onnx") {
 		t.Errorf("missing file: err = %v", err)
 	}
 }
@@ -343,13 +345,13 @@ func TestProviderFallback(t *testing.T) {
 	skipWithGPU(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := Config{Providers: []ProviderConfig{
-		{Name: ProviderTensorRT, FP16: true, EngineCacheDir: t.TempDir(), WorkspaceBytes: 1 << 30},
-		{Name: ProviderCUDA, DeviceID: 0},
-		{Name: ProviderCPU},
+	cfg := onnxrt.Config{Providers: []onnxrt.ProviderConfig{
+		{Name: onnxrt.ProviderTensorRT, FP16: true, EngineCacheDir: t.TempDir(), WorkspaceBytes: 1 << 30},
+		{Name: onnxrt.ProviderCUDA, DeviceID: 0},
+		{Name: onnxrt.ProviderCPU},
 	}}
 	sess := newSession(t, saveModel(t, affineModel(1, 2, 2, 3, 0)), spec(1, 2, 2, MeaningMetricDepth), cfg, log)
-	if sess.Provider() != ProviderCPU {
+	if sess.Provider() != onnxrt.ProviderCPU {
 		t.Fatalf("provider %q, want cpu on a machine without GPU libraries", sess.Provider())
 	}
 	var lines []string
@@ -372,29 +374,9 @@ func TestProviderFallback(t *testing.T) {
 	}
 
 	_, err := NewSession(context.Background(), saveModel(t, affineModel(1, 2, 2, 3, 0)), spec(1, 2, 2, MeaningMetricDepth),
-		Config{Providers: []ProviderConfig{{Name: ProviderCUDA}}}, nil)
+		onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no execution provider could run it (cuda: ") {
 		t.Fatalf("GPU only: err = %v", err)
-	}
-}
-
-func TestEngineCacheKey(t *testing.T) {
-	sha := strings.Repeat("ab", 32)
-	got := engineCacheKey(sha, true, []int64{1, 3, 192, 640})
-	if got != "abababababababab_fp16_1x3x192x640" {
-		t.Fatalf("key %q", got)
-	}
-	if engineCacheKey(sha, false, []int64{1, 3, 192, 640}) == got || engineCacheKey(sha, true, []int64{1, 3, 256, 640}) == got {
-		t.Fatal("precision and shape must change the key")
-	}
-	dir := t.TempDir()
-	o, err := tensorRTOptions(ProviderConfig{Name: ProviderTensorRT, DeviceID: 1, FP16: true, EngineCacheDir: dir, WorkspaceBytes: 1 << 30}, sha, []int64{1, 3, 192, 640}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o["device_id"] != "1" || o["trt_fp16_enable"] != "1" || o["trt_max_workspace_size"] != "1073741824" ||
-		o["trt_engine_cache_path"] != filepath.Join(dir, got) || !fileExists(o["trt_engine_cache_path"]) {
-		t.Fatalf("options %v", o)
 	}
 }
 
@@ -404,21 +386,8 @@ func TestSIGINTReachesGoAfterSession(t *testing.T) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
 	defer signal.Stop(ch)
-	cfg := Config{Providers: []ProviderConfig{{Name: ProviderCUDA}, {Name: ProviderCPU}}}
+	cfg := onnxrt.Config{Providers: []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}}
 	newSession(t, saveModel(t, affineModel(1, 2, 2, 1, 0)), spec(1, 2, 2, MeaningMetricDepth), cfg, nil)
-	expectSignal(t, ch)
-}
-
-// TestSignalGuardRestoresHandlers replaces SIGINT's handler from C inside the
-// guard, as the CUDA provider does, and checks Go still receives SIGINT.
-func TestSignalGuardRestoresHandlers(t *testing.T) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt)
-	defer signal.Stop(ch)
-	changed := withSignalsPreserved(func() { ignoreSignalFromC(int(syscall.SIGINT)) })
-	if changed != 1 {
-		t.Fatalf("guard saw %d changed handlers, want 1", changed)
-	}
 	expectSignal(t, ch)
 }
 
@@ -437,43 +406,8 @@ func expectSignal(t *testing.T, ch chan os.Signal) {
 	}
 }
 
-func TestEnvironmentRefcount(t *testing.T) {
-	path := saveModel(t, affineModel(1, 2, 2, 1, 0))
-	a, err := NewSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth), Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth), Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := Acquire("/some/other/libonnxruntime.so.1"); err == nil || !strings.Contains(err.Error(), "already loaded") {
-		t.Fatalf("second library: err = %v", err)
-	}
-	a.Close()
-	if _, err := b.Run(context.Background()); err != nil {
-		t.Fatalf("b after a.Close: %v", err)
-	}
-	b.Close()
-	b.Close()
-	if _, err := b.Run(context.Background()); err != ErrClosed {
-		t.Fatalf("run after close: %v", err)
-	}
-	ortEnv.mu.Lock()
-	refs := ortEnv.refs
-	ortEnv.mu.Unlock()
-	if refs != 0 {
-		t.Fatalf("refs = %d after closing both sessions", refs)
-	}
-	// The environment comes back for the next session.
-	c := newSession(t, path, spec(1, 2, 2, MeaningMetricDepth), Config{}, nil)
-	if _, err := c.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestRunHonoursCancelledContext(t *testing.T) {
-	sess := newSession(t, saveModel(t, affineModel(1, 2, 2, 1, 0)), spec(1, 2, 2, MeaningMetricDepth), Config{}, nil)
+	sess := newSession(t, saveModel(t, affineModel(1, 2, 2, 1, 0)), spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := sess.Run(ctx); err != context.Canceled {
@@ -484,7 +418,7 @@ func TestRunHonoursCancelledContext(t *testing.T) {
 // BenchmarkRun measures the steady-state frame path on the CPU provider with
 // the TinyUNet depth net at 192x640 (base 16 channels, ~4.1 GFLOP):
 // frame = SetImageRGB8 + Run (+ NaN scan) + DepthInto; run = Run alone;
-// go_forward = the same network's auxue/nn forward pass, for the ratio.
+// go_forward = the same network's pkg/nn forward pass, for the ratio.
 func BenchmarkRun(b *testing.B) {
 	u, err := onnx.NewTinyUNet(16, rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
@@ -494,7 +428,7 @@ func BenchmarkRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sess := newSession(b, saveModel(b, m), spec(3, 192, 640, MeaningMetricDepth, "features"), Config{}, nil)
+	sess := newSession(b, saveModel(b, m), spec(3, 192, 640, MeaningMetricDepth, "features"), onnxrt.Config{}, nil)
 	pix := make([]byte, 192*640*3)
 	for i := range pix {
 		pix[i] = byte(i * 7)
@@ -541,4 +475,37 @@ func onnxInput(s *Session) *tensor.Dense {
 	x := nn.NewDense(int(sh[0]), int(sh[1]), int(sh[2]), int(sh[3]))
 	copy(nn.Data(x), s.Input())
 	return x
+}
+
+func TestEnvironmentRefcount(t *testing.T) {
+	path := saveModel(t, affineModel(1, 2, 2, 1, 0))
+	a, err := NewSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewSession(context.Background(), path, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := onnxrt.Acquire("/some/other/libonnxruntime.so.1"); err == nil || !strings.Contains(err.Error(), "already loaded") {
+		t.Fatalf("second library: err = %v", err)
+	}
+	a.Close()
+	if _, err := b.Run(context.Background()); err != nil {
+		t.Fatalf("b after a.Close: %v", err)
+	}
+	b.Close()
+	b.Close()
+	if _, err := b.Run(context.Background()); err != ErrClosed {
+		t.Fatalf("run after close: %v", err)
+	}
+	refs := onnxrt.EnvironmentRefs()
+	if refs != 0 {
+		t.Fatalf("refs = %d after closing both sessions", refs)
+	}
+	// The environment comes back for the next session.
+	c := newSession(t, path, spec(1, 2, 2, MeaningMetricDepth), onnxrt.Config{}, nil)
+	if _, err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // The AuxUE that owns its inputs reads the depth model's image input from
@@ -35,7 +37,7 @@ func TestAuxUESharesTheImageInput(t *testing.T) {
 				t.Fatal("no scale map")
 			}
 
-			own, err := NewSession(ctx, p.aux, p.auxueSpec, Config{IntraOpThreads: 1}, nil)
+			own, err := NewSession(ctx, p.aux, p.auxueSpec, onnxrt.Config{IntraOpThreads: 1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +61,7 @@ func TestAuxUESharesTheImageInput(t *testing.T) {
 			// Memory of frames of another size is refused (the session
 			// then has a buffer of its own).
 			odd := make([]float32, 4*(len(m.depth.Input())+1))
-			other, err := OpenSession(ctx, p.aux, p.auxueSpec, Config{IntraOpThreads: 1},
+			other, err := OpenSession(ctx, p.aux, p.auxueSpec, onnxrt.Config{IntraOpThreads: 1},
 				SessionOptions{SharedInputs: []SharedInput{{Data: odd, FrameSize: len(m.depth.Input()) + 1}}}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +81,7 @@ func TestAuxUESharesTheImageInput(t *testing.T) {
 func TestSkipAlpha(t *testing.T) {
 	ref := modelPairs(t)[1]
 	ctx := context.Background()
-	cfg := Config{IntraOpThreads: 1}
+	cfg := onnxrt.Config{IntraOpThreads: 1}
 	full := newSession(t, ref.aux, ref.auxueSpec, cfg, nil)
 	skip, err := OpenSession(ctx, ref.aux, ref.auxueSpec, cfg, SessionOptions{SkipAlpha: true}, nil)
 	if err != nil {

@@ -8,8 +8,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 	"gopkg.in/yaml.v3"
+
+	"github.com/didoedge/didoedge/pkg/mapgrid"
 )
 
 // Model kinds of an IOSpec.
@@ -56,14 +57,6 @@ const (
 	// min_depth, 1/d = 1/max_depth + (1/min_depth - 1/max_depth) s, and d
 	// times scale (5.4 for monodepth2's stereo models).
 	MeaningSigmoidDisparity = "sigmoid_disparity"
-)
-
-// Input element types, read from the model (the spec needs no key): the
-// runtime normalizes into float32 and converts for the model.
-const (
-	TypeFloat32 = "float32"
-	TypeFloat16 = "float16"
-	TypeUint8   = "uint8" // raw pixels 0..255: pixel_range 255, no mean/std
 )
 
 // Units of an AuxUE's depth input and scale output.
@@ -203,7 +196,7 @@ type TensorSpec struct {
 // ModelFeatureInput is an AuxUE input (Name) that takes one of the depth
 // model's own tensors (Tensor, a node output of its graph, NCHW
 // (1,Channels,Height,Width) at the depth model's input size), exposed as
-// an extra depth-model output at load time (auxue/onnx.Expose).
+// an extra depth-model output at load time (pkg/onnx.Expose).
 type ModelFeatureInput struct {
 	Name     string `yaml:"name"`
 	Tensor   string `yaml:"tensor"`

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 const auxSpecYAML = `kind: auxue
@@ -144,7 +146,7 @@ func TestMapShape(t *testing.T) {
 func TestRelativeDepthInto(t *testing.T) {
 	s := spec(1, 1, 4, MeaningRelative)
 	s.Depth.Scale = 2
-	sess := newSession(t, saveModel(t, affineModel(1, 1, 4, 1, 0)), s, Config{}, nil)
+	sess := newSession(t, saveModel(t, affineModel(1, 1, 4, 1, 0)), s, onnxrt.Config{}, nil)
 	copy(sess.Input(), []float32{-1, 0, 3, float32(math.Inf(1))})
 	if _, err := sess.Run(context.Background()); err != nil {
 		t.Fatal(err)

@@ -2,29 +2,27 @@ package infer
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // threadModes are the threading set-ups a user can configure, the first
 // being ONNX Runtime's own default (each session its pool, spinning).
 var threadModes = []struct {
 	name string
-	cfg  Config
+	cfg  onnxrt.Config
 }{
-	{"session pools, spinning", Config{ThreadPool: ThreadPoolSession, ThreadSpinning: true}},
-	{"session pools, no spinning", Config{ThreadPool: ThreadPoolSession}},
-	{"global pool, no spinning (default)", Config{}},
-	{"global pool, spinning", Config{ThreadPool: ThreadPoolGlobal, ThreadSpinning: true}},
+	{"session pools, spinning", onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession, ThreadSpinning: true}},
+	{"session pools, no spinning", onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession}},
+	{"global pool, no spinning (default)", onnxrt.Config{}},
+	{"global pool, spinning", onnxrt.Config{ThreadPool: onnxrt.ThreadPoolGlobal, ThreadSpinning: true}},
 }
 
 // modelPair is a depth model and its AuxUE with their IO specs.
@@ -69,7 +67,7 @@ func readSpecFile(path, kind string) (IOSpec, error) {
 
 // runPair runs the depth model on a fixed image, feeds the AuxUE the same
 // image and the depth, and returns copies of every output of both.
-func runPair(t *testing.T, p modelPair, cfg Config) [][]float32 {
+func runPair(t *testing.T, p modelPair, cfg onnxrt.Config) [][]float32 {
 	t.Helper()
 	ctx := context.Background()
 	depth := newSession(t, p.depth, p.depthSpec, cfg, nil)
@@ -157,7 +155,7 @@ func TestThreadModesGiveSameOutputs(t *testing.T) {
 // give the outputs of a lone run.
 func TestGlobalPoolConcurrentRuns(t *testing.T) {
 	p := modelPairs(t)[0]
-	cfg := Config{IntraOpThreads: 2}
+	cfg := onnxrt.Config{IntraOpThreads: 2}
 	want := runPair(t, p, cfg)
 	var wg sync.WaitGroup
 	results := make([][][]float32, 4)
@@ -184,7 +182,7 @@ func TestGlobalPoolConcurrentRuns(t *testing.T) {
 }
 
 // runPairErr is runPair for goroutines: nil on any error.
-func runPairErr(p modelPair, cfg Config) [][]float32 {
+func runPairErr(p modelPair, cfg onnxrt.Config) [][]float32 {
 	ctx := context.Background()
 	depth, err := NewSession(ctx, p.depth, p.depthSpec, cfg, nil)
 	if err != nil {
@@ -243,7 +241,7 @@ func osThreads(t *testing.T) int {
 func TestGlobalPoolShared(t *testing.T) {
 	path := saveModel(t, affineModel(1, 2, 2, 1, 0))
 	const intra, sessions = 4, 4
-	open := func(cfg Config) (started []int, closeAll func()) {
+	open := func(cfg onnxrt.Config) (started []int, closeAll func()) {
 		var ss []*Session
 		before := osThreads(t)
 		for range sessions {
@@ -268,7 +266,7 @@ func TestGlobalPoolShared(t *testing.T) {
 		}
 	}
 
-	own, closeOwn := open(Config{ThreadPool: ThreadPoolSession, IntraOpThreads: intra})
+	own, closeOwn := open(onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession, IntraOpThreads: intra})
 	closeOwn()
 	for i, n := range own {
 		if n < intra-1 {
@@ -277,7 +275,7 @@ func TestGlobalPoolShared(t *testing.T) {
 	}
 
 	base := osThreads(t)
-	shared, closeShared := open(Config{ThreadPool: ThreadPoolGlobal, IntraOpThreads: intra})
+	shared, closeShared := open(onnxrt.Config{ThreadPool: onnxrt.ThreadPoolGlobal, IntraOpThreads: intra})
 	if shared[0] < intra-1 {
 		t.Errorf("global pool: the first session started %d threads, want the pool's %d", shared[0], intra-1)
 	}
@@ -302,87 +300,34 @@ func TestGlobalPoolMismatch(t *testing.T) {
 	sp := spec(1, 2, 2, MeaningMetricDepth)
 	ctx := context.Background()
 
-	own := newSession(t, path, sp, Config{ThreadPool: ThreadPoolSession}, nil)
-	if _, err := NewSession(ctx, path, sp, Config{}, nil); err == nil || !strings.Contains(err.Error(), "thread_pool") ||
+	own := newSession(t, path, sp, onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession}, nil)
+	if _, err := NewSession(ctx, path, sp, onnxrt.Config{}, nil); err == nil || !strings.Contains(err.Error(), "thread_pool") ||
 		!strings.Contains(err.Error(), "without a global thread pool") {
 		t.Fatalf("global pool on an environment without one: err = %v", err)
 	}
-	if own.ThreadPool() != ThreadPoolSession {
+	if own.ThreadPool() != onnxrt.ThreadPoolSession {
 		t.Fatalf("ThreadPool() = %q", own.ThreadPool())
 	}
 	if err := own.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	g := newSession(t, path, sp, Config{IntraOpThreads: 2}, nil)
-	if g.ThreadPool() != ThreadPoolGlobal {
+	g := newSession(t, path, sp, onnxrt.Config{IntraOpThreads: 2}, nil)
+	if g.ThreadPool() != onnxrt.ThreadPoolGlobal {
 		t.Fatalf("ThreadPool() = %q", g.ThreadPool())
 	}
-	for _, cfg := range []Config{{IntraOpThreads: 3}, {IntraOpThreads: 2, ThreadSpinning: true}} {
+	for _, cfg := range []onnxrt.Config{{IntraOpThreads: 3}, {IntraOpThreads: 2, ThreadSpinning: true}} {
 		_, err := NewSession(ctx, path, sp, cfg, nil)
 		if err == nil || !strings.Contains(err.Error(), "intra_op_threads 2, thread_spinning false") {
 			t.Errorf("%+v on a pool of 2 threads without spinning: err = %v", cfg, err)
 		}
 	}
-	mixed := newSession(t, path, sp, Config{ThreadPool: ThreadPoolSession, ThreadSpinning: true}, nil)
+	mixed := newSession(t, path, sp, onnxrt.Config{ThreadPool: onnxrt.ThreadPoolSession, ThreadSpinning: true}, nil)
 	if _, err := mixed.Run(ctx); err != nil {
 		t.Fatalf("session pool beside the global one: %v", err)
 	}
-	same := newSession(t, path, sp, Config{IntraOpThreads: 2}, nil)
+	same := newSession(t, path, sp, onnxrt.Config{IntraOpThreads: 2}, nil)
 	if _, err := same.Run(ctx); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The OrtApi indices in threads.go are those of the header the binding is
-// compiled with: a C program built against it prints offsetof/sizeof.
-func TestOrtAPIIndices(t *testing.T) {
-	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/yalue/onnxruntime_go").Output()
-	if err != nil {
-		t.Fatalf("locate the binding: %v", err)
-	}
-	header := filepath.Join(strings.TrimSpace(string(dir)), "onnxruntime_c_api.h")
-	if _, err := os.Stat(header); err != nil {
-		t.Fatal(err)
-	}
-	cc, err := exec.Command("go", "env", "CC").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ortAPIIndices()
-	var src strings.Builder
-	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"onnxruntime_c_api.h\"\nint main(void) {\n")
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-		fmt.Fprintf(&src, "  printf(\"%s %%zu\\n\", offsetof(OrtApi, %s) / sizeof(void *));\n", n, n)
-	}
-	src.WriteString("  return 0;\n}\n")
-	tmp := t.TempDir()
-	c := filepath.Join(tmp, "idx.c")
-	if err := os.WriteFile(c, []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(tmp, "idx")
-	if out, err := exec.Command(strings.Fields(string(cc))[0], "-I", filepath.Dir(header), "-o", bin, c).CombinedOutput(); err != nil {
-		t.Fatalf("compile against %s: %v\n%s", header, err, out)
-	}
-	out, err := exec.Command(bin).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int{}
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		n, err := strconv.Atoi(f[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[f[0]] = n
-	}
-	for _, n := range names {
-		if got[n] != want[n] {
-			t.Errorf("OrtApi.%s: index %d in threads.go, %d in %s", n, want[n], got[n], header)
-		}
 	}
 }

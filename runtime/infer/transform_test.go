@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TestReadoutClosedForms: each meaning's folded read-out equals its closed
@@ -119,13 +121,13 @@ func TestFloat16Exhaustive(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
 		u := uint16(h)
 		e, m := int(u>>10)&0x1f, float64(u&0x3ff)
-		f := Float32FromHalf(u)
+		f := onnxrt.Float32FromHalf(u)
 		if e == 0x1f {
 			if m == 0 && !math.IsInf(float64(f), 0) || m != 0 && !math.IsNaN(float64(f)) {
 				t.Fatalf("%#04x: %v", u, f)
 			}
-			if m != 0 && Float16(f)&0x7c00 != 0x7c00 {
-				t.Fatalf("NaN %#04x came back as %#04x", u, Float16(f))
+			if m != 0 && onnxrt.Float16(f)&0x7c00 != 0x7c00 {
+				t.Fatalf("NaN %#04x came back as %#04x", u, onnxrt.Float16(f))
 			}
 			continue
 		}
@@ -139,7 +141,7 @@ func TestFloat16Exhaustive(t *testing.T) {
 		if float64(f) != want {
 			t.Fatalf("%#04x: %v, want %v", u, f, want)
 		}
-		if back := Float16(f); back != u {
+		if back := onnxrt.Float16(f); back != u {
 			t.Fatalf("%#04x -> %v -> %#04x", u, f, back)
 		}
 	}
@@ -155,8 +157,8 @@ func TestFloat16Rounding(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			f = -f
 		}
-		h := Float16(f)
-		got := float64(Float32FromHalf(h))
+		h := onnxrt.Float16(f)
+		got := float64(onnxrt.Float32FromHalf(h))
 		if math.Abs(float64(f)) >= 65520 {
 			if !math.IsInf(got, 0) {
 				t.Fatalf("%v -> %v, want Inf", f, got)
@@ -169,7 +171,7 @@ func TestFloat16Rounding(t *testing.T) {
 			if nb >= 0x7c00 || nb > 0x7fff {
 				continue
 			}
-			other := math.Abs(float64(Float32FromHalf(nb|h&0x8000)) - float64(f))
+			other := math.Abs(float64(onnxrt.Float32FromHalf(nb|h&0x8000)) - float64(f))
 			if other < err || (other == err && h&1 == 1) {
 				t.Fatalf("%v -> %#04x (%v, error %v), but %#04x is nearer or even (error %v)", f, h, got, err, nb|h&0x8000, other)
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera/sim"
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
+	"github.com/didoedge/didoedge/pkg/mapgrid"
 )
 
 // benchFrame is the reference frame: 192x640 RGB with all three maps.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 const crashEnv = "DIDOEDGE_RECORD_CRASH_DIR"

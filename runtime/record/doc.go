@@ -2,10 +2,10 @@
 // opens: per camera the frame (foxglove.CompressedImage, JPEG or PNG), the
 // depth, Laplace scale and epistemic maps (foxglove.RawImage; by default
 // on the grids the models computed them on, in float16, the resize rule to
-// the frame in the channel's metadata: internal/mcaprec), the
+// the frame in the channel's metadata: runtime/record/mcaprec), the
 // camera intrinsics (foxglove.CameraCalibration), zone states and alert
 // events (JSON with their JSON Schemas), and the identity of the models as
-// metadata. The layout is internal/mcaprec's; camera/mcapsource reads it
+// metadata. The layout is runtime/record/mcaprec's; runtime/record/mcapsource reads it
 // back, and ReadRecording summarizes a file (frames, events, models).
 //
 // Two modes: continuous (files rotated by size or recorded time, the

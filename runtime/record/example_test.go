@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // Example records three frames with their depth map and plays them back.

@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/internal/mcaprec"
 	"github.com/didoedge/didoedge/internal/objstore"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/runtime/record/upload"
 )
 

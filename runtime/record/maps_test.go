@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
-	"github.com/didoedge/didoedge/internal/mcaprec"
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
+	"github.com/didoedge/didoedge/pkg/mapgrid"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // computedFrame is a frame of fw x fh whose maps were computed on a 32x16

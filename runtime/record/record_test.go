@@ -12,9 +12,9 @@ import (
 
 	"github.com/didoedge/didoedge/alerts/schema"
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 func eventJSON(seq int, camera string, frameSeq int, t time.Time) []byte {

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didoedge/didoedge/internal/mcaprec"
 	"github.com/didoedge/didoedge/internal/objstore"
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
+	"github.com/didoedge/didoedge/pkg/mapgrid"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 )
 
 // Intrinsics are the pinhole intrinsics of a camera's frames.

@@ -8,9 +8,8 @@ import (
 	"maps"
 	"time"
 
-	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // Recording is what a recording holds for one camera, besides the frames'
@@ -24,8 +23,10 @@ type Recording struct {
 	Frames            int
 	FirstSeq, LastSeq uint32
 	First, Last       time.Time
-	// Events are the alert events recorded live, in file order.
-	Events []alerts.Event
+	// Events are the camera's alert events recorded live, in file order,
+	// as they were published (the versioned event schema, alerts/schema
+	// event.v1.json): the recording reader knows no alert engine type.
+	Events []RecordedEvent
 	// Models is the last didoedge.models metadata record (nil when
 	// absent); ModelsChanged says that the file holds several that differ
 	// (a SIGHUP reload swapped the calibration while it was recorded).
@@ -33,6 +34,22 @@ type Recording struct {
 	ModelsChanged bool
 	// Truncated: the file ends inside a chunk (its writer was killed).
 	Truncated bool
+}
+
+// RecordedEvent is one alert event of a recording: its channel's topic,
+// its log time and its JSON payload (a didoedge.event/1 document).
+type RecordedEvent struct {
+	Topic   string
+	LogTime uint64
+	JSON    json.RawMessage
+}
+
+// Decode unmarshals the event's payload into v (an alerts.Event, a map).
+func (e RecordedEvent) Decode(v any) error {
+	if err := json.Unmarshal(e.JSON, v); err != nil {
+		return fmt.Errorf("channel %s: event at log time %d: %w", e.Topic, e.LogTime, err)
+	}
+	return nil
 }
 
 // ReadRecording walks a local recording and collects one camera's
@@ -101,11 +118,13 @@ func ReadRecordingFrom(path string, open mcapsource.Opener, camera string) (*Rec
 		if em.Camera != rec.Camera {
 			continue
 		}
-		var ev alerts.Event
-		if err := json.Unmarshal(em.Data, &ev); err != nil {
+		// An event must at least be a JSON object: its schema's fields are
+		// read by whoever decodes it (RecordedEvent.Decode).
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(em.Data, &probe); err != nil {
 			return nil, fmt.Errorf("recording %s: channel %s: event at log time %d: %w", path, em.Topic, em.LogTime, err)
 		}
-		rec.Events = append(rec.Events, ev)
+		rec.Events = append(rec.Events, RecordedEvent{Topic: em.Topic, LogTime: em.LogTime, JSON: append(json.RawMessage(nil), em.Data...)})
 	}
 	return rec, nil
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts/schema"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 )
 
 // smallRecording writes a recording of 3 frames and 2 events.
@@ -50,7 +50,7 @@ func TestReadRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Camera != "front" || r.Frames != 3 || r.FirstSeq != 1 || r.LastSeq != 3 || len(r.Events) != 2 || r.Events[0].Type != "new" ||
+	if r.Camera != "front" || r.Frames != 3 || r.FirstSeq != 1 || r.LastSeq != 3 || len(r.Events) != 2 || eventType(t, r.Events[0]) != "new" ||
 		r.Models["depth_sha256"] != "aa" || r.Truncated || r.Last.Sub(r.First) != 200*time.Millisecond {
 		t.Fatalf("recording %+v", r)
 	}
@@ -79,4 +79,16 @@ func FuzzReadRecording(f *testing.F) {
 			t.Fatalf("read a recording without frames: %+v", r)
 		}
 	})
+}
+
+// eventType is the "type" field of a recorded event's payload.
+func eventType(t *testing.T, e RecordedEvent) string {
+	t.Helper()
+	var v struct {
+		Type string `json:"type"`
+	}
+	if err := e.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Type
 }

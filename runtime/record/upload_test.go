@@ -17,9 +17,9 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/didoedge/didoedge/internal/mcaprec"
 	"github.com/didoedge/didoedge/internal/objstore"
 	"github.com/didoedge/didoedge/internal/objstore/s3test"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/runtime/record/upload"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/foxglove/mcap/go/mcap"
 
-	"github.com/didoedge/didoedge/internal/mcaprec"
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
+	"github.com/didoedge/didoedge/pkg/mapgrid"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 )
 
 // run is the recorder's goroutine: it takes frames, JSON messages and

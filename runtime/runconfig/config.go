@@ -18,6 +18,7 @@ import (
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -32,7 +33,7 @@ type Config struct {
 	// camera has its name, source, and optionally its own zones, ignore
 	// masks and calibration (default: the alerts section's).
 	Cameras   []CameraEntry  `yaml:"cameras"`
-	Inference infer.Config   `yaml:"inference"`
+	Inference onnxrt.Config  `yaml:"inference"`
 	Depth     ModelConfig    `yaml:"depth"`
 	AuxUE     AuxUEConfig    `yaml:"auxue"`
 	Alerts    yaml.Node      `yaml:"alerts"` // an AlertsConfig; parsed into the field AlertsConfig

@@ -1,6 +1,9 @@
 package runconfig
 
-import "github.com/didoedge/didoedge/runtime/infer"
+import (
+	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
+)
 
 // Batch sizes (pipeline.batch_size): DefaultMaxBatch caps the default
 // (min(cameras, DefaultMaxBatch) for dynamic-batch models on a GPU
@@ -45,7 +48,7 @@ func (m *ModelConfig) SpecFile() string {
 // runs one frame per run (runtime/infer, SessionOptions.IfDynamic).
 func (c *Config) DefaultBatchSize(cameras int) int {
 	for _, p := range c.Inference.Providers {
-		if p.Name == infer.ProviderTensorRT || p.Name == infer.ProviderCUDA {
+		if p.Name == onnxrt.ProviderTensorRT || p.Name == onnxrt.ProviderCUDA {
 			return max(1, min(cameras, DefaultMaxBatch))
 		}
 	}

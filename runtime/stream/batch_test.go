@@ -11,9 +11,9 @@ import (
 
 	"github.com/didoedge/didoedge/internal/testmodels"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/pkg/onnx"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -212,7 +212,7 @@ func TestBatchSizeConfig(t *testing.T) {
 	// A GPU provider that falls back to the CPU: the default batch follows
 	// the provider the sessions run on, one frame per run (a CPU test: it
 	// asserts that cuda cannot run here).
-	if !infer.NVIDIAGPUPresent() {
+	if !onnxrt.NVIDIAGPUPresent() {
 		p4, err := newBatchedPipelineEdit(t, func(s string) string {
 			return strings.Replace(s, "providers: [{name: cpu}]", "providers: [{name: cuda}, {name: cpu}]", 1)
 		})
@@ -232,19 +232,19 @@ func TestBatchSizeConfig(t *testing.T) {
 // a GPU provider is configured, anywhere in the fallback list, and runs one
 // frame per run on the CPU provider alone.
 func TestDefaultBatchSize(t *testing.T) {
-	gpu := []infer.ProviderConfig{{Name: infer.ProviderTensorRT}, {Name: infer.ProviderCUDA}, {Name: infer.ProviderCPU}}
+	gpu := []onnxrt.ProviderConfig{{Name: onnxrt.ProviderTensorRT}, {Name: onnxrt.ProviderCUDA}, {Name: onnxrt.ProviderCPU}}
 	for _, tc := range []struct {
 		name      string
-		providers []infer.ProviderConfig
+		providers []onnxrt.ProviderConfig
 		cameras   int
 		want      int
 	}{
 		{"default providers", nil, 3, 1},
-		{"cpu", []infer.ProviderConfig{{Name: infer.ProviderCPU}}, 8, 1},
+		{"cpu", []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU}}, 8, 1},
 		{"tensorrt, cuda, cpu: 3 cameras", gpu, 3, 3},
 		{"tensorrt, cuda, cpu: 8 cameras", gpu, 8, runconfig.DefaultMaxBatch},
-		{"cpu then cuda", []infer.ProviderConfig{{Name: infer.ProviderCPU}, {Name: infer.ProviderCUDA}}, 2, 2},
-		{"cuda: 1 camera", []infer.ProviderConfig{{Name: infer.ProviderCUDA}}, 1, 1},
+		{"cpu then cuda", []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCPU}, {Name: onnxrt.ProviderCUDA}}, 2, 2},
+		{"cuda: 1 camera", []onnxrt.ProviderConfig{{Name: onnxrt.ProviderCUDA}}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var cfg runconfig.Config

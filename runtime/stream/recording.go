@@ -26,7 +26,7 @@ const (
 	recordEventsStream = "events"
 	recordStatesStream = "zone_states"
 	// replayModelsMetadata names the models and calibration of a
-	// recording (internal/mcaprec.ModelsMetadata).
+	// recording (runtime/record/mcaprec.ModelsMetadata).
 	replayModelsMetadata = "didoedge.models"
 )
 

@@ -17,9 +17,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/internal/mcapcheck"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TestRequiredProviderFailsStart (a CPU test: it asserts that CUDA cannot
@@ -12,7 +12,7 @@ import (
 // naming the key, instead of running on the CPU; the YAML key parses with
 // the runtime's strict decoder.
 func TestRequiredProviderFailsStart(t *testing.T) {
-	if infer.NVIDIAGPUPresent() {
+	if onnxrt.NVIDIAGPUPresent() {
 		t.Skip("an NVIDIA GPU is present: this CPU test asserts that a required cuda cannot run")
 	}
 	_, err := newBatchedPipelineEdit(t, func(s string) string {

@@ -22,8 +22,9 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
@@ -44,7 +45,7 @@ type Options struct {
 	Progress func(SoakSample)
 	// Inference, when set, replaces the demo's inference providers (CPU)
 	// and, when it names one, its library: a GPU measurement.
-	Inference *infer.Config
+	Inference *onnxrt.Config
 	// Record, when set, turns the pipeline's recorder on with this
 	// section (its dir is replaced by a temporary one): Latency then
 	// reports the recording's cost (LatencyReport.Record).
@@ -65,14 +66,14 @@ levels:
 
 // system is a running demo system: camera, pipeline, broker.
 type system struct {
-	cam      *demo.Camera
+	cam      *simrig.Camera
 	pipeline *stream.Pipeline
 	tmp      string
 	done     chan error
 	cancel   context.CancelFunc
 }
 
-func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool, onFrame func(stream.FrameTiming), onEvent func(*alerts.Event)) (*system, error) {
+func start(ctx context.Context, o Options, phases []simrig.Phase, forceEvents bool, onFrame func(stream.FrameTiming), onEvent func(*alerts.Event)) (*system, error) {
 	tmp, err := os.MkdirTemp("", "didoedge-bench-")
 	if err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func start(ctx context.Context, o Options, phases []demo.Phase, forceEvents bool
 			return nil, err
 		}
 	}
-	if s.cam, err = demo.StartCamera(do, o.Width, o.Height); err != nil {
+	if s.cam, err = simrig.StartCamera(do.Rig(), o.Width, o.Height); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func Latency(ctx context.Context, o Options) (*LatencyReport, error) {
 		}
 		mu.Unlock()
 	}
-	outdoor := []demo.Phase{{Name: "outdoor", World: "outdoor", Duration: time.Hour}}
+	outdoor := []simrig.Phase{{Name: "outdoor", World: "outdoor", Duration: time.Hour}}
 	sys, err := start(ctx, o, outdoor, true, onFrame, onEvent)
 	if err != nil {
 		return nil, err
@@ -390,7 +391,7 @@ type SoakReport struct {
 // after o.Warmup, sampling RSS and goroutines every interval.
 func Soak(ctx context.Context, o Options, interval time.Duration) (*SoakReport, error) {
 	o.defaults()
-	sc := demo.DefaultScenario()
+	sc := simrig.DefaultScenario()
 	// Shorter phases so that a short soak still crosses every scene.
 	for i := range sc {
 		sc[i].Duration = max(2*time.Second, min(sc[i].Duration, o.Duration/8))
@@ -480,7 +481,7 @@ func rssBytes() (int64, error) {
 
 // applyInference puts a benchmark's providers and library (inf, nil: the
 // demo's CPU provider) into the runtime config.
-func applyInference(inf *infer.Config, cfg *runconfig.Config) {
+func applyInference(inf *onnxrt.Config, cfg *runconfig.Config) {
 	if inf == nil {
 		return
 	}

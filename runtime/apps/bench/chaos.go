@@ -14,9 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/didoedge/didoedge/alerts/outbox"
-	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"gopkg.in/yaml.v3"
+
+	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/camera/simrig"
+	"github.com/didoedge/didoedge/runtime/apps/demo"
 )
 
 // ChaosOptions configure `didoedge bench chaos`.
@@ -139,7 +141,7 @@ type chaosPhase struct {
 	t0      time.Time
 	cfgPath string
 	metrics string // /metrics URL
-	cams    []*demo.Camera
+	cams    []*simrig.Camera
 	mosq    *chaosMosquitto
 	subs    []*chaosSubscriber
 
@@ -158,8 +160,8 @@ type chaosPhase struct {
 // report.json and report.md into o.Out.
 func Chaos(ctx context.Context, o ChaosOptions) (*ChaosReport, error) {
 	o.defaults()
-	if o.Cameras < 1 || o.Cameras > demo.MaxCameras {
-		return nil, fmt.Errorf("bench chaos: %d cameras outside [1, %d]", o.Cameras, demo.MaxCameras)
+	if o.Cameras < 1 || o.Cameras > simrig.MaxCameras {
+		return nil, fmt.Errorf("bench chaos: %d cameras outside [1, %d]", o.Cameras, simrig.MaxCameras)
 	}
 	if o.Out == "" || o.Self == "" {
 		return nil, errors.New("bench chaos: output directory and runtime binary required")
@@ -237,7 +239,7 @@ func (ph *chaosPhase) run(ctx context.Context, dur time.Duration) (_ *PhaseRepor
 	}
 	dopts := demo.Options{ModelsDir: o.ModelsDir, WorkDir: work, FPS: o.FPS, Seed: 1, Logger: o.Log, Precompute: 16}
 	for i := range o.Cameras {
-		c, err := demo.StartRigCamera(dopts, ref.Depth.Input.Width, ref.Depth.Input.Height, i)
+		c, err := simrig.StartRigCamera(dopts.Rig(), ref.Depth.Input.Width, ref.Depth.Input.Height, i)
 		if err != nil {
 			return nil, err
 		}

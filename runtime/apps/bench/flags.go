@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 
@@ -33,11 +34,11 @@ func (f *InferenceFlags) AddFlags(fs *flag.FlagSet) {
 
 // Config is the inference override the flags give (Options.Inference);
 // nil when neither is set: the demo's CPU provider and library resolution.
-func (f *InferenceFlags) Config() (*infer.Config, error) {
+func (f *InferenceFlags) Config() (*onnxrt.Config, error) {
 	if f.Providers == "" && f.Library == "" && f.DeviceTensors == "" {
 		return nil, nil
 	}
-	c, err := infer.ParseProviders(f.Providers, f.Library)
+	c, err := onnxrt.ParseProviders(f.Providers, f.Library)
 	if err != nil {
 		return nil, fmt.Errorf("--providers %q: %w", f.Providers, err)
 	}
@@ -81,7 +82,7 @@ func (f *LatencyFlags) AddFlags(fs *flag.FlagSet) {
 // Run measures what the flags say with the inference override inf
 // (InferenceFlags.Config) and writes the report to w; a soak fails when
 // the RSS grew by more than --max-growth.
-func (f *LatencyFlags) Run(ctx context.Context, inf *infer.Config, w io.Writer, log *slog.Logger) error {
+func (f *LatencyFlags) Run(ctx context.Context, inf *onnxrt.Config, w io.Writer, log *slog.Logger) error {
 	if err := demo.CheckLibrary(); err != nil {
 		return err
 	}
@@ -241,14 +242,14 @@ func (f *MulticamFlags) MulticamRun(log *slog.Logger) (MulticamRun, error) {
 	if err != nil {
 		return MulticamRun{}, err
 	}
-	if err := (infer.Config{ThreadPool: f.ThreadPool}).Validate(); err != nil {
+	if err := (onnxrt.Config{ThreadPool: f.ThreadPool}).Validate(); err != nil {
 		return MulticamRun{}, fmt.Errorf("--thread-pool: %w", err)
 	}
 	var counts []int
 	for _, s := range strings.Split(f.Cameras, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 || n > demo.MaxCameras {
-			return MulticamRun{}, fmt.Errorf("--cameras %q: %q is not a camera count in 1..%d", f.Cameras, s, demo.MaxCameras)
+		if err != nil || n < 1 || n > simrig.MaxCameras {
+			return MulticamRun{}, fmt.Errorf("--cameras %q: %q is not a camera count in 1..%d", f.Cameras, s, simrig.MaxCameras)
 		}
 		counts = append(counts, n)
 	}

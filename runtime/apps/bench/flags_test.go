@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // TestInferenceFlags: no flag keeps the demo's inference (nil); the flags
@@ -18,13 +18,13 @@ func TestInferenceFlags(t *testing.T) {
 		t.Fatalf("no flags: %+v, %v", c, err)
 	}
 	c, err := (&InferenceFlags{Providers: "cuda:required", Library: "/x/lib.so"}).Config()
-	if err != nil || c.Library != "/x/lib.so" || len(c.Providers) != 1 || c.Providers[0] != (infer.ProviderConfig{Name: infer.ProviderCUDA, Required: true}) {
+	if err != nil || c.Library != "/x/lib.so" || len(c.Providers) != 1 || c.Providers[0] != (onnxrt.ProviderConfig{Name: onnxrt.ProviderCUDA, Required: true}) {
 		t.Fatalf("config %+v, %v", c, err)
 	}
 	if c, err := (&InferenceFlags{Library: "/x/lib.so"}).Config(); err != nil || c.Library != "/x/lib.so" || len(c.Providers) != 0 {
 		t.Fatalf("--library alone: %+v, %v", c, err)
 	}
-	if c, err := (&InferenceFlags{DeviceTensors: "on"}).Config(); err != nil || c.DeviceTensors != infer.DeviceTensorsOn || len(c.Providers) != 0 {
+	if c, err := (&InferenceFlags{DeviceTensors: "on"}).Config(); err != nil || c.DeviceTensors != onnxrt.DeviceTensorsOn || len(c.Providers) != 0 {
 		t.Fatalf("--device-tensors alone: %+v, %v", c, err)
 	}
 	if _, err := (&InferenceFlags{Providers: "rocm"}).Config(); err == nil || !strings.Contains(err.Error(), `--providers "rocm"`) {

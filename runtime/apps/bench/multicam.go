@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didoedge/didoedge/auxue/onnx"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/camera/simrig"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
@@ -24,7 +26,7 @@ import (
 // MulticamOptions configure one multi-camera measurement.
 type MulticamOptions struct {
 	ModelsDir string
-	// Cameras is the number of cameras of the simulated rig (demo.RigCamera).
+	// Cameras is the number of cameras of the simulated rig (simrig.RigCamera).
 	Cameras  int
 	Duration time.Duration // measured time
 	Warmup   time.Duration // discarded start (default 5 s)
@@ -58,7 +60,7 @@ type MulticamOptions struct {
 	ThreadSpinning bool
 	// Inference, when set, replaces the demo's providers and library (a
 	// GPU measurement).
-	Inference *infer.Config
+	Inference *onnxrt.Config
 	Log       *slog.Logger
 }
 
@@ -150,7 +152,7 @@ levels:
 func rigFrames(n, frames, w, h int) ([][][]uint8, error) {
 	out := make([][][]uint8, n)
 	for i := range n {
-		_, heading, off := demo.RigCamera(i)
+		_, heading, off := simrig.RigCamera(i)
 		r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Seed: 1 + off, Heading: heading})
 		if err != nil {
 			return nil, err
@@ -194,10 +196,10 @@ func multicamConfig(modelsDir, tmp string, n int, dynamic bool) (*runconfig.Conf
 	if err := os.WriteFile(cal, []byte(quietCalibration), 0o644); err != nil {
 		return nil, nil, err
 	}
-	var cams []*demo.Camera
+	var cams []*simrig.Camera
 	for i := range n {
-		name, _, _ := demo.RigCamera(i)
-		cams = append(cams, &demo.Camera{Name: name, URL: "rtsp://127.0.0.1:1/" + name})
+		name, _, _ := simrig.RigCamera(i)
+		cams = append(cams, &simrig.Camera{Name: name, URL: "rtsp://127.0.0.1:1/" + name})
 	}
 	do := demo.Options{ModelsDir: modelsDir, WorkDir: tmp, BrokerListen: "127.0.0.1:0", HTTP: runconfig.HTTPOff, Calibration: cal}
 	cfg, err := demo.ConfigForCameras(do, ref, cams)
@@ -209,8 +211,8 @@ func multicamConfig(modelsDir, tmp string, n int, dynamic bool) (*runconfig.Conf
 // latency, memory and allocations.
 func Multicam(ctx context.Context, o MulticamOptions) (*MulticamResult, error) {
 	o.defaults()
-	if o.Cameras < 1 || o.Cameras > demo.MaxCameras {
-		return nil, fmt.Errorf("bench multicam: %d cameras outside [1, %d]", o.Cameras, demo.MaxCameras)
+	if o.Cameras < 1 || o.Cameras > simrig.MaxCameras {
+		return nil, fmt.Errorf("bench multicam: %d cameras outside [1, %d]", o.Cameras, simrig.MaxCameras)
 	}
 	tmp, err := os.MkdirTemp("", "didoedge-multicam-")
 	if err != nil {

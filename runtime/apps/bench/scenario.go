@@ -21,6 +21,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
@@ -29,7 +30,7 @@ import (
 // ScriptSegment is one ground-truth segment of a scripted drive.
 type ScriptSegment struct {
 	Kind  string // KindClear, KindFog, ...
-	Phase demo.Phase
+	Phase simrig.Phase
 }
 
 // OODPhase returns the simulated camera phase of an out-of-distribution
@@ -37,8 +38,8 @@ type ScriptSegment struct {
 // noise, severity 3), night (the dark corruption, severity 4), the indoor
 // world, obstacles on the ego lane (crates, fallen trees). "noise:5" or
 // "night:3" choose another severity (1..5); the kind keeps the suffix.
-func OODPhase(kind string, d time.Duration) (demo.Phase, error) {
-	p := demo.Phase{Name: kind, World: sim.WorldOutdoor, Duration: d}
+func OODPhase(kind string, d time.Duration) (simrig.Phase, error) {
+	p := simrig.Phase{Name: kind, World: sim.WorldOutdoor, Duration: d}
 	base, sev, hasSev := strings.Cut(kind, ":")
 	severity := 0
 	if hasSev {
@@ -80,7 +81,7 @@ func OODPhase(kind string, d time.Duration) (demo.Phase, error) {
 // clear driving (the long stretch for false episodes).
 func Script(kinds []string, reps int, lead, ood, gap, tail time.Duration) ([]ScriptSegment, error) {
 	clear := func(d time.Duration) ScriptSegment {
-		return ScriptSegment{Kind: KindClear, Phase: demo.Phase{Name: KindClear, World: sim.WorldOutdoor, Duration: d}}
+		return ScriptSegment{Kind: KindClear, Phase: simrig.Phase{Name: KindClear, World: sim.WorldOutdoor, Duration: d}}
 	}
 	s := []ScriptSegment{clear(lead)}
 	for range reps {
@@ -253,17 +254,17 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 	}
 	defer broker.Stop()
 
-	var phases []demo.Phase
+	var phases []simrig.Phase
 	var total time.Duration
 	for _, s := range o.Script {
 		phases = append(phases, s.Phase)
 		total += s.Phase.Duration
 	}
 	// A last phase that the run never reaches, so the script does not loop.
-	phases = append(phases, demo.Phase{Name: "after", World: sim.WorldOutdoor, Duration: time.Hour})
+	phases = append(phases, simrig.Phase{Name: "after", World: sim.WorldOutdoor, Duration: time.Hour})
 	do := demo.Options{ModelsDir: o.ModelsDir, WorkDir: work, MQTT: "tcp://" + broker.Addr, HTTP: runconfig.HTTPOff,
 		FPS: o.FPS, Phases: phases, Logger: o.Log, Precompute: o.Precompute, Timing: &tm, Snapshots: true, HomeAssistant: true}
-	cam, err := demo.StartCamera(do, o.Width, o.Height)
+	cam, err := simrig.StartCamera(do.Rig(), o.Width, o.Height)
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +425,7 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 //
 // Times are truncated to milliseconds, the resolution of event times: the
 // first frame of a segment has the segment's start as its capture time.
-func spansOf(sw []demo.Switch, script []ScriptSegment, runEnd time.Time) []Span {
+func spansOf(sw []simrig.Switch, script []ScriptSegment, runEnd time.Time) []Span {
 	ms := func(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()) }
 	var spans []Span
 	for i, s := range sw {

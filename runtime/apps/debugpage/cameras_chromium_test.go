@@ -16,8 +16,8 @@ import (
 
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -82,7 +82,7 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	if resp.StatusCode != 503 || !strings.Contains(body, "control API is off") {
 		t.Fatalf("POST without a control: %d %s", resp.StatusCode, body)
 	}
-	srv.AttachControl(live.NewControl(p, cfg, true, nil))
+	srv.AttachControl(control.NewControl(p, cfg, true, nil))
 	for _, c := range []struct {
 		ctype, origin string
 		code          int

@@ -16,6 +16,7 @@ import (
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -139,7 +140,7 @@ http: {listen: "off"}
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ctl := live.NewControl(p, cfg, true, nil)
+	ctl := control.NewControl(p, cfg, true, nil)
 	srv.AttachControl(ctl)
 	lv, err := live.Listen(ctx, runconfig.LiveConfig{Listen: fmt.Sprintf("127.0.0.1:%d", p2)}, live.Options{})
 	if err != nil {

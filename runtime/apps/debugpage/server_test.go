@@ -16,6 +16,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/snapshot"
 	"github.com/didoedge/didoedge/internal/colormap"
+	"github.com/didoedge/didoedge/runtime/service"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -341,7 +342,7 @@ func absDiff(a, b int) int {
 func TestStartingHealth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := Listen(ctx, "127.0.0.1:0", 400*time.Millisecond, nil)
+	s, err := service.Listen(ctx, "127.0.0.1:0", 400*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,12 +359,12 @@ func TestStartingHealth(t *testing.T) {
 		t.Fatalf("healthz past the grace: %d %q", resp.StatusCode, body)
 	}
 	f := newFake(64, 32)
-	s.Attach(f)
+	s.Attach(f, Handler(f))
 	if resp, body := get(t, base+"/healthz"); resp.StatusCode != 200 || !strings.HasPrefix(string(body), "ok\n") {
 		t.Fatalf("healthz after Attach: %d %q", resp.StatusCode, body)
 	}
 	// A second Listen on the same address names the key.
-	if _, err := Listen(ctx, s.Addr(), time.Second, nil); err == nil || !strings.Contains(err.Error(), "http.listen "+s.Addr()) {
+	if _, err := service.Listen(ctx, s.Addr(), time.Second, nil); err == nil || !strings.Contains(err.Error(), "http.listen "+s.Addr()) {
 		t.Fatalf("second listen: %v", err)
 	}
 }

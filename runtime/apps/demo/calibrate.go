@@ -10,6 +10,7 @@ import (
 	"github.com/didoedge/didoedge/calib/calibrate"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/dataset/simworld"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -28,7 +29,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	seed := o.Seed + 1000 // other drives than the demo's camera
 	// Clear outdoor drives: in-distribution frames.
-	src := dataset.SimWorld{Config: sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Parallelism: 1}}
+	src := simworld.SimWorld{Config: sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Parallelism: 1}}
 	meta, err := src.Meta(seed)
 	if err != nil {
 		return "", nil, err
@@ -52,7 +53,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := calibrate.Run(ctx, calibrate.Options{Config: cfg, Data: data, TargetFAR: targetFAR, Log: o.Logger})
+	res, err := calibrate.Run(ctx, calibrate.Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: data, TargetFAR: targetFAR, Log: o.Logger})
 	if err != nil {
 		return "", nil, err
 	}

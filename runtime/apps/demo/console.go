@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
@@ -18,7 +19,7 @@ import (
 // concurrent writes (the pipeline prints events to it too).
 type Console struct {
 	Out           io.Writer
-	Cameras       []*Camera
+	Cameras       []*simrig.Camera
 	Width, Height int
 	FPS           float64
 	// MQTT is the external broker (empty: the embedded one).
@@ -111,7 +112,7 @@ func printZones(ctx context.Context, w io.Writer, p *stream.Pipeline, every time
 }
 
 // announcePhases prints a line when the simulated scene changes.
-func announcePhases(ctx context.Context, w io.Writer, sc *Scenario) {
+func announcePhases(ctx context.Context, w io.Writer, sc *simrig.Scenario) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	last := -1

@@ -14,12 +14,15 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/camera/rtspserver"
+	"github.com/didoedge/didoedge/camera/simrig"
+	"github.com/didoedge/didoedge/dataset/corrupt"
 	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	"github.com/didoedge/didoedge/runtime/runconfig"
-	"gopkg.in/yaml.v3"
 )
 
 // Reference model files in the models directory.
@@ -51,9 +54,9 @@ type Options struct {
 	// WorkDir (required, existing) holds the outbox and the demo's
 	// calibration file.
 	WorkDir string
-	FPS     float64 // camera frame rate (default 15)
-	Seed    int64   // world seed (default 1)
-	Phases  []Phase // default DefaultScenario()
+	FPS     float64        // camera frame rate (default 15)
+	Seed    int64          // world seed (default 1)
+	Phases  []simrig.Phase // default simrig.DefaultScenario()
 	// Calibration overrides the calibration file (default: the models
 	// directory's calibration.yaml if present, else built-in defaults).
 	Calibration string
@@ -94,8 +97,16 @@ func (o *Options) defaults() {
 		o.Seed = 1
 	}
 	if len(o.Phases) == 0 {
-		o.Phases = DefaultScenario()
+		o.Phases = simrig.DefaultScenario()
 	}
+}
+
+// Rig is the simulated rig's configuration of these options (the
+// scenario's corruptions by dataset/corrupt).
+func (o Options) Rig() simrig.Config {
+	o.defaults()
+	return simrig.Config{Addr: o.RTSPListen, FPS: o.FPS, Seed: o.Seed, Phases: o.Phases, Precompute: o.Precompute, Logger: o.Logger,
+		NewCorruptor: func() simrig.Corruptor { return corrupt.NewCorruptor() }}
 }
 
 // CheckModels reports the first missing reference file with the command
@@ -150,118 +161,10 @@ func CheckModels(dir string) error {
 
 // CheckLibrary finds the ONNX Runtime library or says how to get it.
 func CheckLibrary() error {
-	if _, err := infer.ResolveLibrary(""); err != nil {
+	if _, err := onnxrt.ResolveLibrary(""); err != nil {
 		return fmt.Errorf("ONNX Runtime library: %w", err)
 	}
 	return nil
-}
-
-// Camera is the running simulated camera.
-type Camera struct {
-	Server   *rtspserver.Server
-	Scenario *Scenario
-	URL      string
-	// Name is the camera's name in the runtime config; Heading its view
-	// direction in degrees (positive to the right); Seed its world seed.
-	Name    string
-	Heading float64
-	Seed    int64
-}
-
-// MaxCameras bounds the simulated rig of StartCameras.
-const MaxCameras = 8
-
-// RigCamera returns the name, heading and seed offset of camera i of the
-// simulated rig: front (0°), left (-30°), right (+30°), then cam3.. with
-// the headings repeating. Each camera renders its own world (seed + i),
-// so that their frames and alerts differ.
-func RigCamera(i int) (name string, heading float64, seedOffset int64) {
-	names := []string{"front", "left", "right"}
-	headings := []float64{0, -30, 30}
-	name = fmt.Sprintf("cam%d", i)
-	if i < len(names) {
-		name = names[i]
-	}
-	return name, headings[i%3], int64(i)
-}
-
-// StartCamera serves the scenario at rtsp://ADDR/sim, M-JPEG.
-func StartCamera(o Options, width, height int) (*Camera, error) {
-	cams, err := startCameras(o, width, height, 1, func(int) string { return "sim" })
-	if err != nil {
-		return nil, err
-	}
-	return cams[0], nil
-}
-
-// StartCameras serves n simulated cameras of the rig (RigCamera) from one
-// RTSP server, at rtsp://ADDR/<name>; they share the server (Close it
-// once through any camera).
-func StartCameras(o Options, width, height, n int) ([]*Camera, error) {
-	if n < 1 || n > MaxCameras {
-		return nil, fmt.Errorf("simulated cameras: %d outside [1, %d]", n, MaxCameras)
-	}
-	return startCameras(o, width, height, n, func(i int) string { name, _, _ := RigCamera(i); return name })
-}
-
-// StartRigCamera serves camera i of the rig (RigCamera) alone on a server
-// of its own, at rtsp://ADDR/<name>: closing its server (and starting it
-// again, on the same port) kills and restores this camera only.
-func StartRigCamera(o Options, width, height, i int) (*Camera, error) {
-	if i < 0 || i >= MaxCameras {
-		return nil, fmt.Errorf("simulated camera %d outside [0, %d)", i, MaxCameras)
-	}
-	o.defaults()
-	name, heading, off := RigCamera(i)
-	sc, err := NewScenarioView(o.Phases, o.FPS, width, height, o.Seed+off, heading)
-	if err != nil {
-		return nil, err
-	}
-	if o.Precompute > 0 {
-		if err := sc.Precompute(o.Precompute); err != nil {
-			return nil, err
-		}
-	}
-	gen := map[string]rtspserver.Generated{name: {Source: sc, FPS: o.FPS, Quality: 85}}
-	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen, Logger: o.Logger, Generated: gen})
-	if err != nil {
-		return nil, fmt.Errorf("simulated camera %s: %w", name, err)
-	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("simulated camera %s: %w", name, err)
-	}
-	return &Camera{Server: srv, Scenario: sc, URL: "rtsp://" + srv.Addr() + "/" + name, Name: name, Heading: heading, Seed: o.Seed + off}, nil
-}
-
-func startCameras(o Options, width, height, n int, path func(int) string) ([]*Camera, error) {
-	o.defaults()
-	gen := map[string]rtspserver.Generated{}
-	var cams []*Camera
-	for i := range n {
-		name, heading, off := RigCamera(i)
-		sc, err := NewScenarioView(o.Phases, o.FPS, width, height, o.Seed+off, heading)
-		if err != nil {
-			return nil, err
-		}
-		if o.Precompute > 0 {
-			if err := sc.Precompute(o.Precompute); err != nil {
-				return nil, err
-			}
-		}
-		gen[path(i)] = rtspserver.Generated{Source: sc, FPS: o.FPS, Quality: 85}
-		cams = append(cams, &Camera{Scenario: sc, Name: name, Heading: heading, Seed: o.Seed + off})
-	}
-	srv, err := rtspserver.New(rtspserver.Config{Addr: o.RTSPListen, Logger: o.Logger, Generated: gen})
-	if err != nil {
-		return nil, fmt.Errorf("simulated camera: %w", err)
-	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("simulated camera: %w", err)
-	}
-	for i, c := range cams {
-		c.Server, c.URL = srv, "rtsp://"+srv.Addr()+"/"+path(i)
-	}
-	return cams, nil
 }
 
 // Reference describes the models of a models directory: the files and
@@ -369,13 +272,13 @@ func Config(o Options, cameraURL string) (*runconfig.Config, error) {
 // ConfigFor is Config for the models ref describes (any depth model and
 // its AuxUE, e.g. for didoedge calibrate --depth ... --auxue ...).
 func ConfigFor(o Options, ref *Reference, cameraURL string) (*runconfig.Config, error) {
-	return ConfigForCameras(o, ref, []*Camera{{Name: "front", URL: cameraURL}})
+	return ConfigForCameras(o, ref, []*simrig.Camera{{Name: "front", URL: cameraURL}})
 }
 
 // ConfigForCameras is ConfigFor for the cameras of a simulated rig: one
 // camera gives the single camera form (alerts.camera front), several a
 // cameras list with the demo's zones for every camera.
-func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runconfig.Config, error) {
+func ConfigForCameras(o Options, ref *Reference, cams []*simrig.Camera) (*runconfig.Config, error) {
 	doc, err := ConfigDoc(o, ref, cams)
 	if err != nil {
 		return nil, err
@@ -390,7 +293,7 @@ func ConfigForCameras(o Options, ref *Reference, cams []*Camera) (*runconfig.Con
 // ConfigDoc is the YAML document of ConfigForCameras before parsing: a
 // caller that runs the config in another process (bench chaos) edits it
 // and writes it to a file.
-func ConfigDoc(o Options, ref *Reference, cams []*Camera) (map[string]any, error) {
+func ConfigDoc(o Options, ref *Reference, cams []*simrig.Camera) (map[string]any, error) {
 	o.defaults()
 	if len(cams) == 0 {
 		return nil, errors.New("demo: no cameras")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/runtime/record"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
@@ -83,7 +84,7 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&f.FPS, "fps", 15, "simulated camera frame rate")
 	fs.Int64Var(&f.Seed, "seed", 1, "simulated world seed")
 	fs.IntVar(&f.CalibrateFrames, "calibrate-frames", 12, "without models/calibration.yaml: calibrate thresholds on this many rendered outdoor frames first (0: built-in defaults)")
-	fs.IntVar(&f.Cameras, "cameras", 1, fmt.Sprintf("simulated cameras (1..%d): front, left and right (headings 0, -30 and +30 degrees, seeds seed+i), then cam3.. ; one runtime, one model session", MaxCameras))
+	fs.IntVar(&f.Cameras, "cameras", 1, fmt.Sprintf("simulated cameras (1..%d): front, left and right (headings 0, -30 and +30 degrees, seeds seed+i), then cam3.. ; one runtime, one model session", simrig.MaxCameras))
 	fs.DurationVar(&f.ZonesEvery, "zones-every", 2*time.Second, "print every zone's level and fused signals this often (0: never)")
 	fs.StringVar(&f.Record, "record", "", "record MCAP files (Foxglove; didoedge replay) into this directory")
 	fs.StringVar(&f.RecordMode, "record-mode", record.ModeEvent, "with --record: event (a clip per episode) or continuous")
@@ -94,8 +95,8 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 
 // Check refuses flag values that need no file to be refused.
 func (f *Flags) Check() error {
-	if f.Cameras < 1 || f.Cameras > MaxCameras {
-		return fmt.Errorf("--cameras %d: want 1..%d", f.Cameras, MaxCameras)
+	if f.Cameras < 1 || f.Cameras > simrig.MaxCameras {
+		return fmt.Errorf("--cameras %d: want 1..%d", f.Cameras, simrig.MaxCameras)
 	}
 	return nil
 }
@@ -148,14 +149,14 @@ func (f *Flags) Start(ctx context.Context, out io.Writer, log *slog.Logger) (*Se
 		fmt.Fprintf(out, "didoedge demo: tau_e %.3f, tau_a %.3f, scale correction %.3f (didoedge calibrate --models %s --data DIR --out %s keeps one)\n",
 			res.Calibration.TauE, res.Calibration.TauA, res.Calibration.ScaleCorrection, f.Models, filepath.Join(f.Models, CalibrationFn))
 	}
-	var cams []*Camera
+	var cams []*simrig.Camera
 	if f.Cameras == 1 {
-		cam, err := StartCamera(opts, spec.Input.Width, spec.Input.Height)
+		cam, err := simrig.StartCamera(opts.Rig(), spec.Input.Width, spec.Input.Height)
 		if err != nil {
 			return s, err
 		}
-		cams = []*Camera{cam}
-	} else if cams, err = StartCameras(opts, spec.Input.Width, spec.Input.Height, f.Cameras); err != nil {
+		cams = []*simrig.Camera{cam}
+	} else if cams, err = simrig.StartCameras(opts.Rig(), spec.Input.Width, spec.Input.Height, f.Cameras); err != nil {
 		return s, err
 	}
 	s.closers = append(s.closers, func() { cams[0].Server.Close() })

@@ -15,10 +15,10 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/dataset"
-	"github.com/didoedge/didoedge/internal/mcaprec"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // Options configure KITTI.

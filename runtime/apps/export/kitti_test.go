@@ -148,7 +148,7 @@ http: {listen: "off"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := calibrate.Run(context.Background(), calibrate.Options{Config: cfg, Data: out, TargetFAR: 0.05})
+	res, err := calibrate.Run(context.Background(), calibrate.Options{Models: cfg.ModelsConfig(), Alerts: cfg.AlertsConfig.Config, Data: out, TargetFAR: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // MapsDir holds the exported maps: DIR/<drive>/maps/<map>/%010d.npy, one

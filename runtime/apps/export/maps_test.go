@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/internal/testmodels"
+	"github.com/didoedge/didoedge/pkg/mapgrid"
 	"github.com/didoedge/didoedge/runtime/apps/export"
-	"github.com/didoedge/didoedge/runtime/infer/mapgrid"
 	"github.com/didoedge/didoedge/runtime/record"
 )
 

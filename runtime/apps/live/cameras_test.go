@@ -16,6 +16,7 @@ import (
 
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // writeFrames writes n 64x32 PNG frames into dir (an image sequence
@@ -109,7 +110,7 @@ func TestControlCameras(t *testing.T) {
 	if got := strings.Join(r.p.Cameras(), ","); got != "front,left" || len(*r.srv.cams.Load()) != 2 {
 		t.Fatalf("refused changes changed the cameras: %s, live channels of %d", got, len(*r.srv.cams.Load()))
 	}
-	if got := r.ctl.refused.Load(); got != 12 {
+	if got := r.ctl.Refused(); got != 12 {
 		t.Errorf("refused %d, want 12", got)
 	}
 
@@ -134,7 +135,7 @@ func TestControlCameras(t *testing.T) {
 		t.Fatalf("the added camera's first event %v after the request (goal 3 s)", event.Sub(asked))
 	}
 	var reply struct {
-		Cameras []CameraInfo `json:"cameras"`
+		Cameras []control.CameraInfo `json:"cameras"`
 	}
 	if err := json.Unmarshal([]byte(body), &reply); err != nil || len(reply.Cameras) != 3 || reply.Cameras[2].Name != "rear" ||
 		reply.Cameras[2].Zones.Zones[0].Name != "near" {
@@ -178,7 +179,7 @@ func TestControlCameras(t *testing.T) {
 	if code, body := call(t, "DELETE", api+"/cameras/rear", "", ""); code != 409 || !strings.Contains(body, `"rear" is the only camera`) {
 		t.Fatalf("DELETE the last camera: %d %s", code, body)
 	}
-	if got := r.ctl.applied.Load(); got != 3 {
+	if got := r.ctl.Applied(); got != 3 {
 		t.Errorf("applied %d, want 3", got)
 	}
 	// left was removed in memory only: the file keeps it.

@@ -8,13 +8,13 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/schema"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 )
 
 //go:embed schemas/*.json
 var schemaFiles embed.FS
 
-// Streams of a camera beyond the recorder's (internal/mcaprec).
+// Streams of a camera beyond the recorder's (runtime/record/mcaprec).
 const (
 	AnnotationsStream    = "zone_annotations"
 	AnnotationsMapStream = "zone_annotations_map"

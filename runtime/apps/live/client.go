@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // writeTimeout bounds one message's write: a client that takes longer is
@@ -159,12 +161,12 @@ type subscription struct {
 
 // request is a client's JSON message (the ops this server supports).
 type request struct {
-	Op              string         `json:"op"`
-	Subscriptions   []subscription `json:"subscriptions"`
-	SubscriptionIDs []uint32       `json:"subscriptionIds"`
-	ParameterNames  []string       `json:"parameterNames"`
-	Parameters      []Parameter    `json:"parameters"`
-	ID              *string        `json:"id"`
+	Op              string              `json:"op"`
+	Subscriptions   []subscription      `json:"subscriptions"`
+	SubscriptionIDs []uint32            `json:"subscriptionIds"`
+	ParameterNames  []string            `json:"parameterNames"`
+	Parameters      []control.Parameter `json:"parameters"`
+	ID              *string             `json:"id"`
 }
 
 // read handles the client's requests until the connection ends.
@@ -227,7 +229,7 @@ func (c *client) handle(req *request) {
 	}
 }
 
-func (c *client) parameterValues(ps []Parameter, id *string) {
+func (c *client) parameterValues(ps []control.Parameter, id *string) {
 	msg := map[string]any{"op": "parameterValues", "parameters": ps}
 	if id != nil {
 		msg["id"] = *id

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 func call(t *testing.T, method, url, body, token string) (int, string) {
@@ -71,7 +72,7 @@ func TestControlAPI(t *testing.T) {
 	zonesOf(t, r, "left", "r0c0", "r0c1", "r0c2")
 
 	code, body := call(t, "GET", api+"/cameras", "", "")
-	var cams []CameraInfo
+	var cams []control.CameraInfo
 	if err := json.Unmarshal([]byte(body), &cams); code != 200 || err != nil || len(cams) != 2 || cams[0].Name != "front" ||
 		cams[0].TauE != 0.000001 || cams[1].Zones.Grid == nil || cams[1].Zones.Grid.Cols != 3 {
 		t.Fatalf("GET cameras: %d %s", code, body)
@@ -111,7 +112,7 @@ func TestControlAPI(t *testing.T) {
 	if after, _ := os.ReadFile(r.path); string(after) != string(before) {
 		t.Fatalf("refused changes wrote the file:\n%s", after)
 	}
-	if got := r.ctl.refused.Load(); got != 13 { // the unknown key is refused before it reaches the control
+	if got := r.ctl.Refused(); got != 13 { // the unknown key is refused before it reaches the control
 		t.Errorf("refused %d, want 13", got)
 	}
 	zonesOf(t, r, "left", "r0c0", "r0c1", "r0c2")
@@ -169,13 +170,13 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("PUT profile off: %d %s", code, body)
 	}
 	zonesOf(t, r, "front", "r0c0", "r0c1")
-	if got := r.ctl.applied.Load(); got != 5 {
+	if got := r.ctl.Applied(); got != 5 {
 		t.Errorf("applied %d, want 5", got)
 	}
 
 	// Control off: every change refused with 403.
-	off := NewControl(r.p, r.cfg, false, nil)
-	var e *Error
+	off := control.NewControl(r.p, r.cfg, false, nil)
+	var e *control.Error
 	if err := off.SetProfile(context.Background(), "night", false, "test"); !errors.As(err, &e) || e.Status != 403 {
 		t.Errorf("control off: %v", err)
 	}

@@ -5,7 +5,7 @@
 // same listener that changes zones, thresholds, event timings and
 // profiles at run time through the pipeline's reload path.
 //
-// Channels per camera, named as in the recordings (internal/mcaprec):
+// Channels per camera, named as in the recordings (runtime/record/mcaprec):
 //
 //	/<camera>/image               foxglove.CompressedImage (protobuf, jpeg)
 //	/<camera>/depth               foxglove.RawImage (protobuf, 32FC1, metres)

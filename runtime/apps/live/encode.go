@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -25,7 +27,8 @@ type rig struct {
 	cfg       *runconfig.Config
 	p         *stream.Pipeline
 	srv       *Server
-	ctl       *Control
+	ctl       *control.Control
+	logs      *syncBuffer // the control's log, JSON lines
 	frames    chan string // camera of each assessed frame (OnFrame)
 	boxes     []*camera.Mailbox
 	stop      func()
@@ -122,7 +125,8 @@ func buildRig(t testing.TB, cfgText string) *rig {
 		srv.Close()
 		t.Fatal(err)
 	}
-	r.ctl = NewControl(r.p, cfg, cfg.Live.ControlEnabled(), nil)
+	r.logs = &syncBuffer{}
+	r.ctl = control.NewControl(r.p, cfg, cfg.Live.ControlEnabled(), slog.New(slog.NewJSONHandler(r.logs, nil)))
 	srv.Attach(r.p.Cameras(), r.ctl)
 	srv.RegisterMetrics(r.p.Metrics())
 	t.Cleanup(func() {
@@ -190,9 +194,9 @@ type report struct {
 		Level   int    `json:"level"`
 		Message string `json:"message"`
 	} `json:"statuses"`
-	Parameters []Parameter `json:"parameters"`
-	SetReply   []Parameter `json:"setReply"`
-	Errors     []string    `json:"errors"`
+	Parameters []control.Parameter `json:"parameters"`
+	SetReply   []control.Parameter `json:"setReply"`
+	Errors     []string            `json:"errors"`
 	Closed     *struct {
 		Code   int    `json:"code"`
 		Reason string `json:"reason"`

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // TestFoxgloveClient connects Foxglove's own client library
@@ -110,7 +112,7 @@ func TestFoxgloveClient(t *testing.T) {
 	}
 }
 
-func param(ps []Parameter, name string) any {
+func param(ps []control.Parameter, name string) any {
 	for _, p := range ps {
 		if p.Name == name {
 			return p.Value

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // mqttClient is a paho client of the rig's embedded broker that keeps
@@ -57,13 +58,13 @@ func (m *mqttClient) publish(t *testing.T, topic, payload string, retained bool)
 }
 
 // results returns the set results received so far.
-func (m *mqttClient) results(t *testing.T) []SetResult {
+func (m *mqttClient) results(t *testing.T) []control.SetResult {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []SetResult
+	var out []control.SetResult
 	for _, msg := range m.msgs {
-		var r SetResult
+		var r control.SetResult
 		if err := json.Unmarshal(msg.Payload(), &r); err != nil {
 			t.Fatalf("result %s: %q: %v", msg.Topic(), msg.Payload(), err)
 		}
@@ -76,7 +77,7 @@ func (m *mqttClient) results(t *testing.T) []SetResult {
 }
 
 // waitResult waits for the n-th result (1-based).
-func (m *mqttClient) waitResult(t *testing.T, n int) SetResult {
+func (m *mqttClient) waitResult(t *testing.T, n int) control.SetResult {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -128,8 +129,6 @@ func TestMQTTSetTopics(t *testing.T) {
 		"  embedded:\n    listen: \"127.0.0.1:0\"\n    allow_anonymous: true\n"+users, 1)
 	text = strings.Replace(text, "live: {listen: \"127.0.0.1:0\"}\n", "live: {listen: \"127.0.0.1:0\", control: false}\n", 1)
 	r := startRig(t, text, 10)
-	var logs syncBuffer
-	r.ctl.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	if err := r.ctl.ServeMQTT(t.Context(), r.p.MQTT()); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestMQTTSetTopics(t *testing.T) {
 	zonesOf(t, r, "left", "kerb")
 	// The change is the operator's in the log, by MQTT user and client.
 	var by []string
-	for _, line := range strings.Split(logs.String(), "\n") {
+	for _, line := range strings.Split(r.logs.String(), "\n") {
 		var rec struct{ Msg, By string }
 		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "live control: change applied" {
 			by = append(by, rec.By)
@@ -210,7 +209,7 @@ func TestMQTTSetTopics(t *testing.T) {
 		t.Fatalf("profile %q after refused publishes, want night", active)
 	}
 	zonesOf(t, r, "front", "road")
-	if r.ctl.applied.Load() != 2 || r.ctl.refused.Load() != 4 {
-		t.Errorf("applied %d refused %d, want 2 and 4 (the API's 403, three refused set messages reach the control)", r.ctl.applied.Load(), r.ctl.refused.Load())
+	if r.ctl.Applied() != 2 || r.ctl.Refused() != 4 {
+		t.Errorf("applied %d refused %d, want 2 and 4 (the API's 403, three refused set messages reach the control)", r.ctl.Applied(), r.ctl.Refused())
 	}
 }

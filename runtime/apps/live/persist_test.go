@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 )
 
 // hookApplier runs after once, right after the pipeline applied a change.
 type hookApplier struct {
-	p     Applier
+	p     control.Applier
 	after func()
 }
 
@@ -44,12 +45,12 @@ func TestPersistAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook := &hookApplier{p: r.p}
-	ctl := NewControl(hook, cfg, true, nil)
+	ctl := control.NewControl(hook, cfg, true, nil)
 	ctx := context.Background()
 	profileOf := func() string { return r.p.Config().Profile }
 	conflict := func(err error, msg string) {
 		t.Helper()
-		var e *Error
+		var e *control.Error
 		if !errors.As(err, &e) || e.Status != 409 || !strings.Contains(err.Error(), msg) {
 			t.Fatalf("%v, want a 409 naming %q", err, msg)
 		}
@@ -101,14 +102,14 @@ func TestPersistAllOrNothing(t *testing.T) {
 		os.WriteFile(filepath.Join(target, "x"), nil, 0o644)
 	}
 	err = ctl.SetProfile(ctx, "", true, "test")
-	var e *Error
+	var e *control.Error
 	if !errors.As(err, &e) || e.Status != 500 || !strings.Contains(err.Error(), "persist: not written, the change was undone") {
 		t.Fatalf("a failed replacement: %v", err)
 	}
 	if got := profileOf(); got != "night" || ctl.Config() != inForce {
 		t.Fatalf("after the undo: profile %q in force, control's config kept %v", got, ctl.Config() == inForce)
 	}
-	if got, want := [2]uint64{ctl.applied.Load(), ctl.refused.Load()}, [2]uint64{1, 2}; got != want {
+	if got, want := [2]uint64{ctl.Applied(), ctl.Refused()}, [2]uint64{1, 2}; got != want {
 		t.Errorf("applied, refused = %v, want %v (one counter per outcome)", got, want)
 	}
 }

@@ -22,8 +22,9 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/internal/httpguard"
-	"github.com/didoedge/didoedge/internal/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/runtime/runconfig"
+	"github.com/didoedge/didoedge/runtime/service/control"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -63,7 +64,7 @@ type Server struct {
 	subs    map[uint32]map[*client]uint32 // channel id -> client -> subscription id
 	clients map[*client]struct{}
 	nextID  uint32
-	ctl     *Control
+	ctl     *control.Control
 	ready   bool
 
 	// frames between the pipeline and the encoder
@@ -135,7 +136,7 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Attach starts serving: the cameras' channels are advertised, and ctl
 // (nil: none) answers the control API and the parameters.
-func (s *Server) Attach(cameras []string, ctl *Control) {
+func (s *Server) Attach(cameras []string, ctl *control.Control) {
 	s.mu.Lock()
 	s.ctl, s.ready = ctl, true
 	s.mu.Unlock()
@@ -297,19 +298,19 @@ func (s *Server) RegisterMetrics(m *stream.Metrics) {
 	}
 	m.CounterFunc("didoedge_live_changes_applied_total", "Control API and parameter changes applied.", func() float64 {
 		if ctl := s.control(); ctl != nil {
-			return float64(ctl.applied.Load())
+			return float64(ctl.Applied())
 		}
 		return 0
 	})
 	m.CounterFunc("didoedge_live_changes_refused_total", "Control API and parameter changes refused (invalid, or control off).", func() float64 {
 		if ctl := s.control(); ctl != nil {
-			return float64(ctl.refused.Load())
+			return float64(ctl.Refused())
 		}
 		return 0
 	})
 }
 
-func (s *Server) control() *Control {
+func (s *Server) control() *control.Control {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.ctl
@@ -372,12 +373,12 @@ func (s *Server) handler() http.Handler {
 		// the user's behalf (a loopback listener without a token): the
 		// same origins as the WebSocket.
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.originAllowed(r) {
-			httpError(w, http.StatusForbidden, fmt.Sprintf("live: origin %q may not change the configuration (without a token only Foxglove and pages of this machine may)", r.Header.Get("Origin")))
+			control.HTTPError(w, http.StatusForbidden, fmt.Sprintf("live: origin %q may not change the configuration (without a token only Foxglove and pages of this machine may)", r.Header.Get("Origin")))
 			return
 		}
 		ctl := s.control()
 		if ctl == nil {
-			httpError(w, http.StatusServiceUnavailable, "the control API is not attached (starting, or no pipeline)")
+			control.HTTPError(w, http.StatusServiceUnavailable, "the control API is not attached (starting, or no pipeline)")
 			return
 		}
 		ctl.ServeHTTP(w, r)
@@ -385,17 +386,11 @@ func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="didoedge live"`)
-			httpError(w, http.StatusUnauthorized, "live: missing or wrong token (Authorization: Bearer TOKEN, or ?token=TOKEN)")
+			control.HTTPError(w, http.StatusUnauthorized, "live: missing or wrong token (Authorization: Bearer TOKEN, or ?token=TOKEN)")
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-func httpError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 // serveWS upgrades a Foxglove client: serverInfo, then the channels.
@@ -409,7 +404,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	ready := s.ready
 	s.mu.RUnlock()
 	if !ready {
-		httpError(w, http.StatusServiceUnavailable, "live: starting (loading models)")
+		control.HTTPError(w, http.StatusServiceUnavailable, "live: starting (loading models)")
 		return
 	}
 	up := websocket.Upgrader{Subprotocols: []string{Subprotocol}, CheckOrigin: s.originAllowed,

@@ -53,7 +53,19 @@ func zoneOf(ev *alerts.Event) string {
 	return ev.Zone
 }
 
-// Compare pairs the recorded events of rec with the replayed events, zone
+// RecordedEvents decodes the events of a recording (record.RecordedEvent:
+// the published JSON) into alert events.
+func RecordedEvents(rec *record.Recording) ([]alerts.Event, error) {
+	evs := make([]alerts.Event, len(rec.Events))
+	for i := range rec.Events {
+		if err := rec.Events[i].Decode(&evs[i]); err != nil {
+			return nil, fmt.Errorf("recording %s: %w", rec.Path, err)
+		}
+	}
+	return evs, nil
+}
+
+// Compare pairs the recorded events of rec (RecordedEvents) with the replayed events, zone
 // by zone, by frame sequence number.
 //
 // A file of a rotated recording starts and ends inside episodes: a
@@ -64,11 +76,11 @@ func zoneOf(ev *alerts.Event) string {
 // not of the episode. Both are noted, not counted as mismatches. Recorded
 // events of an episode opened before the file that no replayed episode
 // continues are Skipped.
-func Compare(rec *record.Recording, replayed []alerts.Event) Result {
+func Compare(rec *record.Recording, recorded, replayed []alerts.Event) Result {
 	opened, ended := map[string]bool{}, map[string]bool{}
 	carried := map[string]string{} // zone -> recorded episode open at the file's first frame
-	for i := range rec.Events {
-		ev := &rec.Events[i]
+	for i := range recorded {
+		ev := &recorded[i]
 		switch ev.Type {
 		case alerts.EventNew:
 			opened[ev.ID] = true
@@ -76,8 +88,8 @@ func Compare(rec *record.Recording, replayed []alerts.Event) Result {
 			ended[ev.ID] = true
 		}
 	}
-	for i := range rec.Events {
-		if ev := &rec.Events[i]; !opened[ev.ID] {
+	for i := range recorded {
+		if ev := &recorded[i]; !opened[ev.ID] {
 			carried[zoneOf(ev)] = ev.ID
 		}
 	}
@@ -99,8 +111,8 @@ func Compare(rec *record.Recording, replayed []alerts.Event) Result {
 		z[side] = append(z[side], ev)
 		byZone[zoneOf(ev)] = z
 	}
-	for i := range rec.Events {
-		ev := &rec.Events[i]
+	for i := range recorded {
+		ev := &recorded[i]
 		if !opened[ev.ID] && !continued[ev.ID] {
 			res.Skipped = append(res.Skipped, *ev)
 			continue

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,7 +27,8 @@ func TestCompare(t *testing.T) {
 	}
 	stale := ev(alerts.EventEnd, "c", O, W, 5, 900, 950) // opened before the file
 	stale.ID = "front-c-older"
-	rec := &record.Recording{Events: append(append([]alerts.Event(nil), recorded...), stale)}
+	rec := &record.Recording{}
+	recEvents := append(append([]alerts.Event(nil), recorded...), stale)
 	shutdownEnd := recorded[4]
 	shutdownEnd.TimeMS = 99999 // ended at wall time: compared by frame
 
@@ -52,7 +55,7 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Compare(rec, tc.replayed)
+			res := Compare(rec, recEvents, tc.replayed)
 			var out bytes.Buffer
 			res.Write(&out)
 			if res.Mismatches != tc.mismatches || res.Match() != (tc.mismatches == 0) || len(res.Skipped) != 1 {
@@ -91,11 +94,12 @@ func TestModelChanges(t *testing.T) {
 func TestCompareRotatedFile(t *testing.T) {
 	W, C, O := alerts.LevelWarn, alerts.LevelCritical, alerts.LevelOK
 	old := func(e alerts.Event) alerts.Event { e.ID = "front-a-old"; e.StartMS = 500; return e }
-	rec := &record.Recording{FirstSeq: 100, LastSeq: 200, Events: []alerts.Event{
+	rec := &record.Recording{FirstSeq: 100, LastSeq: 200}
+	recEvents := []alerts.Event{
 		old(ev(alerts.EventUpdate, "a", C, W, 150, 0, 1500)),
 		old(ev(alerts.EventEnd, "a", O, C, 180, 0, 1800)),
 		ev(alerts.EventNew, "b", W, O, 190, 1900, 1900),
-	}}
+	}
 	replayed := []alerts.Event{
 		ev(alerts.EventNew, "a", W, O, 100, 1000, 1000),
 		ev(alerts.EventUpdate, "a", C, W, 150, 1000, 1500),
@@ -103,7 +107,7 @@ func TestCompareRotatedFile(t *testing.T) {
 		ev(alerts.EventNew, "b", W, O, 190, 1900, 1900),
 		ev(alerts.EventEnd, "b", O, W, 200, 1900, 99999),
 	}
-	res := Compare(rec, replayed)
+	res := Compare(rec, recEvents, replayed)
 	var out bytes.Buffer
 	res.Write(&out)
 	if !res.Match() || len(res.Notes) != 2 || len(res.Skipped) != 0 || len(res.Zones) != 2 || len(res.Zones[0].Pairs) != 2 {
@@ -115,7 +119,7 @@ func TestCompareRotatedFile(t *testing.T) {
 		}
 	}
 	replayed[1].Level = W
-	if res := Compare(rec, replayed); res.Mismatches != 1 {
+	if res := Compare(rec, recEvents, replayed); res.Mismatches != 1 {
 		t.Fatalf("a level difference in the continued episode: %d mismatches", res.Mismatches)
 	}
 }
@@ -165,5 +169,29 @@ func TestModelChangesPerCamera(t *testing.T) {
 				t.Fatalf("changes %q, want one containing %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRecordedEventsDecode: the events a recording holds as published JSON
+// decode to the alert events that were published; a payload that is no
+// event names its channel and log time.
+func TestRecordedEventsDecode(t *testing.T) {
+	want := []alerts.Event{ev(alerts.EventNew, "a", alerts.LevelWarn, alerts.LevelOK, 10, 1000, 1000),
+		ev(alerts.EventEnd, "a", alerts.LevelOK, alerts.LevelWarn, 20, 1000, 2000)}
+	rec := &record.Recording{Path: "drive.mcap"}
+	for i := range want {
+		b, err := json.Marshal(&want[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Events = append(rec.Events, record.RecordedEvent{Topic: "didoedge/v1/front/events", LogTime: uint64(i), JSON: b})
+	}
+	got, err := RecordedEvents(rec)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v (%v), want %+v", got, err, want)
+	}
+	rec.Events[1].JSON = []byte(`{"type": 7}`)
+	if _, err := RecordedEvents(rec); err == nil || !strings.Contains(err.Error(), "didoedge/v1/front/events") || !strings.Contains(err.Error(), "log time 1") {
+		t.Fatalf("a payload of the wrong type: err = %v", err)
 	}
 }

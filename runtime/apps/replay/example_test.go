@@ -14,8 +14,8 @@ func ExampleCompare() {
 		Level: alerts.LevelWarn, Previous: alerts.LevelOK, FrameSeq: 3, StartMS: 1000, TimeMS: 1000}
 	replayed := recorded
 	replayed.Level = alerts.LevelCritical
-	rec := &record.Recording{Camera: "front", Events: []alerts.Event{recorded}}
-	res := replay.Compare(rec, []alerts.Event{replayed})
+	rec := &record.Recording{Camera: "front"}
+	res := replay.Compare(rec, []alerts.Event{recorded}, []alerts.Event{replayed})
 	res.Write(os.Stdout)
 	// Output:
 	// zone ego: episodes recorded 1, replayed 1; events 1, mismatches 1

@@ -6,9 +6,9 @@ import (
 	"io"
 	"math"
 
-	"github.com/didoedge/didoedge/camera/mcapsource"
-	"github.com/didoedge/didoedge/internal/mcaprec"
 	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/record/mcaprec"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 )
 
 // Float16Bound is the relative rounding of maps recorded in float16

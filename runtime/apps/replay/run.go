@@ -10,10 +10,10 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
-	"github.com/didoedge/didoedge/camera/mcapsource"
 	"github.com/didoedge/didoedge/runtime/apps/demo"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/record"
+	"github.com/didoedge/didoedge/runtime/record/mcapsource"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
@@ -143,7 +143,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	res := Compare(rec, replayed)
+	recorded, err := RecordedEvents(rec)
+	if err != nil {
+		return err
+	}
+	res := Compare(rec, recorded, replayed)
 	res.Write(w)
 	fmt.Fprintln(w)
 	maps.result().Write(w)

@@ -20,6 +20,7 @@ import (
 	"github.com/minio/crc64nvme"
 
 	"github.com/didoedge/didoedge/internal/objstore"
+	"github.com/didoedge/didoedge/pkg/durable"
 )
 
 // ErrBudget is returned by Enqueue when the file would take the queue
@@ -212,21 +213,12 @@ func (q *Queue) writeSidecar(it *item) error {
 		err = os.Rename(tmp.Name(), q.sidecarPath(it.Seq))
 	}
 	if err == nil {
-		err = syncDir(q.cfg.Dir)
+		err = durable.SyncDir(q.cfg.Dir)
 	}
 	if err != nil {
 		return fmt.Errorf("upload queue: sidecar of %s: %w", it.Key, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Enqueue moves the finished file src into the queue, to be uploaded as
@@ -281,7 +273,7 @@ func (q *Queue) Enqueue(src string, meta map[string]string) error {
 		undo()
 		return fmt.Errorf("upload queue: move %s in (same filesystem as %s?): %w", src, q.cfg.Dir, err)
 	}
-	if err := syncDir(q.cfg.Dir); err != nil {
+	if err := durable.SyncDir(q.cfg.Dir); err != nil {
 		return fmt.Errorf("upload queue: %w", err)
 	}
 	select {

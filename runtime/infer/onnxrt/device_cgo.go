@@ -1,0 +1,358 @@
+package onnxrt
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+// OrtApi member indices of the device-resident path (device.go), all of
+// ORT_API_VERSION 24 or older: TestDeviceAPIIndices checks each against
+// the binding's header (and the 1.29.0 header when it is here).
+enum {
+	devGetErrorMessage = 2,
+	devCreateRunOptions = 39,
+	devRunOptionsSetTerminate = 46,
+	devCreateTensorAsOrtValue = 48,
+	devCreateTensorWithDataAsOrtValue = 49,
+	devGetTensorMutableData = 51,
+	devCreateMemoryInfo = 68,
+	devReleaseStatus = 93,
+	devReleaseMemoryInfo = 94,
+	devReleaseValue = 96,
+	devReleaseRunOptions = 97,
+	devCreateAllocator = 131,
+	devReleaseAllocator = 132,
+	devRunWithBinding = 133,
+	devCreateIoBinding = 134,
+	devReleaseIoBinding = 135,
+	devBindInput = 136,
+	devBindOutput = 137,
+};
+
+static int dev_api_index(int i) {
+	static const int idx[] = {devGetErrorMessage, devCreateRunOptions, devRunOptionsSetTerminate,
+		devCreateTensorAsOrtValue, devCreateTensorWithDataAsOrtValue, devGetTensorMutableData,
+		devCreateMemoryInfo, devReleaseStatus, devReleaseMemoryInfo, devReleaseValue, devReleaseRunOptions,
+		devCreateAllocator, devReleaseAllocator, devRunWithBinding, devCreateIoBinding, devReleaseIoBinding,
+		devBindInput, devBindOutput};
+	return (i >= 0 && i < (int)(sizeof idx / sizeof idx[0])) ? idx[i] : -1;
+}
+
+// The signatures, as onnxruntime_c_api.h declares them (ORT_API_CALL is
+// empty on Linux; OrtStatus* is NULL on success).
+typedef const char *(*devErrMsgFn)(const void *status);
+typedef void (*devReleaseFn)(void *);
+typedef void *(*devCreateRunOptionsFn)(void **out);
+typedef void *(*devSetTerminateFn)(void *run_options);
+typedef void *(*devCreateTensorFn)(void *allocator, const int64_t *shape, size_t rank, int type, void **out);
+typedef void *(*devCreateTensorWithDataFn)(const void *info, void *data, size_t bytes, const int64_t *shape, size_t rank, int type, void **out);
+typedef void *(*devMutableDataFn)(void *value, void **out);
+typedef void *(*devCreateMemoryInfoFn)(const char *name, int alloc_type, int id, int mem_type, void **out);
+typedef void *(*devCreateAllocatorFn)(const void *session, const void *info, void **out);
+typedef void *(*devRunWithBindingFn)(void *session, const void *run_options, const void *binding);
+typedef void *(*devCreateIoBindingFn)(void *session, void **out);
+typedef void *(*devBindFn)(void *binding, const char *name, const void *value);
+
+static int dev_status(void *const *a, void *st, char *err, int errlen) {
+	if (!st) return 0;
+	const char *m = ((devErrMsgFn) a[devGetErrorMessage])(st);
+	strncpy(err, m ? m : "unknown ONNX Runtime error", errlen - 1);
+	err[errlen - 1] = 0;
+	((devReleaseFn) a[devReleaseStatus])(st);
+	return 1;
+}
+
+#define DEV_A void *const *a = (void *const *) api; err[0] = 0
+
+// OrtMemoryInfo of name ("Cpu" or "Cuda"), OrtDeviceAllocator, OrtMemTypeDefault.
+static int dev_memory_info(const void *api, const char *name, int device, void **out, char *err, int errlen) {
+	DEV_A;
+	return dev_status(a, ((devCreateMemoryInfoFn) a[devCreateMemoryInfo])(name, 0, device, 0, out), err, errlen);
+}
+
+static int dev_allocator(const void *api, const void *session, const void *info, void **out, char *err, int errlen) {
+	DEV_A;
+	return dev_status(a, ((devCreateAllocatorFn) a[devCreateAllocator])(session, info, out), err, errlen);
+}
+
+// dev_tensor allocates a float tensor with the allocator and returns its data pointer.
+static int dev_tensor(const void *api, void *alloc, const int64_t *shape, size_t rank, void **out, void **data, char *err, int errlen) {
+	DEV_A;
+	if (dev_status(a, ((devCreateTensorFn) a[devCreateTensorAsOrtValue])(alloc, shape, rank, 1, out), err, errlen)) return 1;
+	if (dev_status(a, ((devMutableDataFn) a[devGetTensorMutableData])(*out, data), err, errlen)) {
+		((devReleaseFn) a[devReleaseValue])(*out);
+		*out = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+// dev_view is a float tensor over memory the caller owns (the memory info says where it is).
+static int dev_view(const void *api, const void *info, void *data, const int64_t *shape, size_t rank, void **out, char *err, int errlen) {
+	DEV_A;
+	size_t n = 1;
+	for (size_t i = 0; i < rank; i++) n *= (size_t) shape[i];
+	return dev_status(a, ((devCreateTensorWithDataFn) a[devCreateTensorWithDataAsOrtValue])(info, data, n * sizeof(float), shape, rank, 1, out), err, errlen);
+}
+
+static int dev_binding(const void *api, void *session, void **out, char *err, int errlen) {
+	DEV_A;
+	return dev_status(a, ((devCreateIoBindingFn) a[devCreateIoBinding])(session, out), err, errlen);
+}
+
+static int dev_bind(const void *api, void *binding, const char *name, const void *value, int output, char *err, int errlen) {
+	DEV_A;
+	return dev_status(a, ((devBindFn) a[output ? devBindOutput : devBindInput])(binding, name, value), err, errlen);
+}
+
+// dev_run returns the OrtStatus (NULL: success) for dev_status_message:
+// no error buffer on the per-frame path (a Go buffer passed to C escapes
+// to the heap).
+static void *dev_run(const void *api, void *session, const void *run_options, const void *binding) {
+	void *const *a = (void *const *) api;
+	return ((devRunWithBindingFn) a[devRunWithBinding])(session, run_options, binding);
+}
+
+static void dev_status_message(const void *api, void *st, char *err, int errlen) {
+	dev_status((void *const *) api, st, err, errlen);
+}
+
+static int dev_terminate_options(const void *api, void **out, char *err, int errlen) {
+	DEV_A;
+	if (dev_status(a, ((devCreateRunOptionsFn) a[devCreateRunOptions])(out), err, errlen)) return 1;
+	if (dev_status(a, ((devSetTerminateFn) a[devRunOptionsSetTerminate])(*out), err, errlen)) {
+		((devReleaseFn) a[devReleaseRunOptions])(*out);
+		*out = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+// What dev_release frees.
+enum { devValue = 0, devMemoryInfo = 1, devAllocator = 2, devIoBinding = 3, devRunOptions = 4 };
+
+static void dev_release(const void *api, int kind, void *p) {
+	if (!p) return;
+	void *const *a = (void *const *) api;
+	static const int fn[] = {devReleaseValue, devReleaseMemoryInfo, devReleaseAllocator, devReleaseIoBinding, devReleaseRunOptions};
+	((devReleaseFn) a[fn[kind]])(p);
+}
+
+// The CUDA runtime's copy, from the libcudart.so.13 the CUDA provider
+// loaded into the process: cudaMemcpy(dst, src, bytes, cudaMemcpyDefault)
+// (unified addressing tells host from device), then cudaDeviceSynchronize.
+// ONNX Runtime synchronizes its stream at the end of every run
+// (OnRunEnd), so a copy after a run sees the outputs, and the
+// synchronization makes a copy before a run done when the run starts.
+typedef int (*devMemcpyFn)(void *dst, const void *src, size_t bytes, int kind);
+typedef const char *(*devCudaErrFn)(int);
+
+typedef int (*devSyncFn)(void);
+
+typedef struct {
+	devMemcpyFn memcpy;
+	devCudaErrFn err;
+	devSyncFn sync;
+} devCuda;
+
+static int dev_cuda_open(devCuda *c, char *err, int errlen) {
+	err[0] = 0;
+	static const char *names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+	void *h = NULL;
+	for (int i = 0; i < 3 && !h; i++) h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+	for (int i = 0; i < 3 && !h; i++) h = dlopen(names[i], RTLD_LAZY | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		strncpy(err, e ? e : "libcudart not found", errlen - 1);
+		err[errlen - 1] = 0;
+		return 1;
+	}
+	c->memcpy = (devMemcpyFn) dlsym(h, "cudaMemcpy");
+	c->err = (devCudaErrFn) dlsym(h, "cudaGetErrorString");
+	c->sync = (devSyncFn) dlsym(h, "cudaDeviceSynchronize");
+	if (!c->memcpy || !c->sync) {
+		strncpy(err, "libcudart has no cudaMemcpy or cudaDeviceSynchronize", errlen - 1);
+		return 1;
+	}
+	return 0;
+}
+
+// dev_copy copies bytes between host and device memory (cuda) or host
+// and host (the CPU test path).
+// It returns the cudaError_t (0: success).
+static int dev_copy(const devCuda *c, void *dst, const void *src, size_t bytes) {
+	if (!c) {
+		memcpy(dst, src, bytes);
+		return 0;
+	}
+	int rc = c->memcpy(dst, src, bytes, 4);
+	// A copy from pageable host memory may return before its DMA is done,
+	// on the legacy default stream, which does not order ONNX Runtime's
+	// non-blocking stream: wait for it before the run reads the tensor.
+	return rc ? rc : c->sync();
+}
+
+static const char *dev_cuda_error(const devCuda *c, int rc) {
+	const char *m = c && c->err ? c->err(rc) : NULL;
+	return m ? m : "cudaMemcpy failed";
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// DevAPI is the OrtApi table and, on CUDA, the CUDA runtime's copy.
+type DevAPI struct {
+	api  unsafe.Pointer
+	cuda *C.devCuda // nil: host memory (memcpy)
+}
+
+func NewDevAPI(libPath string, cuda bool) (*DevAPI, error) {
+	api, err := ortAPI(libPath, requiredAPI)
+	if err != nil {
+		return nil, err
+	}
+	d := &DevAPI{api: api}
+	if cuda {
+		// Go memory without Go pointers (two C function pointers).
+		d.cuda = new(C.devCuda)
+		var errb [512]C.char
+		if C.dev_cuda_open(d.cuda, &errb[0], C.int(len(errb))) != 0 {
+			return nil, fmt.Errorf("CUDA runtime for the device copies: %s", C.GoString(&errb[0]))
+		}
+	}
+	return d, nil
+}
+
+type errBuf [1024]C.char
+
+func (e *errBuf) err(what string) error {
+	return fmt.Errorf("%s: %s", what, C.GoString(&e[0]))
+}
+
+func (d *DevAPI) MemoryInfo(name string, device int) (unsafe.Pointer, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var out unsafe.Pointer
+	var e errBuf
+	if C.dev_memory_info(d.api, cname, C.int(device), &out, &e[0], C.int(len(e))) != 0 {
+		return nil, e.err("CreateMemoryInfo " + name)
+	}
+	return out, nil
+}
+
+func (d *DevAPI) Allocator(session, info unsafe.Pointer) (unsafe.Pointer, error) {
+	var out unsafe.Pointer
+	var e errBuf
+	if C.dev_allocator(d.api, session, info, &out, &e[0], C.int(len(e))) != 0 {
+		return nil, e.err("CreateAllocator")
+	}
+	return out, nil
+}
+
+// tensor allocates a float32 tensor of shape with alloc: the value and
+// its data.
+func (d *DevAPI) Tensor(alloc unsafe.Pointer, shape ort.Shape) (value, data unsafe.Pointer, err error) {
+	var e errBuf
+	if C.dev_tensor(d.api, alloc, (*C.int64_t)(unsafe.Pointer(&shape[0])), C.size_t(len(shape)), &value, &data, &e[0], C.int(len(e))) != 0 {
+		return nil, nil, e.err(fmt.Sprintf("allocate tensor %v", shape))
+	}
+	return value, data, nil
+}
+
+// view is a float32 tensor of shape over data, memory that info
+// describes (the caller keeps it alive longer than the view).
+func (d *DevAPI) View(info, data unsafe.Pointer, shape ort.Shape) (unsafe.Pointer, error) {
+	var out unsafe.Pointer
+	var e errBuf
+	if C.dev_view(d.api, info, data, (*C.int64_t)(unsafe.Pointer(&shape[0])), C.size_t(len(shape)), &out, &e[0], C.int(len(e))) != 0 {
+		return nil, e.err(fmt.Sprintf("tensor view %v", shape))
+	}
+	return out, nil
+}
+
+func (d *DevAPI) Binding(session unsafe.Pointer) (unsafe.Pointer, error) {
+	var out unsafe.Pointer
+	var e errBuf
+	if C.dev_binding(d.api, session, &out, &e[0], C.int(len(e))) != 0 {
+		return nil, e.err("CreateIoBinding")
+	}
+	return out, nil
+}
+
+func (d *DevAPI) Bind(binding unsafe.Pointer, name string, value unsafe.Pointer, output bool) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	out := C.int(0)
+	what := "BindInput"
+	if output {
+		out, what = 1, "BindOutput"
+	}
+	var e errBuf
+	if C.dev_bind(d.api, binding, cname, value, out, &e[0], C.int(len(e))) != 0 {
+		return e.err(what + " " + name)
+	}
+	return nil
+}
+
+func (d *DevAPI) Run(session, runOptions, binding unsafe.Pointer) error {
+	st := C.dev_run(d.api, session, runOptions, binding)
+	if st == nil {
+		return nil
+	}
+	var e errBuf
+	C.dev_status_message(d.api, st, &e[0], C.int(len(e)))
+	return errors.New(C.GoString(&e[0]))
+}
+
+func (d *DevAPI) TerminateOptions() (unsafe.Pointer, error) {
+	var out unsafe.Pointer
+	var e errBuf
+	if C.dev_terminate_options(d.api, &out, &e[0], C.int(len(e))) != 0 {
+		return nil, e.err("run options")
+	}
+	return out, nil
+}
+
+// Kinds of DevAPI.Release.
+const (
+	RelValue      = C.devValue
+	RelMemoryInfo = C.devMemoryInfo
+	RelAllocator  = C.devAllocator
+	RelIoBinding  = C.devIoBinding
+	RelRunOptions = C.devRunOptions
+)
+
+func (d *DevAPI) Release(kind C.int, p unsafe.Pointer) { C.dev_release(d.api, kind, p) }
+
+// copy copies n float32 values from src to dst, host and device memory
+// in either direction (host to host on the CPU path).
+func (d *DevAPI) Copy(dst, src unsafe.Pointer, n int) error {
+	if rc := C.dev_copy(d.cuda, dst, src, C.size_t(n*4)); rc != 0 {
+		return fmt.Errorf("device copy: %s (cudaError %d)", C.GoString(C.dev_cuda_error(d.cuda, rc)), int(rc))
+	}
+	return nil
+}
+
+// devAPIIndices lists the OrtApi indices above by member name, for
+// TestDeviceAPIIndices.
+func devAPIIndices() map[string]int {
+	names := []string{"GetErrorMessage", "CreateRunOptions", "RunOptionsSetTerminate", "CreateTensorAsOrtValue",
+		"CreateTensorWithDataAsOrtValue", "GetTensorMutableData", "CreateMemoryInfo", "ReleaseStatus", "ReleaseMemoryInfo",
+		"ReleaseValue", "ReleaseRunOptions", "CreateAllocator", "ReleaseAllocator", "RunWithBinding", "CreateIoBinding",
+		"ReleaseIoBinding", "BindInput", "BindOutput"}
+	m := make(map[string]int, len(names))
+	for i, n := range names {
+		m[n] = int(C.dev_api_index(C.int(i)))
+	}
+	return m
+}
