@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
+
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"gopkg.in/yaml.v3"
 )
@@ -39,6 +41,12 @@ type Calibration struct {
 	Coverage float64 `yaml:"coverage" json:"coverage"`
 	// Levels are the warn and critical thresholds per criterion.
 	Levels LevelThresholds `yaml:"levels" json:"levels"`
+	// DomainThreshold is the domain monitor's threshold on the smoothed
+	// distance to the training domain (package runtime/domain), set by
+	// calibrate at the target false-alarm rate on in-domain frames; 0: not
+	// calibrated (the runtime's domain.threshold: calibrated then takes the
+	// AuxUE record's cross-validated threshold).
+	DomainThreshold float64 `yaml:"domain_threshold,omitempty" json:"domain_threshold,omitempty"`
 	// Meta is free-form provenance (data set, date, command).
 	Meta map[string]string `yaml:"meta,omitempty" json:"meta,omitempty"`
 }
@@ -86,17 +94,23 @@ func DefaultCalibration() Calibration {
 
 // LoadCalibration reads a calibration file.
 func LoadCalibration(path string) (Calibration, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Calibration)
 	if err != nil {
 		return Calibration{}, fmt.Errorf("load calibration: %w", err)
 	}
-	return ParseCalibration(path, data)
+	// A calibration file is named by a key, which a control request may
+	// set: its parse errors never quote it (it may be any readable file).
+	return parseCalibration(path, data, yamlstrict.DecodeRedacted)
 }
 
 // ParseCalibration parses and validates calibration data; name labels errors.
 func ParseCalibration(name string, data []byte) (Calibration, error) {
+	return parseCalibration(name, data, yamlstrict.Decode)
+}
+
+func parseCalibration(name string, data []byte, decode func([]byte, any) error) (Calibration, error) {
 	var c Calibration
-	if err := yamlstrict.Decode(data, &c); err != nil {
+	if err := decode(data, &c); err != nil {
 		return Calibration{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := c.Validate(); err != nil {
@@ -165,6 +179,9 @@ func (c Calibration) Validate() error {
 	}
 	if !finite(c.ScaleCorrection) || c.ScaleCorrection <= 0 {
 		return fmt.Errorf("scale_correction: %v must be > 0", c.ScaleCorrection)
+	}
+	if !finite(c.DomainThreshold) || c.DomainThreshold < 0 {
+		return fmt.Errorf("domain_threshold: %v must be >= 0 (0: not calibrated)", c.DomainThreshold)
 	}
 	if !finite(c.Coverage) || c.Coverage <= 0 || c.Coverage >= 1 {
 		return fmt.Errorf("coverage: %v outside (0,1)", c.Coverage)

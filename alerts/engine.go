@@ -95,6 +95,13 @@ type Event struct {
 	TimeMS   int64     `json:"time_ms"`
 	FrameSeq uint64    `json:"frame_seq"`
 	Metrics  *Metrics  `json:"metrics,omitempty"`
+	// DomainShift marks a zone episode opened while the camera's frames
+	// were unlike the models' training domain (a domain_shift episode
+	// open): its uncertainty may be an artefact of the foreign frames.
+	DomainShift bool `json:"domain_shift,omitempty"`
+	// Domain is a domain_shift event's reading: the frame's distance, its
+	// smoothed value, the threshold and the window.
+	Domain *DomainMetrics `json:"domain,omitempty"`
 	// Snapshot names the picture of this event's frame, when snapshots
 	// are on: at an episode's new event and at its peaks.
 	Snapshot *SnapshotRef `json:"snapshot,omitempty"`
@@ -178,6 +185,9 @@ type EngineConfig struct {
 	UpdateInterval time.Duration
 	// StallAfter: no frame for this long raises a camera fault (0: off).
 	StallAfter time.Duration
+	// DomainPolicy: what zone episodes do while the camera is shifted
+	// (flag, the default, or suppress; domainshift.go).
+	DomainPolicy DomainPolicy
 	// StatsInterval: Tick delivers stats and every zone's state this often
 	// (0: never).
 	StatsInterval time.Duration
@@ -235,6 +245,8 @@ type zoneState struct {
 	peakLevel Level
 	peak      float64
 	last      ZoneRisk
+	// domainShift: the episode opened while the camera was shifted.
+	domainShift bool
 }
 
 func (z *zoneState) fusedValues() Fused {
@@ -268,7 +280,8 @@ type Engine struct {
 	stalled     bool
 	stallID     string
 	stallStart  int64
-	mfault      modelFaultState // modelfault.go
+	mfault      modelFaultState  // modelfault.go
+	dshift      domainShiftState // domainshift.go
 	frames      uint64
 	dropped     uint64
 	winFrames   uint64
@@ -304,6 +317,9 @@ func NewEngine(spec EngineSpec, sink Sink) (*Engine, error) {
 		return nil, fmt.Errorf("new engine: camera %q must match %s", cfg.Camera, cameraPattern)
 	}
 	if err := cfg.Timing.Validate("events"); err != nil {
+		return nil, fmt.Errorf("new engine: %w", err)
+	}
+	if err := cfg.DomainPolicy.Validate("domain.policy"); err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
 	a, err := NewAssessor(spec.Zones, spec.Ignore, spec.Calibration)
@@ -407,6 +423,7 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 	evs = e.endModelFault(evs, tms, f.Seq)
 	tm := e.cfg.Timing
 	lv := e.cal.Levels
+	suppress := e.dshift.open && e.cfg.DomainPolicy == DomainSuppress
 	var stateErr error
 	for i := range risks {
 		r := &risks[i]
@@ -432,7 +449,11 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 			z.crit[critDepth] = LevelOK
 		}
 		target := max(z.crit[critOOD], z.crit[critAleatoric], z.crit[critDepth])
-		tr, prev := z.track.step(f.Capture, target, e.hold(z, r.HasDepth()), tm)
+		hold := e.hold(z, r.HasDepth())
+		if suppress {
+			target, hold = LevelOK, LevelOK
+		}
+		tr, prev := z.track.step(f.Capture, target, hold, tm)
 		switch tr {
 		case opened:
 			e.counter++
@@ -440,6 +461,7 @@ func (e *Engine) step(f Frame, risks []ZoneRisk, m *Maps) error {
 			z.episode = e.cfg.Camera + "-" + r.Zone + "-" + strconv.FormatInt(tms, 10) + "-" + strconv.FormatUint(e.counter, 10)
 			z.lastUpdate = f.Capture
 			z.peakLevel, z.peak = LevelOK, 0
+			z.domainShift = e.dshift.open
 			evs = append(evs, e.zoneEvent(EventNew, i, prev, tms, f.Seq))
 		case reopened, changed:
 			z.lastUpdate = f.Capture
@@ -583,7 +605,7 @@ func (e *Engine) zoneEvent(t EventType, zi int, prev Level, tms int64, frame uin
 	return Event{Schema: EventSchemaID, ID: z.episode, Type: t, Kind: KindZone,
 		Vehicle: e.cfg.Vehicle, Camera: e.cfg.Camera, Zone: e.names[zi],
 		Level: level, Previous: prev, Reasons: reasons,
-		StartMS: z.startMS, TimeMS: tms, FrameSeq: frame, Metrics: metricsOf(z.last, z.fusedValues())}
+		StartMS: z.startMS, TimeMS: tms, FrameSeq: frame, Metrics: metricsOf(z.last, z.fusedValues()), DomainShift: z.domainShift}
 }
 
 func (e *Engine) faultEvent(t EventType, level, prev Level, tms int64, frame uint64) Event {
@@ -642,7 +664,7 @@ func (e *Engine) endAll(now time.Time) error {
 		}
 		ev := Event{Schema: EventSchemaID, ID: z.episode, Type: EventEnd, Kind: KindZone,
 			Vehicle: e.cfg.Vehicle, Camera: e.cfg.Camera, Zone: e.names[i], Level: LevelOK, Previous: prev,
-			Reasons: []string{}, StartMS: z.startMS, TimeMS: tms, FrameSeq: e.lastSeq}
+			Reasons: []string{}, StartMS: z.startMS, TimeMS: tms, FrameSeq: e.lastSeq, DomainShift: z.domainShift}
 		z.episode = ""
 		if err := e.sink.Event(&ev); err != nil {
 			errs = append(errs, err)
@@ -659,7 +681,7 @@ func (e *Engine) endAll(now time.Time) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, ev := range e.endModelFault(nil, tms, e.lastSeq) {
+	for _, ev := range e.endDomainShift(e.endModelFault(nil, tms, e.lastSeq), tms, e.lastSeq) {
 		if err := e.sink.Event(&ev); err != nil {
 			errs = append(errs, err)
 		}
@@ -702,12 +724,15 @@ func (e *Engine) PrepareReload(spec EngineSpec, now time.Time) (*PreparedReload,
 	if err := c.Timing.Validate("events"); err != nil {
 		return nil, fmt.Errorf("reload camera %q: %w", e.cfg.Camera, err)
 	}
+	if err := c.DomainPolicy.Validate("domain.policy"); err != nil {
+		return nil, fmt.Errorf("reload camera %q: %w", e.cfg.Camera, err)
+	}
 	a, err := NewAssessor(spec.Zones, spec.Ignore, spec.Calibration)
 	if err != nil {
 		return nil, fmt.Errorf("reload camera %q: %w", e.cfg.Camera, err)
 	}
 	cfg := e.cfg
-	cfg.Timing, cfg.UpdateInterval, cfg.StallAfter = c.Timing, c.UpdateInterval, c.StallAfter
+	cfg.Timing, cfg.UpdateInterval, cfg.StallAfter, cfg.DomainPolicy = c.Timing, c.UpdateInterval, c.StallAfter, c.DomainPolicy
 	r := &PreparedReload{e: e, version: e.version, cfg: cfg, a: a, cal: spec.Calibration, now: now}
 	e.prepareEnds(r, now)
 	return r, nil
@@ -740,7 +765,7 @@ func (e *Engine) prepareEnds(r *PreparedReload, now time.Time) {
 		}
 		r.ends = append(r.ends, Event{Schema: EventSchemaID, ID: z.episode, Type: EventEnd, Kind: KindZone,
 			Vehicle: e.cfg.Vehicle, Camera: e.cfg.Camera, Zone: e.names[i], Level: LevelOK, Previous: prev,
-			Reasons: []string{}, StartMS: z.startMS, TimeMS: tms, FrameSeq: e.lastSeq})
+			Reasons: []string{}, StartMS: z.startMS, TimeMS: tms, FrameSeq: e.lastSeq, DomainShift: z.domainShift})
 		z.episode = ""
 		r.endStates = append(r.endStates, e.stateOf(&z, e.names[i], now))
 	}
@@ -749,6 +774,9 @@ func (e *Engine) prepareEnds(r *PreparedReload, now time.Time) {
 	}
 	if e.mfault.open {
 		r.ends = append(r.ends, e.modelFaultEvent(EventEnd, LevelOK, LevelCritical, tms, e.lastSeq))
+	}
+	if e.dshift.open {
+		r.ends = append(r.ends, e.domainEvent(EventEnd, tms, e.lastSeq))
 	}
 }
 
@@ -854,6 +882,7 @@ func (r *PreparedReload) commit(queued BatchSink) error {
 	}
 	e.stalled = false
 	e.mfault.open = false
+	e.dshift.open = false
 	if r.remove {
 		// Retired: every zone ended above; the sinks forget the camera.
 		e.retired = true

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 )
@@ -45,17 +46,21 @@ var zoneNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_]{0,62}$`)
 
 // LoadZones reads a zone file (keys zones, grid, ignore).
 func LoadZones(path string) (ZoneSet, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Config)
 	if err != nil {
 		return ZoneSet{}, fmt.Errorf("load zones: %w", err)
 	}
-	return ParseZones(path, data)
+	return parseZones(path, data, yamlstrict.DecodeRedacted)
 }
 
 // ParseZones parses and validates a zone file; name labels errors.
 func ParseZones(name string, data []byte) (ZoneSet, error) {
+	return parseZones(name, data, yamlstrict.Decode)
+}
+
+func parseZones(name string, data []byte, decode func([]byte, any) error) (ZoneSet, error) {
 	var zs ZoneSet
-	if err := yamlstrict.Decode(data, &zs); err != nil {
+	if err := decode(data, &zs); err != nil {
 		return ZoneSet{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := zs.Validate(""); err != nil {

@@ -1,6 +1,7 @@
 package camera
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image"
@@ -12,7 +13,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 )
+
+// MaxSequencePixels bounds a sequence frame's size (width x height, from
+// its header before it is decoded): 8K UHD and then some; a PNG that
+// claims 100000 x 100000 would need 40 GB decoded.
+const MaxSequencePixels = 8192 * 8192
 
 // ImageSequence plays a directory of still images (.png, .jpg, .jpeg; for
 // example KITTI's image_02/data) in lexical order as a Source.
@@ -106,12 +114,16 @@ func (s *ImageSequence) Next(ctx context.Context, dst *Frame) error {
 	}
 	path := s.files[s.next]
 	s.next++
-	f, err := os.Open(path)
+	// Bounded: the directory may be one a request named; a "frame" that
+	// is /dev/zero behind a link, a FIFO or a 1 GB file is refused.
+	data, err := boundedfile.Read("", path, boundedfile.Image)
 	if err != nil {
 		return fmt.Errorf("image sequence: %w", err)
 	}
-	img, format, err := image.Decode(f)
-	f.Close()
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil && int64(cfg.Width)*int64(cfg.Height) > MaxSequencePixels {
+		return fmt.Errorf("image sequence: %q is %dx%d, over %d pixels", path, cfg.Width, cfg.Height, MaxSequencePixels)
+	}
+	img, format, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("image sequence: decode %q: %w", path, err)
 	}

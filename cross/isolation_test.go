@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -95,6 +96,40 @@ func episodes(t *testing.T, sb *sandbox, cam string) []string {
 	return ids
 }
 
+// mountTmpfs mounts a tmpfs on dir until the test ends. As root that is
+// a mount(2); as another user the mount goes through asRoot (passwordless
+// sudo, as the sandbox does): a mount(2) would fail with EPERM. The tmpfs
+// is then writable by all, so that this test (fillDisk) can fill it.
+func mountTmpfs(t *testing.T, asRoot []string, dir, opts string) {
+	t.Helper()
+	if len(asRoot) == 0 {
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, opts+",mode=0755"); err != nil {
+			t.Fatalf("mount a tmpfs on %s: %v", dir, err)
+		}
+		t.Cleanup(func() {
+			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", dir, err)
+			}
+		})
+		return
+	}
+	run := func(args ...string) error {
+		cmd := exec.Command(asRoot[0], append(asRoot[1:], args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	if err := run("mount", "-t", "tmpfs", "-o", opts+",mode=0777", "tmpfs", dir); err != nil {
+		t.Fatalf("mount a tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := run("umount", "-l", dir); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+}
+
 // fillDisk writes a file into dir until the file system is full.
 func fillDisk(t *testing.T, dir string) string {
 	t.Helper()
@@ -131,14 +166,7 @@ func TestUnitIsolationUnderSystemd(t *testing.T) {
 	work := prepareWork(t)
 	os.WriteFile(filepath.Join(work, "alarm.yaml"), []byte(testmodels.AlarmCalibration), 0o644)
 	outbox := filepath.Join(work, "outbox")
-	if err := syscall.Mount("tmpfs", outbox, "tmpfs", 0, "size=1m,mode=0755"); err != nil {
-		t.Fatalf("mount a 1 MiB tmpfs for the outbox: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(outbox, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", outbox, err)
-		}
-	})
+	mountTmpfs(t, asRoot, outbox, "size=1m")
 	var cams [3]*rtspserver.Server
 	start := func(i int, addr string) {
 		srv, err := rtspserver.New(rtspserver.Config{Addr: addr, Generated: map[string]rtspserver.Generated{"sim": {Source: stripes{}, FPS: 10}},

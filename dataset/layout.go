@@ -66,8 +66,11 @@ func (d Drive) Index(k int) int { return d.First + k*d.Stride }
 
 // Meta is the content of meta.json.
 type Meta struct {
-	Format     string     `json:"format"`
-	World      string     `json:"world"`
+	Format string `json:"format"`
+	World  string `json:"world"`
+	// Camera names the simulated camera (sim.Camera) when it is not the
+	// training camera; empty for KITTI's and for data not simulated.
+	Camera     string     `json:"camera,omitempty"`
 	Seed       int64      `json:"seed"`
 	Width      int        `json:"width"`
 	Height     int        `json:"height"`

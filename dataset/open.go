@@ -11,7 +11,7 @@ import (
 
 // Layouts a data directory may have (Open).
 const (
-	LayoutAuto  = "auto"  // sim when DIR/meta.json exists, nyu when DIR/rgb/ does, else kitti
+	LayoutAuto  = "auto"  // sim when DIR/meta.json exists, nyu when DIR/rgb/ does, images when DIR holds pictures, else kitti
 	LayoutSim   = "sim"   // what `didoedge sim render` writes (KITTI depth-completion layout + meta.json)
 	LayoutKITTI = "kitti" // real KITTI: raw frames and annotated depth, selected by split files
 	LayoutNYU   = "nyu"   // rgb/ and depth/ PNG pairs
@@ -71,6 +71,8 @@ func Open(src Source) (Set, error) {
 			layout = LayoutSim
 		case exists(fsys, "rgb"):
 			layout = LayoutNYU
+		case hasImages(fsys):
+			layout = LayoutImages
 		default:
 			layout = LayoutKITTI
 		}
@@ -90,8 +92,10 @@ func Open(src Source) (Set, error) {
 		return &kittiSet{k: &KITTI{RawDir: src.Dir, DepthDir: depth, RawFS: fsys, DepthFS: dirFS(depthFS, depth)}}, nil
 	case LayoutNYU:
 		return nyuSet{&NYU{Dir: src.Dir, FS: fsys, DepthScale: src.NYUDepthScale}}, nil
+	case LayoutImages:
+		return openImages(fsys, src.Dir)
 	}
-	return nil, fmt.Errorf("data set %q: layout %q is not one of auto, sim, kitti, nyu", src.Dir, layout)
+	return nil, fmt.Errorf("data set %q: layout %q is not one of auto, sim, kitti, nyu, images", src.Dir, layout)
 }
 
 type simSet struct{ *Sim }

@@ -74,6 +74,9 @@ type dataFrames struct {
 	set   dataset.Set
 	items []dataset.Item
 	id    map[string]any
+	// withoutTruth: frames without ground truth are served too (the
+	// domain statistics need none: picture folders, footage).
+	withoutTruth bool
 }
 
 // openDataFrames lists a split (at most max frames, evenly spread, 0 = all).
@@ -127,7 +130,7 @@ func (d *dataFrames) Frame(i int) (*dataset.Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Sparse == nil {
+	if s.Sparse == nil && !d.withoutTruth {
 		return nil, fmt.Errorf("frame %s has no ground truth (an AuxUE learns from the depth model's errors on it)", s.Name)
 	}
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/didoedge/didoedge/runtime/domain"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -97,6 +98,13 @@ type AuxTrainConfig struct {
 	// ModelFeatureChannels is the most channels made of that tensor (a
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
+	// DomainFrames: held-out training-domain frames the training-domain
+	// record (runtime/domain) is fitted on after the export: the pool's
+	// drives after the validation drives, or at most this many of
+	// ValSplit [DefaultDomainFrames; negative: no record]. DomainStatistic
+	// is the record's statistic [domain.KNN].
+	DomainFrames    int
+	DomainStatistic string
 
 	// CacheDir keeps the depth model's cached outputs and errors between
 	// runs, keyed by the model's sha256, its spec, the data and the
@@ -120,6 +128,8 @@ func (c *AuxTrainConfig) defaults() {
 		setDefault(&c.ValFrames, 16)
 	}
 	setDefault(&c.ValDrives, 2)
+	setDefault(&c.DomainFrames, DefaultDomainFrames)
+	setDefault(&c.DomainStatistic, domain.KNN)
 	setDefault(&c.Split, "train")
 	setDefault(&c.ValSplit, "val")
 	if c.Steps <= 0 {

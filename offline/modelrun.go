@@ -23,6 +23,7 @@ import (
 	"golang.org/x/image/math/fixed"
 
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
@@ -112,7 +113,9 @@ type ImageRunSummary struct {
 	Images      []ImageSummary         `json:"images"`
 }
 
-// ListImages expands a directory or a glob into image files, sorted.
+// ListImages expands a directory or a glob into image files, sorted. A
+// directory's pictures may be symbolic links to pictures (followed); links
+// to directories and dangling links are skipped.
 func ListImages(pattern string) ([]string, error) {
 	var paths []string
 	if st, err := os.Stat(pattern); err == nil && st.IsDir() {
@@ -121,11 +124,12 @@ func ListImages(pattern string) ([]string, error) {
 			return nil, err
 		}
 		for _, e := range entries {
-			switch strings.ToLower(filepath.Ext(e.Name())) {
-			case ".png", ".jpg", ".jpeg":
-				if e.Type().IsRegular() {
-					paths = append(paths, filepath.Join(pattern, e.Name()))
-				}
+			if !dataset.IsImageName(e.Name()) {
+				continue
+			}
+			p := filepath.Join(pattern, e.Name())
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				paths = append(paths, p)
 			}
 		}
 	} else {
@@ -141,29 +145,31 @@ func ListImages(pattern string) ([]string, error) {
 	return paths, nil
 }
 
-// ReadImageRGB8 decodes a PNG or JPEG into interleaved RGB8.
+// maxImageBytes bounds the file ReadImageRGB8 reads.
+const maxImageBytes = 256 << 20
+
+// ReadImageRGB8 decodes a PNG or JPEG into interleaved RGB8; the file and
+// the size its header announces are bounded before any pixel is decoded
+// (dataset.DecodeRGBImage).
 func ReadImageRGB8(path string) (rgb []uint8, w, h int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer f.Close()
-	img, _, err := image.Decode(f)
+	data, err := io.ReadAll(io.LimitReader(f, maxImageBytes+1))
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("read %q: %w", path, err)
+	}
+	if len(data) > maxImageBytes {
+		return nil, 0, 0, fmt.Errorf("image %q: larger than %d bytes", path, maxImageBytes)
+	}
+	w, h, rgb, err = dataset.DecodeRGBImage(data)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("decode %q: %w", path, err)
 	}
-	b := img.Bounds()
-	w, h = b.Dx(), b.Dy()
-	if w < 1 || h < 1 || w > 1<<14 || h > 1<<14 {
+	if w > 1<<14 || h > 1<<14 {
 		return nil, 0, 0, fmt.Errorf("image %q: size %dx%d out of range", path, w, h)
-	}
-	rgb = make([]uint8, 3*w*h)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			r, g, bb, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
-			o := 3 * (y*w + x)
-			rgb[o], rgb[o+1], rgb[o+2] = uint8(r>>8), uint8(g>>8), uint8(bb>>8)
-		}
 	}
 	return rgb, w, h, nil
 }

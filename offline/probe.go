@@ -148,8 +148,15 @@ func Probe(ctx context.Context, cfg ProbeConfig) (*ProbeReport, error) {
 	rep.Declared = depthLine(declared.Depth)
 	rep.DeclaredFartherMore = fartherIsLarger(declared.Depth)
 	if rep.DeclaredFartherMore != rep.FartherIsLarger {
-		rep.Mismatch = fmt.Sprintf("the spec (%s) reads larger raw values as %s, but they are %s",
-			rep.Declared, map[bool]string{true: "farther", false: "nearer"}[rep.DeclaredFartherMore], rep.evidence())
+		// With the true depth the evidence starts with the values'
+		// direction ("larger where the true depth is larger"); on an
+		// image without it, with the rows' ("values grow toward ...").
+		lead := "they are"
+		if math.IsNaN(rep.DepthCorrelation) {
+			lead = "in this image"
+		}
+		rep.Mismatch = fmt.Sprintf("the spec (%s) reads larger raw values as %s, but %s %s",
+			rep.Declared, map[bool]string{true: "farther", false: "nearer"}[rep.DeclaredFartherMore], lead, rep.evidence())
 	}
 	// The declared read-out on the same frame.
 	if err := rep.readDeclared(ctx, cfg, declared, rgb, w, h, truth, log); err != nil {

@@ -97,6 +97,8 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Height, "height", d.Height, "simulated pool: rendered frame height")
 	fs.IntVar(&c.Frames, "frames", 0, "frames drawn from the pool (default 300), or at most this many of --split (0: all)")
 	fs.IntVar(&c.ValFrames, "val-frames", 0, "validation frames (pool default 16; --data: at most this many of --val-split, 0: all)")
+	fs.IntVar(&c.DomainFrames, "domain-frames", DefaultDomainFrames, "held-out training-domain frames the spec's domain record is fitted on (pool: drives after the validation drives; --data: at most this many of --val-split); -1: no record")
+	fs.StringVar(&c.DomainStatistic, "domain-statistic", "knn", "the domain record's statistic: knn or mahalanobis (docs/alerts.md compares them)")
 	fs.IntVar(&c.Epochs, "epochs", d.Epochs, fmt.Sprintf("epochs over the cached frames; 0: as many as make about --steps optimizer steps (ceil(steps / (frames/batch)), %d to %d)", MinAutoEpochs, MaxAutoEpochs))
 	fs.IntVar(&c.Steps, "steps", d.Steps, "with --epochs 0: the optimizer steps that the epochs aim at")
 	fs.IntVar(&c.Batch, "batch", d.Batch, "frames per step")

@@ -168,8 +168,11 @@ type AuxSummary struct {
 	EpochsAuto bool `json:"epochs_auto"`
 	// ModelFeatures is the depth model's tensor the AuxUE reads (absent:
 	// none).
-	ModelFeatures *AuxFeatureSummary   `json:"model_features,omitempty"`
-	Epochs        []AuxEpochSummary    `json:"epochs"`
+	ModelFeatures *AuxFeatureSummary `json:"model_features,omitempty"`
+	Epochs        []AuxEpochSummary  `json:"epochs"`
+	// Domain is the training-domain record written into the spec (nil:
+	// none, --domain-frames -1 or no held-out split).
+	Domain        *AuxDomainSummary    `json:"domain,omitempty"`
 	Cache         AuxCacheSummary      `json:"cache"`
 	ThroughputFPS AuxThroughputSummary `json:"throughput_fps"`
 	PhasesS       map[string]float64   `json:"phases_s"`
@@ -201,6 +204,16 @@ type AuxFeatureSummary struct {
 	Chosen     string `json:"chosen"`
 	Candidates int    `json:"candidates"`
 	Eligible   int    `json:"eligible"`
+}
+
+// AuxDomainSummary is the training-domain record written into the spec.
+type AuxDomainSummary struct {
+	Frames        int    `json:"frames"`
+	Statistic     string `json:"statistic"`
+	Shrinkage     Float  `json:"shrinkage"`
+	ThresholdFAR1 Float  `json:"threshold_far_0.01"`
+	Source        string `json:"source"`
+	Seconds       Float  `json:"seconds"`
 }
 
 // AuxEpochSummary is one epoch in a summary.
@@ -235,6 +248,7 @@ type AuxThroughputSummary struct {
 // Run trains the AuxUE and writes it with its spec.
 func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 	cfg := r.Train
+	cfg.defaults()
 	if cfg.Checkpoint != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.Checkpoint), 0o755); err != nil {
 			return AuxSummary{}, fmt.Errorf("create checkpoint directory: %w", err)
@@ -263,6 +277,19 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 	if err != nil {
 		return AuxSummary{}, err
 	}
+	var dom *AuxDomainSummary
+	if cfg.DomainFrames > 0 {
+		td := time.Now()
+		rec, err := addDomainRecord(ctx, cfg, path, spec, cfg.Log)
+		if err != nil {
+			return AuxSummary{}, fmt.Errorf("train auxue: %w", err)
+		}
+		if rec != nil {
+			t, _ := rec.Threshold(0.01)
+			dom = &AuxDomainSummary{Frames: rec.Frames, Statistic: rec.Statistic, Shrinkage: Float(rec.Shrinkage),
+				ThresholdFAR1: Float(t), Source: rec.Source, Seconds: Float(time.Since(td).Seconds())}
+		}
+	}
 	exportTime := time.Since(texp)
 	gh, gw := st.Contract.Grid()
 	epochs := make([]AuxEpochSummary, len(st.Epochs))
@@ -281,7 +308,7 @@ func (r AuxRun) Run(ctx context.Context) (AuxSummary, error) {
 		Contract: AuxContractSummary{Input: fmt.Sprintf("%dx%d", st.Contract.Width, st.Contract.Height), Factor: st.Contract.Factor,
 			Grid: fmt.Sprintf("%dx%d", gw, gh), Channels: st.Contract.Channels(), Row: st.Contract.Row},
 		EpochsRun: st.EpochsRun, EpochsAuto: st.EpochsAuto, ModelFeatures: featureSummary(st),
-		Epochs: epochs,
+		Epochs: epochs, Domain: dom,
 		Cache: AuxCacheSummary{Dir: st.Cache.Dir, Bytes: st.Cache.Bytes, Frames: st.Cache.Frames, Reused: st.Cache.Reused,
 			ValFrames: st.Cache.ValFrames, ValReused: st.Cache.ValRe, BytesPer100Frames: st.Cache.BytesPer100},
 		ThroughputFPS: AuxThroughputSummary{Cache: Float(st.CacheFPS), Train: Float(st.TrainFPS)},

@@ -13,3 +13,6 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -count=1 -timeout 25m "$@" ./...
+# The strict YAML decoder reads every config and request body: fuzz it
+# (anchors, aliases, merge keys, redacted errors) for a bounded time.
+go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s ./internal/yamlstrict

@@ -19,6 +19,7 @@ func Collectors(stats func() Stats) []prometheus.Collector {
 		// events not queued for a client.
 		{"didoedge_broker_store_dropped_updates_total", "Embedded broker: queued updates and states dropped (oldest first) to make room in a full store.", func(s Stats) uint64 { return s.Store.DroppedUpdates }},
 		{"didoedge_broker_store_refused_total", "Embedded broker: new/end/fault events not queued for a client because the store was full of such events.", func(s Stats) uint64 { return s.Store.Refused }},
+		{"didoedge_broker_store_damaged_total", "Embedded broker: stores found damaged or empty at start, moved aside and replaced by a fresh one (the ERROR log line says what was lost).", func(s Stats) uint64 { return s.Store.Damaged }},
 		{"didoedge_broker_store_write_errors_total", "Embedded broker: store writes that failed (events stay in the outbox).", func(s Stats) uint64 { return s.Store.WriteErrors }},
 	} {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},

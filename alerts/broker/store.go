@@ -91,6 +91,10 @@ type StoreStats struct {
 	// WriteErrors counts store writes that failed (the message stays in
 	// memory; Broker.Publish reports it, so the outbox keeps the event).
 	WriteErrors uint64
+	// Damaged counts stores found damaged or emptied at start, moved
+	// aside and replaced by a fresh one (0 or 1 per Start; what was lost
+	// is in the ERROR line of that start).
+	Damaged uint64
 }
 
 // Key prefixes in the store's one bucket.
@@ -130,7 +134,10 @@ type storeHook struct {
 	bytes   int64
 
 	dropped, refused, writeErrs atomic.Uint64
-	stopped                     atomic.Bool
+	// damaged is 1 when the store was found damaged or empty at start
+	// and replaced (StoreStats.Damaged).
+	damaged atomic.Uint64
+	stopped atomic.Bool
 
 	// gate orders the runtime's inline publishes against a returning
 	// client's session: a client's queued messages are renumbered and
@@ -146,11 +153,12 @@ func openStore(set StoreSettings, droppable func(string, []byte) bool, log *slog
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
 	path := filepath.Join(set.Dir, StoreFile)
-	// The timeout: a second process on the same file fails instead of
-	// waiting for the lock forever.
-	db, err := bbolt.Open(path, 0o640, &bbolt.Options{Timeout: time.Second})
+	// A damaged or emptied store is replaced by a fresh one (logged at
+	// ERROR with what was lost, counted): the broker starts in every case
+	// but a store another process holds.
+	db, damaged, err := openStoreFile(path, log, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w (is another broker running on this store?)", path, err)
+		return nil, err
 	}
 	if err := db.Update(func(tx *bbolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketName)
@@ -162,8 +170,12 @@ func openStore(set StoreSettings, droppable func(string, []byte) bool, log *slog
 	if droppable == nil {
 		droppable = func(string, []byte) bool { return false }
 	}
-	return &storeHook{set: set, droppable: droppable, log: log, rl: lograte.New(log, 0), db: db,
-		byCl: map[string]map[uint16]*queued{}}, nil
+	h := &storeHook{set: set, droppable: droppable, log: log, rl: lograte.New(log, 0), db: db,
+		byCl: map[string]map[uint16]*queued{}}
+	if damaged {
+		h.damaged.Store(1)
+	}
+	return h, nil
 }
 
 func (h *storeHook) ID() string { return "didoedge-store" }
@@ -190,7 +202,7 @@ func (h *storeHook) stats() StoreStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return StoreStats{Messages: h.count, Bytes: h.bytes, DroppedUpdates: h.dropped.Load(),
-		Refused: h.refused.Load(), WriteErrors: h.writeErrs.Load()}
+		Refused: h.refused.Load(), WriteErrors: h.writeErrs.Load(), Damaged: h.damaged.Load()}
 }
 
 // update runs one committed transaction; a failure is counted and logged.
@@ -248,10 +260,50 @@ func (h *storeHook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 		return
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	byID := h.byCl[cl.ID]
 	pks := existing.State.Inflight.GetAll(false)
 	sort.SliceStable(pks, func(i, j int) bool { return h.ordOf(byID, pks[i]) < h.ordOf(byID, pks[j]) })
-	h.mu.Unlock()
+	// mochi keeps the packet ids of both directions in one map: a
+	// SUBSCRIBE (or UNSUBSCRIBE, or a QoS 2 PUBLISH) of the returning
+	// client whose id is that of a queued message is refused with 0x91
+	// (0x80 in MQTT 3.1.1), and clients number their packets from 1, as
+	// the queue was. So the queued QoS 1 messages move to the top of the
+	// id space (65535 down), apart from the ids a client starts with.
+	// QoS 1 allows the new id: the client may see a message again (at
+	// least once), never lose one. QoS 2 messages keep theirs (exactly
+	// once hangs on the id).
+	var moved []packets.Packet
+	for _, pk := range pks {
+		if pk.FixedHeader.Qos == 1 && pk.FixedHeader.Type == packets.Publish {
+			existing.State.Inflight.Delete(pk.PacketID)
+			moved = append(moved, pk)
+		}
+	}
+	next := uint16(65535)
+	rekeyed := make(map[uint16]*queued, len(byID))
+	for id, q := range byID {
+		rekeyed[id] = q
+	}
+	for _, pk := range moved {
+		delete(rekeyed, pk.PacketID)
+	}
+	for i := range moved {
+		for _, used := existing.State.Inflight.Get(next); used; _, used = existing.State.Inflight.Get(next) {
+			next--
+		}
+		if q := byID[moved[i].PacketID]; q != nil {
+			rekeyed[next] = q
+		}
+		moved[i].PacketID = next
+		existing.State.Inflight.Set(moved[i])
+		next--
+	}
+	if byID != nil {
+		h.byCl[cl.ID] = rekeyed
+	}
+	pks = existing.State.Inflight.GetAll(false)
+	sort.SliceStable(pks, func(i, j int) bool { return h.ordOf(rekeyed, pks[i]) < h.ordOf(rekeyed, pks[j]) })
 	for i, pk := range pks {
 		pk.Created = int64(i + 1)
 		existing.State.Inflight.Set(pk)

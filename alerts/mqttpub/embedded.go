@@ -9,12 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/secret"
 )
 
@@ -111,15 +111,15 @@ func startEmbedded(ctx context.Context, cfg ServiceConfig, topicPrefix string, p
 // ServerTLSConfig loads a server certificate and key and, when clientCA is
 // set, requires client certificates signed by it; all PEM, TLS 1.2+.
 func ServerTLSConfig(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	cert, err := loadKeyPair(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("cert %q, key %q: %w", certFile, keyFile, err)
+		return nil, err
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if clientCA != "" {
-		pem, err := os.ReadFile(clientCA)
+		pem, err := boundedfile.Read("client_ca", clientCA, boundedfile.PEM)
 		if err != nil {
-			return nil, fmt.Errorf("client_ca: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/secret"
 )
@@ -238,9 +238,9 @@ func PublisherOptions(m Config, topics alerts.Topics, log *slog.Logger) (Options
 func TLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pem, err := boundedfile.Read("ca", caFile, boundedfile.PEM)
 		if err != nil {
-			return nil, fmt.Errorf("ca: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -249,13 +249,31 @@ func TLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error
 		c.RootCAs = pool
 	}
 	if certFile != "" || keyFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		cert, err := loadKeyPair(certFile, keyFile)
 		if err != nil {
-			return nil, fmt.Errorf("cert %q, key %q: %w", certFile, keyFile, err)
+			return nil, err
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
+}
+
+// loadKeyPair is tls.LoadX509KeyPair with both files read bounded
+// (regular files, at most boundedfile.PEM's cap).
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := boundedfile.Read("cert", certFile, boundedfile.PEM)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := boundedfile.Read("key", keyFile, boundedfile.PEM)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("cert %q, key %q: %w", certFile, keyFile, err)
+	}
+	return cert, nil
 }
 
 // Config returns the config the service was started with.

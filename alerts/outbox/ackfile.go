@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/pkg/durable"
 )
 
@@ -35,23 +36,31 @@ func (osDir) SyncDir(dir string) error     { return durable.SyncDir(dir) }
 // The ack file holds the highest acknowledged seq and the last seq
 // assigned when it was written (a floor for new seqs), with a CRC-32C:
 // acked u64 | last u64 | crc u32. Files of the first format (acked u64 |
-// crc u32) are read too.
-func (o *Outbox) readAcked() (acked, last uint64) {
+// crc u32) are read too. missing reports that there is no ack file (replay
+// says so when records are pending: all of them are re-sent).
+func (o *Outbox) readAcked() (acked, last uint64, missing bool) {
 	path := filepath.Join(o.opts.Dir, ackFile)
-	b, err := os.ReadFile(path)
+	b, err := boundedfile.Read("", path, boundedfile.Secret) // 20 bytes; bounded all the same
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, 0
+		return 0, 0, true
 	}
+	var why string
 	switch {
-	case err == nil && len(b) == 20 && crc32.Checksum(b[:16], castagnoli) == binary.LittleEndian.Uint32(b[16:]):
-		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-	case err == nil && len(b) == 12 && crc32.Checksum(b[:8], castagnoli) == binary.LittleEndian.Uint32(b[8:]):
-		return binary.LittleEndian.Uint64(b), 0
+	case err != nil:
+		why = err.Error()
+	case len(b) == 20 && crc32.Checksum(b[:16], castagnoli) == binary.LittleEndian.Uint32(b[16:]):
+		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), false
+	case len(b) == 12 && crc32.Checksum(b[:8], castagnoli) == binary.LittleEndian.Uint32(b[8:]):
+		return binary.LittleEndian.Uint64(b), 0, false
+	case len(b) == 20 || len(b) == 12:
+		why = "checksum mismatch (the file is damaged)"
+	default:
+		why = fmt.Sprintf("%d bytes, want 20", len(b))
 	}
 	// Losing the ack position only re-sends records; subscribers drop
 	// sequence numbers they have seen.
-	o.log.Warn("outbox ack file unreadable, re-sending from the oldest record", "err", err, "len", len(b))
-	return 0, 0
+	o.log.Warn("outbox: ack file unreadable, re-sending from the oldest record", "path", path, "reason", why)
+	return 0, 0, false
 }
 
 // durableOnOpen makes the ack file that Open read durable before any

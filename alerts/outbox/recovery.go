@@ -15,7 +15,7 @@ import (
 
 // the log should be rewritten).
 func (o *Outbox) replay() (bool, error) {
-	acked, ackLast := o.readAcked()
+	acked, ackLast, ackMissing := o.readAcked()
 	o.acked = acked
 	entries, err := os.ReadDir(o.opts.Dir)
 	if err != nil {
@@ -48,6 +48,13 @@ func (o *Outbox) replay() (bool, error) {
 	o.pending = kept
 	for i := range o.pending {
 		o.pendSize += o.pending[i].size()
+	}
+	if ackMissing && len(o.pending) > 0 {
+		// Nothing acknowledged before a crash, or the file was deleted:
+		// either way every record goes again, which must not be silent.
+		o.log.Warn("outbox: no ack file: re-sending every pending record from the oldest (subscribers drop the seqs they have seen)",
+			"path", filepath.Join(o.opts.Dir, ackFile), "records", len(o.pending),
+			"from_seq", o.pending[0].Seq, "to_seq", o.pending[len(o.pending)-1].Seq)
 	}
 	lost := o.account(&rs, ackLast)
 	o.lastSeq = max(o.acked, rs.top)

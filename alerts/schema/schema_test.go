@@ -78,18 +78,41 @@ func realPayloads(t *testing.T) (events, states, stats [][]byte) {
 			t.Fatal(err)
 		}
 	}
+	// A domain shift: its new, update and end events, and a zone episode
+	// opened while it is open (domain_shift: true).
+	for i, shifted := range []bool{true, true, true, false} {
+		now = now.Add(200 * time.Millisecond)
+		f := alerts.Frame{Seq: uint64(10 + i), Capture: now, Image: &img}
+		if err := e.ObserveDomain(f, alerts.DomainReading{Distance: 3.5, Smoothed: 2.25, Threshold: 1.5, Window: time.Second, Shifted: shifted}); err != nil {
+			t.Fatal(err)
+		}
+		for p := range m.Depth {
+			m.Epistemic[p] = 0.9
+		}
+		if err := e.Observe(f, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	now = now.Add(2 * time.Second)
 	if err := e.Tick(now); err != nil {
 		t.Fatal(err)
 	}
 	types := map[alerts.EventType]bool{}
-	snap := false
+	domainTypes := map[alerts.EventType]bool{}
+	snap, flagged := false, false
 	for _, ev := range evs {
 		types[ev.Type] = true
 		snap = snap || ev.Snapshot != nil
+		flagged = flagged || (ev.Kind == alerts.KindZone && ev.DomainShift)
+		if ev.Kind == alerts.KindDomainShift {
+			domainTypes[ev.Type] = true
+		}
 	}
 	if !types[alerts.EventNew] || !types[alerts.EventUpdate] || !types[alerts.EventEnd] || evs[len(evs)-1].Kind != alerts.KindCameraFault || !snap {
 		t.Fatalf("fixture did not produce every event type and a snapshot: %+v", evs)
+	}
+	if !domainTypes[alerts.EventNew] || !domainTypes[alerts.EventUpdate] || !domainTypes[alerts.EventEnd] || !flagged {
+		t.Fatalf("fixture did not produce every domain_shift event type and a flagged zone episode: %+v", evs)
 	}
 	st := e.Stats(now)
 	b, _ := json.Marshal(&st)
@@ -133,6 +156,9 @@ func TestWrongPayloadsRejected(t *testing.T) {
 		{"bad item", schema.Event, strings.Replace(ev, `"reasons":["ood_fraction"]`, `"reasons":["vibes"]`, 1), "/reasons/0"},
 		{"null not allowed", schema.Stats, strings.Replace(st, `"fps":`, `"fps":null,"x":`, 1), "type null, want number"},
 		{"availability", schema.Availability, `"maybe"`, "not in enum"},
+		{"domain reading incomplete", schema.Event, strings.Replace(domainEvent(t, events), `"window_s":1`, `"windowed":1`, 1), `property "windowed" not allowed`},
+		{"domain distance negative", schema.Event, strings.Replace(domainEvent(t, events), `"distance":3.5`, `"distance":-3.5`, 1), "below minimum"},
+		{"domain_shift not boolean", schema.Event, strings.Replace(ev, `"reasons"`, `"domain_shift":"yes","reasons"`, 1), "type string, want boolean"},
 		{"not json", schema.Event, `{"seq":`, "invalid JSON"},
 		{"trailing", schema.Availability, `"online" "offline"`, "trailing data"},
 	}
@@ -164,4 +190,16 @@ func TestCompileRejectsUnsupportedKeywords(t *testing.T) {
 	if got := len(schema.Names()); got != 5 {
 		t.Fatalf("%d embedded schemas, want 5", got)
 	}
+}
+
+// domainEvent is the first domain_shift event of the payloads.
+func domainEvent(t *testing.T, events [][]byte) string {
+	t.Helper()
+	for _, e := range events {
+		if strings.Contains(string(e), `"kind":"domain_shift"`) {
+			return string(e)
+		}
+	}
+	t.Fatal("no domain_shift event")
+	return ""
 }

@@ -22,11 +22,11 @@ type DataFlags struct {
 
 // AddFlags declares the flags on fs.
 func (d *DataFlags) AddFlags(fs *flag.FlagSet) {
-	fs.Func("data", "data set directory: sim render layout, real KITTI (with --split FILE), NYU, or a recording's export (repeat for several)", func(s string) error {
+	fs.Func("data", "data set directory: sim render layout, real KITTI (with --split FILE), NYU, a recording's export, or a plain folder of pictures (no ground truth) (repeat for several)", func(s string) error {
 		d.Dirs = append(d.Dirs, s)
 		return nil
 	})
-	fs.StringVar(&d.Layout, "layout", "auto", "layout of --data: auto, sim, kitti, nyu")
+	fs.StringVar(&d.Layout, "layout", "auto", "layout of --data: auto, sim, kitti, nyu, images (a folder of pictures, no ground truth)")
 	fs.StringVar(&d.KITTIDepth, "kitti-depth", "", "KITTI: root of the annotated depth (default: --data)")
 	fs.StringVar(&d.Split, "split", "val", "split of the data set: a name (train, val, test, all) or a split file")
 	fs.IntVar(&d.MaxFrames, "max-frames", 0, "use at most this many frames of each data set (0: all)")
@@ -62,7 +62,7 @@ type ThresholdFlags struct {
 // AddFlags declares the flags on fs.
 func (t *ThresholdFlags) AddFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&t.TargetFAR, "target-far", 0.01, "per-pixel false-alarm rate on in-distribution frames")
-	fs.BoolVar(&t.Force, "force", false, "calibrate even when the frames look out of distribution for the AuxUE (their median K/S above its validation p90)")
+	fs.BoolVar(&t.Force, "force", false, "calibrate even when the frames look out of distribution for the AuxUE (outside its training-domain record, or their median K/S above its validation p90)")
 	fs.Float64Var(&t.Coverage, "coverage", 0.9, "nominal coverage of the Laplace interval")
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/runtime/domain"
 )
 
 // Named is a summary with the name (file or object) it was read from, for
@@ -58,6 +59,18 @@ func ReadSummary(r io.Reader, name string) (*Summary, error) {
 		for f, row := range q {
 			if len(row) != z {
 				return nil, fmt.Errorf("calibration summary %s: frame %d has %d per-zone values for %d zones", name, f, len(row), z)
+			}
+		}
+	}
+	if d := s.Domain; d != nil {
+		nb := len(d.KSP95)
+		if int64(len(d.Distances)) != s.Frames || len(d.KS) != len(d.Distances) || len(d.BOverDepth) != len(d.Distances) || len(d.BOverDepthP95) != nb {
+			return nil, fmt.Errorf("calibration summary %s: domain: %d frames, %d distances, %d and %d rows of band values, %d and %d band limits",
+				name, s.Frames, len(d.Distances), len(d.KS), len(d.BOverDepth), nb, len(d.BOverDepthP95))
+		}
+		for f := range d.KS {
+			if len(d.KS[f]) != nb || len(d.BOverDepth[f]) != nb {
+				return nil, fmt.Errorf("calibration summary %s: domain: frame %d has %d and %d band values for %d bands", name, f, len(d.KS[f]), len(d.BOverDepth[f]), nb)
 			}
 		}
 	}
@@ -245,9 +258,54 @@ func Merge(sums []Named, o MergeOptions) (*Result, error) {
 		}
 		o.Log.Warn("calibrating anyway (--force)", "err", err)
 	}
+	dom, err := mergeDomain(sums)
+	if err != nil {
+		return nil, err
+	}
+	var verdict *DomainVerdict
+	var domainErr error
+	if dom == nil {
+		o.Log.Warn("the AuxUE's spec has no training-domain record: calibration cannot check that these frames are in its domain (retrain it with didoedge train auxue)",
+			"auxue", first.Models.AuxUE)
+	} else {
+		v, err := CheckDomain(dom)
+		verdict = &v
+		if err != nil {
+			if !o.Force {
+				return nil, fmt.Errorf("calibrate: %w", err)
+			}
+			domainErr = err
+			o.Log.Warn("calibrating anyway (--force)", "err", err)
+		}
+	}
 	res, err := m.calibrate(o, sources, len(sums))
 	if err != nil {
 		return nil, err
+	}
+	res.Domain, res.DomainForced = verdict, domainErr
+	if verdict != nil && domainErr == nil {
+		// The domain monitor's threshold on these in-domain frames: their
+		// per-frame distances' (1 - target FAR) quantile, never below the
+		// record's cross-validated in-domain p99 (the window's mean of
+		// in-domain frames stays below a bound that single frames reach
+		// at this rate). Not set on frames the check refused (--force):
+		// a threshold raised to cover them would hide the stranger.
+		t, err := domain.ThresholdAtFAR(dom.Distances, o.TargetFAR)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: domain threshold: %w", err)
+		}
+		res.Calibration.DomainThreshold = math.Max(t, dom.Limit)
+	}
+	if verdict != nil {
+		f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+		res.Calibration.Meta["domain_median_distance"] = f(verdict.MedianDistance)
+		res.Calibration.Meta["domain_limit"] = f(verdict.Limit)
+		res.Calibration.Meta["domain_frames_outside"] = strconv.Itoa(verdict.Outside)
+		if domainErr != nil {
+			res.Calibration.Meta["domain_forced"] = domainErr.Error()
+		}
+	} else {
+		res.Calibration.Meta["domain_check"] = "none: the AuxUE's spec has no training-domain record"
 	}
 	res.Split = strings.Join(splits, ",")
 	res.TargetFAR = o.TargetFAR

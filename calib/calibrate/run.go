@@ -37,7 +37,8 @@ type Options struct {
 	Coverage  float64
 	MaxFrames int // 0: all the split's frames of each data set
 	// Force calibrates on data that look out of distribution for the
-	// AuxUE (CheckStranger) with a warning instead of refusing.
+	// AuxUE (CheckStranger, CheckDomain) with a warning instead of
+	// refusing.
 	Force bool
 	Log   *slog.Logger
 }
@@ -71,6 +72,12 @@ type Result struct {
 	// Split is the split(s) read, TargetFAR the rate calibrated for.
 	Split     string
 	TargetFAR float64
+	// Domain is the check of the frames against the AuxUE's
+	// training-domain record (CheckDomain); nil when its spec has none
+	// (the calibration then warns that it could not check). DomainForced
+	// is the refusal --force overrode.
+	Domain       *DomainVerdict
+	DomainForced error
 }
 
 // alignMaxDepth bounds an aligned relative depth (metres), KITTI's cap.

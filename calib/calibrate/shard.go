@@ -117,6 +117,9 @@ type Summary struct {
 	// (nil for older AuxUEs): the merge compares the data with it
 	// (CheckStranger).
 	AuxUEValidation *infer.AuxUEValidation `json:"auxue_validation,omitempty"`
+	// Domain is the frames measured against the AuxUE's training-domain
+	// record (nil when its spec has none: the data cannot be checked).
+	Domain *DomainSummary `json:"domain,omitempty"`
 }
 
 // ListingIdentity names the listing a shard was cut from.
@@ -203,6 +206,13 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 	if info := o.Models.AuxUESpec.AuxUE; info != nil {
 		sum.AuxUEValidation = info.Validation
 	}
+	dom, err := newDomainScanner(&o.Models.AuxUESpec)
+	if err != nil {
+		return nil, err
+	}
+	if dom != nil {
+		sum.Domain = dom.sum
+	}
 	for _, z := range zones {
 		sum.Zones = append(sum.Zones, z.Name)
 	}
@@ -222,6 +232,8 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 	s := scanner{sum: sum, levels: base.Levels, zones: zones, ignore: ignore, relative: sum.Relative}
 	gtBySet := make([]int64, len(l.sets))
 	start := time.Now()
+	inW, inH := models.InputSize()
+	var tm infer.StageTimes
 	for n, e := range mine {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -231,7 +243,7 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
 		models.FrameFocal(smp.Intrinsics.Fx, smp.Width)
-		maps, err := models.Infer(ctx, smp.RGB, smp.Width, smp.Height)
+		maps, img, err := models.InferTimed(ctx, smp.RGB, smp.Width, smp.Height, &tm)
 		if errors.Is(err, infer.ErrInvalidOutput) {
 			o.Log.Warn("skipping frame with non-finite model outputs", "frame", smp.Name)
 			sum.Skipped++
@@ -239,6 +251,13 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: frame %s: %w", smp.Name, err)
+		}
+		if dom != nil {
+			// before s.frame: the domain statistics read the native maps,
+			// which the relative alignment below does not touch
+			if err := dom.frame(maps, img, inW, inH); err != nil {
+				return nil, fmt.Errorf("frame %s: %w", smp.Name, err)
+			}
 		}
 		before := sum.GTPixels
 		if err := s.frame(maps, smp.Sparse, smp.Width, smp.Height); err != nil {

@@ -15,7 +15,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 	data := strings.Join(r.Sources, ", ")
 	fmt.Fprintf(w, "calibrated on %d %s frames of %s (%d valid pixels, %d with ground truth; %d shard(s) merged, thresholds at bin upper edges, bins 2^-%d of the value wide)\n",
 		r.Frames, r.Split, data, r.Pixels, r.GTPixels, r.Shards, MantissaBits)
-	if r.Relative {
+	switch {
+	case r.Relative && r.NoGroundTruth:
+		// nothing to align to: the frames' relative maps are used as they are
+		fmt.Fprintf(w, "relative depth model: tau_a uses the relative b (b/depth); no pessimistic_depth_m criterion\n")
+	case r.Relative:
 		fmt.Fprintf(w, "relative depth model: frames aligned to their ground truth; tau_a and the interval use the relative b (b/depth); no pessimistic_depth_m criterion\n")
 	}
 	fmt.Fprintf(w, "tau_e %.4g at target false-alarm rate %g; per zone:", c.TauE, r.TargetFAR)
@@ -44,4 +48,14 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "validation frames with a zone at warn (ood_fraction): %.2f%%, (aleatoric_fraction): %.2f%%\n",
 		100*r.FrameAlarmRate, 100*r.AleatoricAlarmRate)
+	switch d := r.Domain; {
+	case d == nil:
+		fmt.Fprintf(w, "warning: the AuxUE's spec has no training-domain record, so these frames could not be checked against its domain "+
+			"(thresholds set on foreign frames silence its alarms): retrain it with didoedge train auxue to get one\n")
+	case r.DomainForced != nil:
+		fmt.Fprintf(w, "warning: calibrated with --force on frames the domain check refused: %v\n", r.DomainForced)
+	default:
+		fmt.Fprintf(w, "domain check: %d frames in the AuxUE's training domain (median distance %.3g, in the domain %.3g; %d above the in-domain p99 %.3g); domain_threshold %.4g\n",
+			d.Frames, d.MedianDistance, d.DomainMedian, d.Outside, d.Limit, r.Calibration.DomainThreshold)
+	}
 }

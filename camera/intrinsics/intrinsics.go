@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"gopkg.in/yaml.v3"
 )
 
@@ -78,7 +79,7 @@ func (in Intrinsics) String() string {
 // ReadFile reads a calibration file: a ROS CameraInfo YAML (.yaml, .yml)
 // or a KITTI calibration (anything else). Errors name the file.
 func ReadFile(path string) (Intrinsics, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Calibration)
 	if err != nil {
 		return Intrinsics{}, fmt.Errorf("intrinsics: %w", err)
 	}
@@ -112,7 +113,8 @@ func ParseKITTI(data []byte, source string) (Intrinsics, error) {
 		for _, f := range strings.Fields(rest) {
 			x, err := strconv.ParseFloat(f, 64)
 			if err != nil {
-				return Intrinsics{}, fmt.Errorf("kitti calibration %q line %d: %s: %q is not a number", source, n, key, f)
+				// Not quoted: the file may be anything a key names.
+				return Intrinsics{}, fmt.Errorf("kitti calibration %q line %d: %s: value %d is not a number", source, n, key, len(v)+1)
 			}
 			v = append(v, x)
 		}
@@ -174,7 +176,8 @@ type rosMatrix struct {
 func ParseROS(data []byte, source string) (Intrinsics, error) {
 	var ci rosCameraInfo
 	if err := yaml.Unmarshal(data, &ci); err != nil {
-		return Intrinsics{}, fmt.Errorf("ros camera info %q: %w", source, err)
+		// Redacted: the file may be anything a key names.
+		return Intrinsics{}, fmt.Errorf("ros camera info %q: %w", source, yamlstrict.Redact(err))
 	}
 	var k []float64
 	key := ""

@@ -93,7 +93,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{ParseKITTI, "P0: 1 0 0 0 0 1 0 0 0 0 1 0\n", "no P_rect_02 (calib_cam_to_cam.txt) or P2 (calib.txt) line"},
 		{ParseKITTI, "P2: 1 0 0 0 0 1\n", "P2: 6 numbers, want the 12"},
-		{ParseKITTI, "P2: 1 0 0 0 0 x 0 0 0 0 1 0\n", `line 1: P2: "x" is not a number`},
+		{ParseKITTI, "P2: 1 0 0 0 0 x 0 0 0 0 1 0\n", `line 1: P2: value 6 is not a number`},
 		{ParseKITTI, "P2: -7 0 600 0 0 7 180 0 0 0 1 0\n", "fx -7 and fy 7 must be positive"},
 		{ParseKITTI, "P_rect_02: 7 0 600 0 0 7 180 0 0 0 1 0\nS_rect_02: 1242.5 375\n", "S_rect_02"},
 		{ParseROS, "image_width: 640\n", "no camera_matrix, K or k"},

@@ -17,8 +17,10 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchmarkRender(b *testing.B, world string) {
-	r, err := NewRenderer(Config{World: world, Width: DefaultWidth, Height: DefaultHeight, Seed: 1})
+func benchmarkRender(b *testing.B, world string) { benchmarkRenderCamera(b, world, "") }
+
+func benchmarkRenderCamera(b *testing.B, world, camera string) {
+	r, err := NewRenderer(Config{World: world, Width: DefaultWidth, Height: DefaultHeight, Seed: 1, Camera: camera})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,3 +46,7 @@ func BenchmarkRenderOutdoor192x640(b *testing.B) { benchmarkRender(b, WorldOutdo
 
 // BenchmarkRenderIndoor192x640 renders the room world with all outputs.
 func BenchmarkRenderIndoor192x640(b *testing.B) { benchmarkRender(b, WorldIndoor) }
+
+// BenchmarkRenderNewCam192x640 is the outdoor world through the new camera
+// (colour pipeline and sensor noise per pixel) at the training size.
+func BenchmarkRenderNewCam192x640(b *testing.B) { benchmarkRenderCamera(b, WorldOutdoor, CameraNewCam) }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 )
 
@@ -58,6 +57,10 @@ type Config struct {
 	// direction (a side camera of a multi-camera rig in the demo). 0 is the
 	// forward KITTI camera.
 	Heading float64
+	// Camera names the camera model (see Camera): "" or CameraKITTI, the
+	// training camera, or CameraNewCam, the same roads through another
+	// lens, colour response and sensor.
+	Camera string
 }
 
 // MaxHeading bounds Config.Heading in degrees: further out, the off-axis
@@ -88,6 +91,9 @@ func (c Config) validate() error {
 	if !(c.Heading >= -MaxHeading && c.Heading <= MaxHeading) {
 		return fmt.Errorf("sim config: Heading must be within ±%d degrees, got %v", MaxHeading, c.Heading)
 	}
+	if _, err := LookupCamera(c.Camera); err != nil {
+		return fmt.Errorf("sim config: Camera: %w", err)
+	}
 	if c.Parallelism < 0 {
 		return fmt.Errorf("sim config: Parallelism must be >= 0, got %d", c.Parallelism)
 	}
@@ -105,16 +111,10 @@ func (c Config) workers() int {
 	return n
 }
 
-// intrinsics returns KITTI's camera-2 intrinsics scaled to the output size.
-// Both worlds use the same camera: the data-set change is the scene, not the
-// lens.
+// intrinsics returns the camera's intrinsics for the output size and
+// heading (Camera.Intrinsics). Both worlds use the same camera by default:
+// the data-set change is the scene, not the lens.
 func (c Config) intrinsics() (fx, fy, cx, cy float64) {
-	sx := float64(c.Width) / KITTIWidth
-	sy := float64(c.Height) / KITTIHeight
-	// Principal point scaled as a pixel-centre coordinate; a heading
-	// shifts it so that the ray of the forward axis' column u0 has the
-	// slope du = (u0 - cx)/fx = tan(heading).
-	fx = kittiFx * sx
-	cx = (kittiCx+0.5)*sx - 0.5 - fx*math.Tan(c.Heading*math.Pi/180)
-	return fx, kittiFy * sy, cx, (kittiCy+0.5)*sy - 0.5
+	cam, _ := LookupCamera(c.Camera) // validated
+	return cam.Intrinsics(c.Width, c.Height, c.Heading)
 }

@@ -22,6 +22,13 @@ type Renderer struct {
 	sky            skyModel
 	workers        []worker
 	gamma          [gammaSize]uint8
+	// cam is the camera model; plain is set when its pipeline is the
+	// sRGB curve alone (the KITTI camera), encodeLUT tabulates its transfer
+	// curve otherwise.
+	cam       Camera
+	plain     bool
+	encodeLUT []uint8
+	noiseSeed uint32
 
 	// per-Render dispatch state, read by the worker goroutines
 	frame  *Frame
@@ -49,6 +56,12 @@ func NewRenderer(cfg Config) (*Renderer, error) {
 	}
 	r := &Renderer{cfg: cfg, outdoor: cfg.World == WorldOutdoor}
 	r.fx, r.fy, r.cx, r.cy = cfg.intrinsics()
+	r.cam, _ = LookupCamera(cfg.Camera) // validated
+	r.plain = r.cam.identity() && r.cam.Gamma == 0
+	if !r.plain {
+		r.encodeLUT = r.cam.newEncodeLUT()
+		r.noiseSeed = hash3(uint32(cfg.Seed), uint32(uint64(cfg.Seed)>>32), 0x5E45)
+	}
 	var capPrims int
 	if r.outdoor {
 		r.out = newOutdoorWorld(cfg.Seed)
@@ -201,9 +214,13 @@ func (r *Renderer) renderColumn(wk *worker, u int) {
 				c[2] = c[2]*a + hz[2]*(1-a)
 			}
 		}
-		f.RGB[3*i] = r.toSRGB(c[0])
-		f.RGB[3*i+1] = r.toSRGB(c[1])
-		f.RGB[3*i+2] = r.toSRGB(c[2])
+		if r.plain {
+			f.RGB[3*i] = r.toSRGB(c[0])
+			f.RGB[3*i+1] = r.toSRGB(c[1])
+			f.RGB[3*i+2] = r.toSRGB(c[2])
+		} else {
+			r.encodeCamera(c, f.Index, i, f.RGB[3*i:3*i+3:3*i+3])
+		}
 	}
 	if r.outdoor {
 		r.lidarColumn(wk, u)
@@ -275,6 +292,37 @@ func (r *Renderer) toSRGB(x float32) uint8 {
 		i = gammaSize - 1
 	}
 	return r.gamma[i]
+}
+
+// encodeCamera runs the camera's colour pipeline (see Camera) on the
+// linear colour c of pixel i of frame index and writes the three bytes.
+func (r *Renderer) encodeCamera(c [3]float32, index, i int, out []uint8) {
+	cam := &r.cam
+	b0 := float32(cam.Gains[0]) * c[0]
+	b1 := float32(cam.Gains[1]) * c[1]
+	b2 := float32(cam.Gains[2]) * c[2]
+	y := 0.2126*b0 + 0.7152*b1 + 0.0722*b2
+	sat := float32(cam.Saturation)
+	b := [3]float32{y + sat*(b0-y), y + sat*(b1-y), y + sat*(b2-y)}
+	shot, read2 := float32(cam.ShotNoise), float32(cam.ReadNoise*cam.ReadNoise)
+	for k := range 3 {
+		x := b[k]
+		if x < 0 {
+			x = 0
+		}
+		if shot > 0 || read2 > 0 {
+			sd := float32(math.Sqrt(float64(shot*x + read2)))
+			x += sd * sensorNoise(r.noiseSeed, index, i, k)
+			if x < 0 {
+				x = 0
+			}
+		}
+		j := int(x*(encodeLUTSize-1) + 0.5)
+		if j >= encodeLUTSize {
+			j = encodeLUTSize - 1
+		}
+		out[k] = r.encodeLUT[j]
+	}
 }
 
 // RGBSource renders a world's frames as interleaved RGB8 (the frame

@@ -19,7 +19,7 @@ type Corruptor interface {
 }
 
 // Phase is one part of a scripted scenario: a world, a fog density,
-// obstacles and an image corruption, for a duration.
+// obstacles, an image corruption and a camera, for a duration.
 type Phase struct {
 	Name     string
 	World    string  // sim.WorldOutdoor or sim.WorldIndoor
@@ -32,6 +32,10 @@ type Phase struct {
 	// Corruptor; "" for none.
 	Corruption string
 	Severity   int
+	// Camera is the simulated camera (sim.Config.Camera): "" is the
+	// training camera, sim.CameraNewCam the same roads through another
+	// lens, colour response and sensor at the scenario's frame size.
+	Camera string
 }
 
 // DefaultScenario shows in-distribution driving, then heavy fog, driving
@@ -103,11 +107,11 @@ func NewScenarioView(phases []Phase, fps float64, width, height int, seed int64,
 			}
 		}
 		s.period += p.Duration
-		key := fmt.Sprintf("%s/%g/%v", p.World, p.Fog, p.Obstacles)
+		key := fmt.Sprintf("%s/%g/%v/%s", p.World, p.Fog, p.Obstacles, p.Camera)
 		r, ok := byKey[key]
 		if !ok {
 			var err error
-			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog, Obstacles: p.Obstacles, Heading: heading}); err != nil {
+			if r, err = sim.NewRenderer(sim.Config{World: p.World, Width: width, Height: height, Seed: seed, Fog: p.Fog, Obstacles: p.Obstacles, Heading: heading, Camera: p.Camera}); err != nil {
 				return nil, fmt.Errorf("scenario: phase %d (%s): %w", i, p.Name, err)
 			}
 			byKey[key] = r

@@ -72,3 +72,41 @@ func TestScenarioPhases(t *testing.T) {
 		t.Fatalf("unknown corruption: %v", err)
 	}
 }
+
+// TestScenarioNewCameraPhase: a new-camera phase has its own renderer
+// with the new camera's intrinsics at the scenario's frame size, and frame
+// i of it is that camera's frame i of the same drive.
+func TestScenarioNewCameraPhase(t *testing.T) {
+	sc, err := NewScenario([]Phase{{Name: "clear", World: sim.WorldOutdoor, Duration: time.Second},
+		{Name: "new camera", World: sim.WorldOutdoor, Duration: time.Second, Camera: sim.CameraNewCam}}, 10, 64, 32, 1, corrupt.NewCorruptor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.renderers[0] == sc.renderers[1] {
+		t.Fatal("the new-camera phase shares the training camera's renderer")
+	}
+	cam, _ := sim.LookupCamera(sim.CameraNewCam)
+	wfx, wfy, wcx, wcy := cam.Intrinsics(64, 32, 0)
+	if fx, fy, cx, cy := sc.renderers[1].Intrinsics(); fx != wfx || fy != wfy || cx != wcx || cy != wcy {
+		t.Fatalf("new-camera phase intrinsics (%v %v %v %v), want (%v %v %v %v)", fx, fy, cx, cy, wfx, wfy, wcx, wcy)
+	}
+	got := make([]uint8, 64*32*3)
+	if err := sc.Render(13, got); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: 64, Height: 32, Seed: 1, Camera: sim.CameraNewCam})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sim.NewFrame(64, 32)
+	if err := r.Render(13, f); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, f.RGB) {
+		t.Fatal("frame 13 of the new-camera phase is not the new camera's frame 13")
+	}
+	if _, err := NewScenario([]Phase{{Name: "x", World: sim.WorldOutdoor, Duration: time.Second, Camera: "fisheye"}}, 10, 64, 32, 1, corrupt.NewCorruptor()); err == nil ||
+		!strings.Contains(err.Error(), "fisheye") {
+		t.Fatalf("unknown camera: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,8 @@ const modelUsage = `usage:
   didoedge model export-test --out DIR [--height 64 --width 192 --seed 1]
   didoedge model run --images DIR|GLOB --depth FILE --auxue FILE --out DIR [--depth-spec FILE --auxue-spec FILE --intrinsics fx,fy,cx,cy[,w,h] | --intrinsics-file FILE --providers cpu --config FILE --library FILE]
   didoedge model run --depth FILE --auxue FILE --out DIR [--frames 3 --seed 1 --height 64 --width 192 --depth-spec FILE --config FILE --library FILE]
-  didoedge model compare DIR1 DIR2 [--tol 1e-3]`
+  didoedge model compare DIR1 DIR2 [--tol 1e-3]
+  didoedge model domain --test DIR [--set NAME=DIR ...] [--models DIR | --depth F --depth-spec F --auxue F --auxue-spec F] [--data DIR --frames 160 --write mahalanobis|knn]`
 
 // runModel dispatches `didoedge model inspect|expose|batch|export-test|run|compare`.
 func runModel(ctx context.Context, env *cliEnv, args []string) error {
@@ -39,6 +41,8 @@ func runModel(ctx context.Context, env *cliEnv, args []string) error {
 		return runModelRun(ctx, env, args[1:])
 	case "compare":
 		return runModelCompare(env, args[1:])
+	case "domain":
+		return runModelDomain(ctx, env, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprintln(env.stderr, modelUsage)
 		return flag.ErrHelp
@@ -228,4 +232,30 @@ func runModelCompare(env *cliEnv, args []string) error {
 		return fmt.Errorf("compare %q and %q: maps differ by more than %g", pos[0], pos[1], *tol)
 	}
 	return nil
+}
+
+// runModelDomain measures the training-domain statistics (frame-level AUC
+// of each --set against in-domain --test frames) and optionally writes
+// the record into the AuxUE's spec; it prints the result as JSON.
+func runModelDomain(ctx context.Context, env *cliEnv, args []string) error {
+	var f offline.DomainFlags
+	fs := newFlagSet(env, "model domain")
+	f.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("domain: unexpected arguments %q", fs.Args())
+	}
+	cfg, err := f.Config(env.log)
+	if err != nil {
+		return err
+	}
+	res, err := offline.RunDomain(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
 }

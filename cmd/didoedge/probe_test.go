@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/didoedge/didoedge/camera/sim"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
 )
 
@@ -43,5 +46,33 @@ func TestProbeCatchesWrongSign(t *testing.T) {
 		if !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "contradicts") {
 			t.Errorf("%s: stderr lacks %q:\n%s", tc.depth, tc.want, errOut)
 		}
+	}
+	// On an --image the depth is unknown: the evidence is the rows', and
+	// the sentence reads "but in this image values grow toward the top".
+	r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: 640, Height: 192, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sim.NewFrame(640, 192)
+	if err := r.Render(0, f); err != nil {
+		t.Fatal(err)
+	}
+	var png bytes.Buffer
+	if err := dataset.EncodeRGBPNG(&png, 640, 192, f.RGB); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "frame.png")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(img, png.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(testmodels.NegDispSpec, "depth: {name: disp, meaning: relative, scale: -1}",
+		"depth: {name: disp, meaning: relative}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errOut := cliFails(t, "model", "inspect", model, "--probe", "--spec", bad, "--image", img)
+	if want := "reads larger raw values as nearer, but in this image values grow toward the top of the image"; !strings.Contains(errOut, want) ||
+		strings.Contains(errOut, "they are values") {
+		t.Errorf("--image mismatch: stderr lacks %q:\n%s", want, errOut)
 	}
 }

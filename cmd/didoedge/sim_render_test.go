@@ -90,12 +90,67 @@ func TestSimRenderFlagErrors(t *testing.T) {
 		{[]string{"--out", "x", "--world", "moon"}, "World"},
 		{[]string{"--out", "x", "--frames", "0"}, "--frames"},
 		{[]string{"--out", "x", "--frames", "2", "--drives", "3"}, "--drives"},
+		{[]string{"--out", "x", "--camera", "fisheye"}, "--camera"},
 	}
 	for _, c := range cases {
 		env, _, _ := simRenderEnv()
 		err := runSimRender(context.Background(), env, c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one naming %q", c.args, err, c.want)
+		}
+	}
+}
+
+// `sim render --camera newcam` writes the new camera's frames at its 16:9
+// default size, and meta.json carries its name and its intrinsics at that
+// size: fx = fy = 560 * 0.5, the principal point (652.5, 371.5) scaled as a
+// pixel centre, (653 * 0.5 - 0.5, 372 * 0.5 - 0.5).
+func TestSimRenderNewCamera(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "newcam")
+	env, out, _ := simRenderEnv()
+	args := []string{"sim", "render", "--world", "outdoor", "--camera", "newcam", "--frames", "3", "--seed", "4", "--workers", "2", "--out", dir}
+	if code := run(context.Background(), env, args); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	ds, err := dataset.OpenSim(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ds.Meta
+	if m.Camera != sim.CameraNewCam || m.Width != 640 || m.Height != 360 {
+		t.Fatalf("meta camera %q size %dx%d, want newcam 640x360", m.Camera, m.Width, m.Height)
+	}
+	if in := m.Intrinsics; in.Fx != 280 || in.Fy != 280 || in.Cx != 326 || in.Cy != 185.5 {
+		t.Fatalf("meta intrinsics %+v, want fx fy 280, cx 326, cy 185.5", in)
+	}
+	items, err := ds.Split("train")
+	if err != nil || len(items) == 0 {
+		t.Fatalf("train split: %v (%d items)", err, len(items))
+	}
+	s, err := ds.Load(items[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seed int64
+	for _, d := range m.Drives {
+		if d.Name == items[0].Drive {
+			seed = d.Seed
+		}
+	}
+	for _, c := range []struct {
+		camera string
+		same   bool
+	}{{sim.CameraNewCam, true}, {sim.CameraKITTI, false}} {
+		r, err := sim.NewRenderer(sim.Config{World: sim.WorldOutdoor, Width: 640, Height: 360, Seed: seed, Camera: c.camera})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := sim.NewFrame(640, 360)
+		if err := r.Render(items[0].Frame, f); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(s.RGB, f.RGB) != c.same {
+			t.Errorf("frame on disk equal to a fresh %s render: %v, want %v", c.camera, !c.same, c.same)
 		}
 	}
 }

@@ -49,6 +49,9 @@ func (w SimWorld) Meta(seed int64) (dataset.Meta, error) {
 	m := dataset.Meta{World: cfg.World, Seed: seed, Width: cfg.Width, Height: cfg.Height,
 		Intrinsics: dataset.Intrinsics{Fx: fx, Fy: fy, Cx: cx, Cy: cy}, DepthScale: dataset.KITTIDepthScale,
 		Semantic: "cityscapes", Sparse: "lidar-hdl64"}
+	if cfg.Camera != "" && cfg.Camera != sim.CameraKITTI {
+		m.Camera = cfg.Camera
+	}
 	if cfg.World == sim.WorldIndoor {
 		m.Semantic, m.Sparse = "nyu40", "structured-light"
 	}

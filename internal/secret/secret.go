@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 )
 
 // Read reads a password from a file (trailing newline trimmed) or an
@@ -12,9 +14,9 @@ import (
 func Read(key, file, env string) (string, error) {
 	switch {
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := boundedfile.Read(key, file, boundedfile.Secret)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", key, err)
+			return "", err
 		}
 		return strings.TrimRight(string(b), "\r\n"), nil
 	case env != "":

@@ -1,6 +1,7 @@
 package testmodels
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,14 +139,24 @@ depth: {name: disp, meaning: relative, scale: -1}
 // returns the model's and the spec's paths.
 func Foreign(tb testing.TB, kind, reference, dir string) (model, spec string) {
 	tb.Helper()
+	model, spec, err := BuildForeign(kind, reference, dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return model, spec
+}
+
+// BuildForeign is Foreign outside a test (cmd/foreignmodel: the foreign
+// models of measurements that run as commands).
+func BuildForeign(kind, reference, dir string) (model, spec string, err error) {
 	if _, err := os.Stat(Python); err != nil {
-		tb.Fatalf("python3-onnx: %v (run scripts/deps.sh)", err)
+		return "", "", fmt.Errorf("python3-onnx: %w (run scripts/deps.sh)", err)
 	}
 	if _, err := os.Stat(reference); err != nil {
-		tb.Fatalf("reference depth model: %v", err)
+		return "", "", fmt.Errorf("reference depth model: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		tb.Fatal(err)
+		return "", "", err
 	}
 	model = filepath.Join(dir, kind+".onnx")
 	a := "37.5"
@@ -154,7 +165,7 @@ func Foreign(tb testing.TB, kind, reference, dir string) (model, spec string) {
 	}
 	out, err := exec.Command(Python, "-c", foreignScript, kind, reference, model, a, "-0.2").CombinedOutput()
 	if err != nil {
-		tb.Fatalf("build the %s model with python3-onnx: %v\n%s", kind, err, out)
+		return "", "", fmt.Errorf("build the %s model with python3-onnx: %w\n%s", kind, err, out)
 	}
 	text := MiDaSSpec
 	switch kind {
@@ -165,7 +176,7 @@ func Foreign(tb testing.TB, kind, reference, dir string) (model, spec string) {
 	}
 	spec = strings.TrimSuffix(model, ".onnx") + ".yaml"
 	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
-		tb.Fatal(err)
+		return "", "", err
 	}
-	return model, spec
+	return model, spec, nil
 }

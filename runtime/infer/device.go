@@ -369,7 +369,7 @@ func (m *Models) setupDevice(log *slog.Logger) {
 
 func (m *Models) openDevice(mem string, device int) error {
 	lib := m.depth.lib.Path
-	dapi, err := onnxrt.NewDevAPI(lib, mem == "Cuda")
+	dapi, err := onnxrt.NewDevAPI(lib, mem == "Cuda", device)
 	if err != nil {
 		return err
 	}

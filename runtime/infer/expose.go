@@ -2,7 +2,8 @@ package infer
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -63,7 +64,7 @@ type TensorShape struct {
 // order given. It allocates the outputs of one run: a tool's call (the
 // automatic choice of an AuxUE's feature tensor), not for a frame loop.
 func ProbeTensorShapes(path string, spec IOSpec, library string, names []string) ([]TensorShape, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Model)
 	if err != nil {
 		return nil, fmt.Errorf("probe tensor shapes: %w", err)
 	}

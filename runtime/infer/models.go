@@ -87,6 +87,11 @@ type NativeMaps struct {
 	Depth            []float32
 	AuxW, AuxH       int
 	Scale, Epistemic []float32
+	// Features is the depth model's tensor that the AuxUE reads
+	// (model_features), FeatureC x FeatureH x FeatureW, on host sessions;
+	// nil when the AuxUE reads none or it stays on the device.
+	Features                     []float32
+	FeatureC, FeatureH, FeatureW int
 }
 
 // DepthPass is the depth model's part of a frame, as an AuxUE trainer
@@ -424,6 +429,10 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 		maps := Maps{Width: w, Height: h, Depth: v.resDepth, Scale: m.aux.OutputSlot(0, k), Epistemic: m.aux.OutputSlot(1, k), Relative: m.relative}
 		maps.Native = NativeMaps{Geometry: v.geo, DepthW: m.outW, DepthH: m.outH, Depth: maps.Depth,
 			AuxW: m.auxW, AuxH: m.auxH, Scale: maps.Scale, Epistemic: maps.Epistemic}
+		if f := m.cfg.AuxUESpec.ModelFeatures; f != nil && m.featOut >= 0 && !dev {
+			maps.Native.Features = m.depth.OutputSlot(m.featOut, k)
+			maps.Native.FeatureC, maps.Native.FeatureH, maps.Native.FeatureW = f.Channels, f.Height, f.Width
+		}
 		if !v.depthRemap.Identity() {
 			if err := v.depthRemap.Apply(v.resDepth, v.frameDepth); err != nil {
 				return err

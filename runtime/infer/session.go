@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/didoedge/didoedge/internal/nonfinite"
@@ -175,7 +175,7 @@ func OpenSession(ctx context.Context, path string, spec IOSpec, cfg onnxrt.Confi
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("model io spec: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Model)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
 	}

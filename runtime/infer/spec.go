@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/pkg/mapgrid"
+	"github.com/didoedge/didoedge/runtime/domain"
 )
 
 // Model kinds of an IOSpec.
@@ -239,6 +241,25 @@ type AuxUEInfo struct {
 	// compares its data with it to notice frames the AuxUE has never seen
 	// the like of.
 	Validation *AuxUEValidation `yaml:"validation,omitempty"`
+	// Domain is the training-domain record (package runtime/domain, its
+	// own version key): what a frame of the training domain looks like to
+	// the models, from held-out frames. The streaming core's domain
+	// monitor and calibration measure frames against it. AuxUEs trained
+	// before it have none (DomainRecord says so).
+	Domain *domain.Record `yaml:"domain,omitempty"`
+}
+
+// ErrNoDomainRecord: the AuxUE's spec has no training-domain record (an
+// AuxUE trained before records existed, or one written by hand).
+var ErrNoDomainRecord = errors.New("the AuxUE's spec has no training-domain record (auxue.domain): retrain it with didoedge train auxue to get one")
+
+// DomainRecord returns the AuxUE's training-domain record, or
+// ErrNoDomainRecord.
+func (s IOSpec) DomainRecord() (*domain.Record, error) {
+	if s.AuxUE == nil || s.AuxUE.Domain == nil {
+		return nil, ErrNoDomainRecord
+	}
+	return s.AuxUE.Domain, nil
 }
 
 // AuxUEValidation are quantiles of K/S over every block of the AuxUE's
@@ -270,9 +291,8 @@ func ParseIOSpec(data []byte, source string) (IOSpec, error) {
 // kind (a runtime config's auxue key): a spec without kind gets it.
 func ParseIOSpecKind(data []byte, source, kind string) (IOSpec, error) {
 	var s IOSpec
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
+	// An IO spec is a file named by a key: its errors never quote it.
+	if err := yamlstrict.DecodeRedacted(data, &s); err != nil {
 		return IOSpec{}, fmt.Errorf("io spec %q: %w", source, err)
 	}
 	if s.Kind == "" {
@@ -506,6 +526,11 @@ func (s IOSpec) validateAuxUE(name func(key, n string), add func(string, ...any)
 		}
 		if a.DepthModelSHA256 != "" && !sha256Pattern.MatchString(a.DepthModelSHA256) {
 			add("auxue.depth_model_sha256: %q is not 64 lower-case hex digits", a.DepthModelSHA256)
+		}
+		if a.Domain != nil {
+			if err := a.Domain.Validate(); err != nil {
+				add("auxue.domain.%v", err)
+			}
 		}
 		for _, v := range []struct {
 			key string

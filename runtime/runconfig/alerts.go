@@ -2,8 +2,9 @@ package runconfig
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
@@ -26,7 +27,7 @@ type AlertsConfig struct {
 // file of its own (`didoedge broker --config`). Relative paths in it are
 // made relative to the file's directory.
 func LoadAlerts(path string) (AlertsConfig, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Config)
 	if err != nil {
 		return AlertsConfig{}, fmt.Errorf("load alerts config: %w", err)
 	}

@@ -3,6 +3,7 @@ package runconfig
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,16 @@ func (c *Config) AddCamera(e CameraEntry) error {
 	}
 	abs(&e.IntrinsicsFile)
 	abs(&e.Calibration)
+	for _, f := range []struct{ key, path string }{{"calibration", e.Calibration}, {"intrinsics_file", e.IntrinsicsFile}} {
+		if err := c.checkAllowed(key+"."+f.key, f.path); err != nil {
+			return err
+		}
+	}
+	if e.Sequence != nil {
+		if err := c.checkAllowed(key+".sequence.dir", e.Sequence.Dir); err != nil {
+			return err
+		}
+	}
 	if err := e.CameraConfig.validate(key); err != nil {
 		return err
 	}
@@ -103,6 +114,52 @@ func (c *Config) AddCamera(e CameraEntry) error {
 	}
 	*c = next
 	return nil
+}
+
+// ErrNotAllowed classifies a path of a control request outside
+// live.allowed_dirs.
+var ErrNotAllowed = errors.New("not under live.allowed_dirs")
+
+// AllowedDirs returns the directories a control request may name files in:
+// live.allowed_dirs, or the config file's directory; none for a
+// configuration parsed from memory without a directory.
+func (c *Config) AllowedDirs() []string {
+	if len(c.Live.AllowedDirs) > 0 {
+		return c.Live.AllowedDirs
+	}
+	if c.dir == "" {
+		return nil
+	}
+	return []string{c.dir}
+}
+
+// checkAllowed refuses a path ("" passes) that is not inside one of
+// AllowedDirs once symbolic links are resolved (a link in the directory
+// to /etc/shadow is outside it). The file is not opened: a refused path
+// is never read, so its error says nothing of its content.
+func (c *Config) checkAllowed(key, path string) error {
+	if path == "" {
+		return nil
+	}
+	dirs := c.AllowedDirs()
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: %q: %w", key, path, err)
+	}
+	for _, d := range dirs {
+		rd, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(rd, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %q is %w %v: a control request may name files only there", key, path, ErrNotAllowed, dirs)
 }
 
 // RemoveCamera removes the named camera from the configuration at run

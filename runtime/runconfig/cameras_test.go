@@ -27,7 +27,7 @@ func TestAddCamera(t *testing.T) {
 		{"name in use", `{"name": "front", "url": "rtsp://127.0.0.1/r"}`, []string{`cameras[1].name: "front" is also cameras[0].name`}, ErrCameraExists},
 		{"no source", `{"name": "rear"}`, []string{"cameras[1]: give url (RTSP) or sequence"}, nil},
 		{"bad url", `{"name": "rear", "url": "http://127.0.0.1/r"}`, []string{"cameras[1].url:", "must start with rtsp://"}, nil},
-		{"missing sequence dir", `{"name": "rear", "sequence": {"dir": "nowhere"}}`, []string{"cameras[1].sequence.dir:", "is not a directory"}, nil},
+		{"missing sequence dir", `{"name": "rear", "sequence": {"dir": "nowhere"}}`, []string{"cameras[1].sequence.dir:", "no such file or directory"}, nil},
 		{"negative duration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "backoff_min": "-1s"}`, []string{"cameras[1].backoff_min: -1s is negative"}, nil},
 		{"watchdog below its bound", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "stall_timeout": "1ns"}`, []string{"cameras[1].stall_timeout: 1ns is below 100ms (0: the default)"}, nil},
 		{"timeout above its bound", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "request_timeout": "11m"}`, []string{"cameras[1].request_timeout: 11m0s is above 10m0s"}, nil},

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
@@ -44,6 +46,8 @@ type Config struct {
 	// Live is the Foxglove WebSocket live view and control API
 	// (docs/live.md); off by default.
 	Live LiveConfig `yaml:"live"`
+	// Domain is the domain monitor (domain.go; docs/alerts.md).
+	Domain DomainConfig `yaml:"domain"`
 	// Thresholds override each camera's calibration thresholds, by
 	// camera name (the control API and Foxglove parameters write them).
 	Thresholds map[string]Thresholds `yaml:"thresholds"`
@@ -117,6 +121,9 @@ type CameraSpec struct {
 	// active profile); ThresholdsKey names them in errors.
 	Thresholds    Thresholds
 	ThresholdsKey string
+	// DomainPolicy is domain.policy: what its zone episodes do while the
+	// camera is shifted.
+	DomainPolicy alerts.DomainPolicy
 }
 
 // EngineSpec loads the camera's calibration and resolves its zones.
@@ -135,6 +142,7 @@ func (cs CameraSpec) EngineSpec() (alerts.EngineSpec, error) {
 	if err := cs.Thresholds.apply(&spec.Calibration, spec.Zones, cs.ThresholdsKey); err != nil {
 		return alerts.EngineSpec{}, err
 	}
+	spec.Config.DomainPolicy = cs.DomainPolicy
 	return spec, nil
 }
 
@@ -225,7 +233,7 @@ const HTTPOff = "off"
 // Load reads and validates a config file; relative paths in it are
 // relative to the file's directory.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read("", path, boundedfile.Config)
 	if err != nil {
 		return nil, fmt.Errorf("load runtime config: %w", err)
 	}
@@ -278,6 +286,9 @@ func (c *Config) finish(name, dir string) error {
 	if c.Inference.Library != "" {
 		abs(&c.Inference.Library)
 	}
+	for i := range c.Live.AllowedDirs {
+		abs(&c.Live.AllowedDirs[i])
+	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = "127.0.0.1:8080"
 	}
@@ -296,6 +307,7 @@ func (c *Config) finish(name, dir string) error {
 	if c.AuxUE.DepthScale == 0 {
 		c.AuxUE.DepthScale = 1
 	}
+	c.Domain.defaults()
 
 	var errs []error
 	add := func(err error) {
@@ -327,6 +339,7 @@ func (c *Config) finish(name, dir string) error {
 	if err := c.Inference.Validate(); err != nil {
 		add(fmt.Errorf("inference.%w", err))
 	}
+	add(c.Domain.validate())
 	if c.Inference.Library != "" {
 		add(checkFile("inference.library", c.Inference.Library))
 	}
@@ -513,14 +526,7 @@ func (c *CameraConfig) validate(key string) error {
 }
 
 func checkFile(key, path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: %q is not a regular file", key, path)
-	}
-	return nil
+	return boundedfile.Check(key, path, boundedfile.Model)
 }
 
 // resolve checks the model file and loads the IO spec (io, io_spec or
@@ -546,9 +552,9 @@ func (m *ModelConfig) resolve(key, kind string) error {
 	case given > 1:
 		errs = append(errs, fmt.Errorf("%s: io, io_spec and description are exclusive", key))
 	case file != "":
-		data, err := os.ReadFile(file)
+		data, err := boundedfile.Read(key+"."+fileKey, file, boundedfile.Spec)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s.%s: %w", key, fileKey, err))
+			errs = append(errs, err)
 			break
 		}
 		spec, err := infer.ParseIOSpecKind(data, file, kind)
@@ -655,7 +661,8 @@ func (c *Config) CameraSpecs() ([]CameraSpec, error) { return c.SpecsWithProfile
 // baseSpecs are the cameras before thresholds and profiles.
 func (c *Config) baseSpecs() ([]CameraSpec, error) {
 	if len(c.Cameras) == 0 {
-		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts"}}, nil
+		return []CameraSpec{{Name: c.AlertsConfig.Camera, Source: c.Camera, Alerts: c.AlertsConfig.Config, Key: "camera", ZoneKey: "alerts",
+			DomainPolicy: c.Domain.Policy}}, nil
 	}
 	specs := make([]CameraSpec, len(c.Cameras))
 	var errs []error
@@ -674,7 +681,7 @@ func (c *Config) baseSpecs() ([]CameraSpec, error) {
 		if !ac.HasZones() {
 			errs = append(errs, fmt.Errorf("%s.zones: no zones: give the camera zones or grid, or alerts.zones for every camera", key))
 		}
-		specs[i] = CameraSpec{Name: e.Name, Source: e.CameraConfig, Alerts: ac, Key: key, ZoneKey: key}
+		specs[i] = CameraSpec{Name: e.Name, Source: e.CameraConfig, Alerts: ac, Key: key, ZoneKey: key, DomainPolicy: c.Domain.Policy}
 	}
 	return specs, errors.Join(errs...)
 }

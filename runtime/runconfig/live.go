@@ -3,9 +3,9 @@ package runconfig
 import (
 	"fmt"
 	"net"
-	"os"
 	"strings"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/httpguard"
 )
 
@@ -32,6 +32,14 @@ type LiveConfig struct {
 	// addresses, that clients use to reach it (van-07.local): any other
 	// Host header is refused (421) against DNS rebinding.
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedDirs are the directories a control request may name files
+	// in (a camera's calibration, intrinsics_file, sequence.dir), after
+	// symbolic links are resolved; relative entries are relative to the
+	// config file's directory. Default: the config file's directory. A
+	// request that names a file elsewhere is refused (422) before the
+	// file is opened, so that a request cannot make the runtime read
+	// /etc/shadow or /dev/zero.
+	AllowedDirs []string `yaml:"allowed_dirs"`
 
 	// Token is TokenFile's content (trimmed), read when the config is loaded.
 	Token string `yaml:"-"`
@@ -85,9 +93,9 @@ func (l *LiveConfig) Finish(key string) error {
 		return err
 	}
 	if l.TokenFile != "" {
-		b, err := os.ReadFile(l.TokenFile)
+		b, err := boundedfile.Read(key+".token_file", l.TokenFile, boundedfile.Secret)
 		if err != nil {
-			return fmt.Errorf("%s.token_file: %w", key, err)
+			return err
 		}
 		l.Token = strings.TrimSpace(string(b))
 		if len(l.Token) < MinTokenLen {

@@ -199,6 +199,9 @@ func (p *Pipeline) startAdded(c *cameraPipe) bool {
 		p.rl.Warn("alerts announce "+c.name, "camera added; a sink failed on its zones' states", "camera", c.name, "err", err)
 	}
 	c.engine = engine
+	if c.dom, err = newDomainMonitor(p.domainRec, p.cfg.Domain, engine.Calibration()); err != nil { // domain.go
+		p.log.Error("camera added without its domain monitor", "camera", c.name, "err", err)
+	}
 	c.stallNS.Store(int64(c.spec.Alerts.Events.CameraStall))
 	inW, inH := p.models.InputSize()
 	c.snap.init(inW, inH, inW, inH, engine.Zones(), engine.Calibration().TauE)

@@ -55,8 +55,10 @@ type cameraPipe struct {
 	restarts      atomic.Uint64
 	srcErr        atomic.Bool
 
-	models  *Models
-	engine  *alerts.Engine
+	models *Models
+	engine *alerts.Engine
+	// dom is the camera's domain monitor (domain.go); nil when off.
+	dom     *domainMonitor
 	metrics *CameraMetrics
 	rl      *lograte.Limiter
 	// faultDetail describes the camera's last model fault (modelfault.go).
@@ -229,6 +231,7 @@ func (c *cameraPipe) registerMetrics() {
 		}
 	}
 	c.metrics.degraded = func() bool { return c.degraded(time.Now()) }
+	c.metrics.domain = c.domainStatus
 	c.metrics.restarts = c.restarts.Load
 }
 
@@ -283,6 +286,7 @@ func (c *cameraPipe) finish(f *camera.Frame, t0 time.Time, prep time.Duration, t
 	t4 := time.Now()
 	inW, inH := c.models.InputSize()
 	c.image = alerts.Image{Width: inW, Height: inH, RGB: rgb}
+	c.observeDomain(f, rgb) // domain.go: before the zones, which flag or suppress on it
 	if err := c.engine.Observe(alerts.Frame{Seq: f.Seq, Capture: f.Capture, Image: &c.image}, maps); err != nil {
 		c.engineError(f.Seq, err)
 	}

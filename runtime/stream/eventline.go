@@ -21,9 +21,15 @@ func FormatEvent(ev *alerts.Event) string {
 	if ev.Camera != "" {
 		fmt.Fprintf(&b, " camera=%s", ev.Camera)
 	}
-	if ev.Kind == alerts.KindZone {
+	switch {
+	case ev.Kind == alerts.KindZone:
 		fmt.Fprintf(&b, " zone=%s", ev.Zone)
-	} else {
+		if ev.DomainShift {
+			b.WriteString(" domain_shift")
+		}
+	case ev.Domain != nil:
+		fmt.Fprintf(&b, " %s distance=%.3g over %gs threshold=%.3g", ev.Kind, ev.Domain.Smoothed, ev.Domain.WindowS, ev.Domain.Threshold)
+	default:
 		fmt.Fprintf(&b, " %s=%s", ev.Kind, ev.Fault)
 	}
 	if len(ev.Reasons) > 0 {

@@ -93,6 +93,13 @@ func (p *Pipeline) Health() Health {
 		if mok, mdetail := c.modelHealth(); !mok { // modelfault.go
 			degraded, detail = true, mdetail+"; "+detail
 		}
+		// A lasting domain shift degrades the camera (its frames arrive and
+		// are assessed, but by models that never saw their like); a shift
+		// is reported in its own check before that.
+		dok, ddetail := c.domainHealth() // domain.go
+		if !dok {
+			degraded, detail = true, ddetail+"; "+detail
+		}
 		ch := CameraHealth{Name: c.name, State: "ok", Ready: p.ready.Load() && c.ready(), LastFrameAgeMS: -1,
 			Restarts: c.restarts.Load(), Detail: detail}
 		if last := max(c.metrics.lastFrame.Load(), c.metrics.lastFault.Load()); last != 0 {
@@ -111,6 +118,9 @@ func (p *Pipeline) Health() Health {
 		}
 		h.Cameras = append(h.Cameras, ch)
 		add("camera", c.name, !degraded, false, detail)
+		if c.dom != nil {
+			add("domain", c.name, dok, false, ddetail)
+		}
 	}
 	framesDetail := strconv.Itoa(live) + " of " + strconv.Itoa(len(cams)) + " cameras with frames within their stall limit (alerts.events.camera_stall)"
 	if live == 0 && newest >= 0 {
@@ -165,10 +175,12 @@ func (c *cameraPipe) stallLimit() time.Duration {
 }
 
 // degraded reports whether the camera is degraded: no frame within its
-// stall limit, or its source failed.
+// stall limit, its source failed, or a domain shift outlasted
+// domain.persistence.
 func (c *cameraPipe) degraded(now time.Time) bool {
 	ok, _ := c.framesHealth(now)
-	return !ok || c.srcErr.Load()
+	dok, _ := c.domainHealth()
+	return !ok || c.srcErr.Load() || !dok
 }
 
 // framesHealth is the camera's frames check: a frame processed within

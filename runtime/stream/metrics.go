@@ -113,6 +113,8 @@ type CameraMetrics struct {
 	// in-process source restarts (set by the pipeline).
 	up, degraded func() bool
 	restarts     func() uint64
+	// domain reads the camera's domain monitor (domain.go).
+	domain func() DomainStatus
 }
 
 // frameDone updates the frame rate (exponentially weighted over about 16
@@ -294,8 +296,14 @@ var (
 		camLabel, nil)
 	descReconnects = prometheus.NewDesc("didoedge_camera_reconnects_total", "Camera sessions that ended in an error.", camLabel, nil)
 	descDegraded   = prometheus.NewDesc("didoedge_camera_degraded",
-		"1 while the camera is degraded: no frame within alerts.events.camera_stall, its source failed or is being restarted (the other cameras go on; /healthz lists it).", camLabel, nil)
-	descRestarts = prometheus.NewDesc("didoedge_camera_restarts_total",
+		"1 while the camera is degraded: no frame within alerts.events.camera_stall, its source failed or is being restarted, or a domain shift outlasted domain.persistence (the other cameras go on; /healthz lists it).", camLabel, nil)
+	descDomainDistance = prometheus.NewDesc("didoedge_domain_distance",
+		"The camera's distance to the AuxUE's training domain, smoothed over domain.window (about 1 for training-like frames; runtime/domain).", camLabel, nil)
+	descDomainThreshold = prometheus.NewDesc("didoedge_domain_threshold", "The domain monitor's threshold on didoedge_domain_distance.", camLabel, nil)
+	descDomainShifted   = prometheus.NewDesc("didoedge_domain_shifted",
+		"1 while the camera's frames are unlike the models' training domain (a domain_shift episode is open).", camLabel, nil)
+	descDomainShifts = prometheus.NewDesc("didoedge_domain_shifts_total", "Domain shifts begun (domain_shift episodes).", camLabel, nil)
+	descRestarts     = prometheus.NewDesc("didoedge_camera_restarts_total",
 		"In-process restarts of the camera's source after pipeline.camera_restart without a frame.", camLabel, nil)
 	descReloads  = prometheus.NewDesc("didoedge_config_reloads_total", "Successful SIGHUP reloads of zones and thresholds.", nil, nil)
 	descAdded    = prometheus.NewDesc("didoedge_cameras_added_total", "Cameras started at run time (control API, SIGHUP).", nil, nil)
@@ -310,7 +318,8 @@ type metricsCollector Metrics
 
 func (c *metricsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFrames, descDropped, descInvalid, descErrors, descFPS, descUp, descStage, descLatency,
-		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts, descFaults, descAdded, descRemoved} {
+		descEvents, descDecode, descReconnects, descReloads, descProvider, descDegraded, descRestarts, descFaults, descAdded, descRemoved,
+		descDomainDistance, descDomainThreshold, descDomainShifted, descDomainShifts} {
 		ch <- d
 	}
 }
@@ -343,6 +352,14 @@ func (c *metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		if cm.degraded != nil {
 			ch <- prometheus.MustNewConstMetric(descDegraded, prometheus.GaugeValue, b2f(cm.degraded()), name)
 			counter(descRestarts, cm.restarts(), name)
+		}
+		if cm.domain != nil {
+			if d := cm.domain(); d.On {
+				ch <- prometheus.MustNewConstMetric(descDomainDistance, prometheus.GaugeValue, d.Smoothed, name)
+				ch <- prometheus.MustNewConstMetric(descDomainThreshold, prometheus.GaugeValue, d.Threshold, name)
+				ch <- prometheus.MustNewConstMetric(descDomainShifted, prometheus.GaugeValue, b2f(d.Shifted), name)
+				counter(descDomainShifts, d.Shifts, name)
+			}
 		}
 		for s := range numStages {
 			ch <- cm.Stages[s].constHistogram(descStage, name, stageNames[s])

@@ -14,6 +14,7 @@ import (
 	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/internal/lograte"
+	"github.com/didoedge/didoedge/runtime/domain"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
@@ -105,6 +106,9 @@ type Pipeline struct {
 	closedProviders [2]string
 	rl              *lograte.Limiter
 	rec             *recorderHook // record: section (recording.go); nil when off
+	// domainRec is the AuxUE's training-domain record the cameras'
+	// domain monitors measure against (domain.go); nil when off.
+	domainRec *domain.Record
 
 	// batching (scheduler goroutine only): the batch size and scratch
 	// slices of that capacity, so that a batch allocates nothing
@@ -184,9 +188,13 @@ func New(ctx context.Context, cfg *runconfig.Config, opts Options) (_ *Pipeline,
 	if p.sink, err = openAlerts(ctx, cfg.AlertsConfig, log, append(p.rec.sinks(), tapSinks(opts.Tap)...)...); err != nil {
 		return nil, fmt.Errorf("alerts: %w", err)
 	}
+	p.domainRec = domainRecord(cfg, log) // domain.go
 	for i, cs := range specs {
 		c := &cameraPipe{p: p, idx: i, name: cs.Name, spec: cs, metrics: p.metrics.AddCamera(cs.Name), rl: p.rl}
 		if c.engine, err = p.sink.newEngine(engineSpecs[i], c.handleEvent); err != nil {
+			return nil, fmt.Errorf("%s: %w", cs.Key, err)
+		}
+		if c.dom, err = newDomainMonitor(p.domainRec, cfg.Domain, c.engine.Calibration()); err != nil {
 			return nil, fmt.Errorf("%s: %w", cs.Key, err)
 		}
 		c.stallNS.Store(int64(cs.Alerts.Events.CameraStall))

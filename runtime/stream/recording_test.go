@@ -162,7 +162,11 @@ func TestReplayDeterminism(t *testing.T) {
 		t.Fatalf("recorded %d events, live %d", len(rec.Events), len(liveEvents))
 	}
 	for i := range liveEvents {
-		a, _ := json.Marshal(rec.Events[i])
+		var ev alerts.Event
+		if err := rec.Events[i].Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(ev)
 		b, _ := json.Marshal(liveEvents[i])
 		if !bytes.Equal(a, b) {
 			t.Fatalf("recorded event %d %s, live %s", i, a, b)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,12 +117,17 @@ func TestReloadValidationFailureChangesNothing(t *testing.T) {
 	defer cancel()
 	err := p.Reload(ctx)
 	testmodels.MustContain(t, err, "cameras[1].zones[0].polygon")
-	// Apply with a config parsed in memory: the same refusal. (Load reads
-	// the file; a control API would edit Config()'s copy.)
-	cfg, err := runconfig.Load(path)
-	if err == nil {
-		err = p.Apply(ctx, cfg)
+	// Apply with a configuration edited in memory, as a control API edits
+	// a copy of Config(): Load never sees it, so the refusal is Apply's
+	// own validation (Load of the broken file refuses it first: that
+	// says nothing of Apply).
+	if _, err := runconfig.Load(path); err == nil {
+		t.Fatal("Load accepted the broken file")
 	}
+	edited := *p.Config()
+	edited.Cameras = slices.Clone(edited.Cameras)
+	edited.Cameras[1].ZoneSet = alerts.ZoneSet{Zones: []alerts.ZoneSpec{{Name: "bad", Polygon: [][2]float64{{0, 0}, {1, 0}}}}}
+	err = p.Apply(ctx, &edited)
 	testmodels.MustContain(t, err, "cameras[1].zones[0].polygon")
 	time.Sleep(300 * time.Millisecond) // frames go on; nothing may change
 	after := stateOf(p)

@@ -1,4 +1,4 @@
-# The PyTorch side of `didoedge bench kernels` (auxue/nn/nnbench): reads one
+# The PyTorch side of `didoedge bench kernels` (pkg/nn/nnbench): reads one
 # JSON request per line on stdin, answers one JSON line on stdout.
 #
 #   {"op": "time", "case": {...}, "threads": T, "min_time": S}
@@ -44,7 +44,7 @@ def forward(c, x, w, b):
         return F.conv2d(x, w, b, stride=c["stride"], padding=c["pad"], dilation=c["dil"])
     if op == "linear":
         return F.linear(x, w, b)
-    # y_o = (w_o . x) / (|w_o| |x| + eps) per pixel (auxue/nn CosineSimilarity)
+    # y_o = (w_o . x) / (|w_o| |x| + eps) per pixel (pkg/nn CosineSimilarity)
     dot = F.conv2d(x, w[:, :, None, None])
     xn = x.norm(dim=1, keepdim=True)
     wn = w.norm(dim=1).view(1, -1, 1, 1)

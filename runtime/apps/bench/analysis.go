@@ -18,6 +18,8 @@ const (
 	KindNight    = "night"
 	KindIndoor   = "indoor"
 	KindObstacle = "obstacle"
+	// KindNewCam is the same roads seen by another camera (sim.CameraNewCam).
+	KindNewCam = "newcam"
 )
 
 // Span is one ground-truth segment of a drive: [Start, End) in wall time.

@@ -119,6 +119,9 @@ type Fault struct {
 	Kind   string  `json:"kind"`
 	Detail string  `json:"detail,omitempty"`
 	Error  string  `json:"error,omitempty"`
+	// Skipped: the fault could not be injected here (disk_full without a
+	// tmpfs); it is counted in PhaseReport.SkippedCounts, not FaultCounts.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // ChaosSample is one RSS and goroutine reading of the runtime.
@@ -473,7 +476,7 @@ func (ph *chaosPhase) script(ctx context.Context, dur time.Duration) error {
 			err = p.cmd.Process.Signal(syscall.SIGHUP)
 		case FaultDisk:
 			if !ph.tmpfs {
-				f.Detail = "skipped: no tmpfs"
+				f.Detail, f.Skipped = "skipped: no tmpfs", true
 				break
 			}
 			var n int64

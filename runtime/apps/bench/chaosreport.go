@@ -69,9 +69,12 @@ type PhaseReport struct {
 	DiskFault     string  `json:"disk_fault"` // tmpfs, or why none
 	RuntimeStarts int     `json:"runtime_starts"`
 	// UnexpectedExits are the runtime's exits the script did not cause.
-	UnexpectedExits []string       `json:"unexpected_exits"`
-	Faults          []Fault        `json:"faults"`
-	FaultCounts     map[string]int `json:"fault_counts"`
+	UnexpectedExits []string `json:"unexpected_exits"`
+	Faults          []Fault  `json:"faults"`
+	// FaultCounts are the faults injected by kind; SkippedCounts those
+	// the machine could not inject (disk_full without a tmpfs).
+	FaultCounts   map[string]int `json:"fault_counts"`
+	SkippedCounts map[string]int `json:"skipped_counts,omitempty"`
 	// Produced is the outbox's last seq (every seq the runtime assigned,
 	// from 1: a fresh outbox); AckedSeq its acknowledged position;
 	// PendingAtEnd the seqs still in it after the final stop.
@@ -99,6 +102,13 @@ func (ph *chaosPhase) report(obDir string) (*PhaseReport, error) {
 		r.DiskFault = "none (no tmpfs: not root or mount refused)"
 	}
 	for _, f := range ph.faults {
+		if f.Skipped {
+			if r.SkippedCounts == nil {
+				r.SkippedCounts = map[string]int{}
+			}
+			r.SkippedCounts[f.Kind]++
+			continue
+		}
 		r.FaultCounts[f.Kind]++
 	}
 	last, acked, pending, err := outboxState(obDir)
@@ -272,7 +282,11 @@ func (rep *ChaosReport) Markdown() string {
 	for _, p := range rep.Phases {
 		var fc []string
 		for _, k := range FaultKinds {
-			fc = append(fc, fmt.Sprintf("%s %d", k, p.FaultCounts[k]))
+			s := fmt.Sprintf("%s %d", k, p.FaultCounts[k])
+			if n := p.SkippedCounts[k]; n > 0 {
+				s += fmt.Sprintf(" (%d skipped)", n)
+			}
+			fc = append(fc, s)
 		}
 		for _, s := range p.Subscribers {
 			fmt.Fprintf(&b, "| %s | %.0f s | %s | %d | %d | %d | %s | %d | %d | %d | %d | %d | %.1f → %.1f MiB (%+.1f%%) | %.0f → %.0f (%+.1f%%) | %t |\n",

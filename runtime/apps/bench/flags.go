@@ -137,7 +137,7 @@ func (f *ScenarioFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.Out, "out", "", "output directory (report.md, report.json, timeline.png, messages.jsonl, frames.jsonl)")
 	fs.StringVar(&f.Models, "models", "models", "reference models directory")
 	fs.Float64Var(&f.FPS, "fps", 15, "simulated camera frame rate")
-	fs.StringVar(&f.Kinds, "kinds", strings.Join(DefaultKinds, ","), "out-of-distribution segment kinds, in order: fog, noise, night, indoor, obstacle")
+	fs.StringVar(&f.Kinds, "kinds", strings.Join(DefaultKinds, ","), "out-of-distribution segment kinds, in order: fog, noise, night, indoor, obstacle, newcam")
 	fs.IntVar(&f.Reps, "reps", 2, "rounds over the kinds")
 	fs.DurationVar(&f.Lead, "lead", 20*time.Second, "clear driving before the first segment")
 	fs.DurationVar(&f.OOD, "ood", 10*time.Second, "length of each out-of-distribution segment")

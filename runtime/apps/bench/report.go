@@ -82,6 +82,24 @@ func (r *ScenarioReport) Markdown() string {
 	for _, ep := range a.False {
 		fmt.Fprintf(&b, "- %s %s from %s to %s (max %s)\n", ep.Zone, ep.ID, ep.Start.Format("15:04:05.000"), endText(ep), ep.MaxLevel)
 	}
+	if d := r.Domain; d != nil {
+		b.WriteString("\n## Domain monitor (camera-level domain_shift episodes)\n\n")
+		b.WriteString("The same segments, attributed like zone episodes: the time from a segment's start to the first domain_shift new event, at the deciding frame and at the subscriber.\n\n")
+		b.WriteString("| goal | target | measured | met |\n|---|---|---|---|\n")
+		for _, g := range r.DomainGoals {
+			met := "no"
+			if g.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.Target, g.Value, met)
+		}
+		b.WriteString("\n")
+		b.WriteString(domainTable(d, a))
+		fmt.Fprintf(&b, "\n%.1f min of clear driving counted; %d false domain_shift episodes (%.2f per hour).\n", d.ClearTime.Minutes(), len(d.False), d.FalsePerHour())
+		for _, ep := range d.False {
+			fmt.Fprintf(&b, "- %s from %s to %s\n", ep.ID, ep.Start.Format("15:04:05.000"), endText(ep))
+		}
+	}
 	if len(r.Signals) > 0 {
 		b.WriteString("\n## Raw zone signals per segment kind\n\n")
 		b.WriteString("Per frame, before fusion (the first 500 ms of each segment left out). alea >= warn: frames whose aleatoric_fraction reaches the aleatoric criterion's warn entry; alea events: events of the zone naming aleatoric_fraction among their reasons.\n\n")
@@ -143,6 +161,11 @@ type jsonReport struct {
 	Zones    []jsonZoneKind    `json:"zones"`
 	False    []string          `json:"false_episodes"`
 	ClearMin float64           `json:"clear_minutes"`
+	// Domain: the domain monitor's episodes per kind (zone "domain_shift"),
+	// its goals and false episodes.
+	Domain      []jsonZoneKind `json:"domain_shift,omitempty"`
+	DomainGoals []Goal         `json:"domain_goals,omitempty"`
+	DomainFalse []string       `json:"domain_false_episodes,omitempty"`
 }
 
 type jsonSpan struct {
@@ -188,6 +211,17 @@ func (r *ScenarioReport) write(dir string, events []Received) error {
 	}
 	for _, ep := range a.False {
 		j.False = append(j.False, ep.ID)
+	}
+	if d := r.Domain; d != nil {
+		for _, z := range d.PerZoneKind {
+			j.Domain = append(j.Domain, jsonZoneKind{Kind: z.Kind, Zone: z.Zone, Affected: z.Affected, Detected: z.Detected, Segments: z.Segments,
+				DecisionMS: msList(z.Decision), DeliveryMS: msList(z.Delivery), EpisodesPerSegment: z.EpisodesPerSegment, Flaps: z.Flaps,
+				EndMS: msList(z.EndLatency), Coverage: z.Coverage()})
+		}
+		j.DomainGoals = r.DomainGoals
+		for _, ep := range d.False {
+			j.DomainFalse = append(j.DomainFalse, ep.ID)
+		}
 	}
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {

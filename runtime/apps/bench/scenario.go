@@ -36,7 +36,9 @@ type ScriptSegment struct {
 // OODPhase returns the simulated camera phase of an out-of-distribution
 // segment kind: heavy fog (extinction 0.12/m), sensor noise (gaussian
 // noise, severity 3), night (the dark corruption, severity 4), the indoor
-// world, obstacles on the ego lane (crates, fallen trees). "noise:5" or
+// world, obstacles on the ego lane (crates, fallen trees), the new camera
+// (sim.CameraNewCam: the same roads through another lens, colour response
+// and sensor, at the stream's size). "noise:5" or
 // "night:3" choose another severity (1..5); the kind keeps the suffix.
 func OODPhase(kind string, d time.Duration) (simrig.Phase, error) {
 	p := simrig.Phase{Name: kind, World: sim.WorldOutdoor, Duration: d}
@@ -66,9 +68,11 @@ func OODPhase(kind string, d time.Duration) (simrig.Phase, error) {
 		p.World = sim.WorldIndoor
 	case KindObstacle:
 		p.Obstacles = true
+	case KindNewCam:
+		p.Camera = sim.CameraNewCam
 	case KindClear:
 	default:
-		return p, fmt.Errorf("unknown segment kind %q (fog, noise, night, indoor, obstacle)", kind)
+		return p, fmt.Errorf("unknown segment kind %q (fog, noise, night, indoor, obstacle, newcam)", kind)
 	}
 	if p.Corruption != "" && (p.Severity < 1 || p.Severity > 5) {
 		return p, fmt.Errorf("segment kind %q: severity %d outside 1..5", kind, p.Severity)
@@ -100,7 +104,7 @@ func Script(kinds []string, reps int, lead, ood, gap, tail time.Duration) ([]Scr
 }
 
 // DefaultKinds are the out-of-distribution segments of the benchmark.
-var DefaultKinds = []string{KindFog, KindNoise, KindNight, KindIndoor, KindObstacle}
+var DefaultKinds = []string{KindFog, KindNoise, KindNight, KindIndoor, KindObstacle, KindNewCam}
 
 // ScenarioOptions configure `didoedge bench scenario`.
 type ScenarioOptions struct {
@@ -140,6 +144,10 @@ type ScenarioReport struct {
 	// the drive; Snapshots the snapshot JPEGs (files in Out/snapshots).
 	Events    []Received
 	Snapshots []SnapshotFile
+	// Domain is the domain monitor's camera-level domain_shift episodes
+	// against the same segments (AnalyzeDomain), DomainGoals its targets.
+	Domain      *Analysis
+	DomainGoals []Goal
 }
 
 // frameMetrics is one assessed frame's zone metrics (frames.jsonl).
@@ -392,6 +400,8 @@ func Scenario(ctx context.Context, o ScenarioOptions) (*ScenarioReport, error) {
 	rep.FPS = float64(assessed) / time.Since(started).Seconds()
 	rep.Analysis = Analyze(spans, zones, Episodes(inRun), o.Grace, runEnd.Add(o.Grace))
 	rep.Goals = Goals(rep.Analysis)
+	rep.Domain = AnalyzeDomain(spans, inRun, o.Grace, runEnd.Add(o.Grace))
+	rep.DomainGoals = DomainGoals(rep.Domain, rep.Analysis)
 
 	fmu.Lock()
 	defer fmu.Unlock()
@@ -619,6 +629,8 @@ func Reanalyze(dir string, grace time.Duration, aleaWarn float64) (*ScenarioRepo
 	rep.Duration = runEnd.Sub(spans[0].Start)
 	rep.Analysis = Analyze(spans, zones, Episodes(inRun), grace, runEnd.Add(grace))
 	rep.Goals = Goals(rep.Analysis)
+	rep.Domain = AnalyzeDomain(spans, inRun, grace, runEnd.Add(grace))
+	rep.DomainGoals = DomainGoals(rep.Domain, rep.Analysis)
 	frames, err := readFrames(filepath.Join(dir, "frames.jsonl"))
 	if err != nil {
 		return nil, err

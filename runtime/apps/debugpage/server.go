@@ -132,6 +132,8 @@ type State struct {
 	TauE      float64              `json:"tau_e"`
 	Zones     []ZoneState          `json:"zones"`
 	Events    []stream.EventRecord `json:"events"`
+	// Domain is the selected camera's domain monitor (on false: none).
+	Domain stream.DomainStatus `json:"domain"`
 }
 
 // ZoneState is one zone outline, its level and its fused signals.
@@ -156,6 +158,9 @@ type CameraTile struct {
 	Dropped uint64  `json:"dropped"`
 	Ready   bool    `json:"ready"`
 	Level   string  `json:"level"`
+	// DomainShift: the camera's frames are unlike the models' training
+	// domain (a domain_shift episode is open).
+	DomainShift bool `json:"domain_shift"`
 }
 
 // cameraOf is the camera a request names, the first when it names none.
@@ -175,7 +180,7 @@ func stateOf(p Pipeline, camera string) (State, bool) {
 	known := false
 	for _, cm := range p.Metrics().Cameras() {
 		tile := CameraTile{Name: cm.Camera, FPS: math.Round(cm.FPS()*10) / 10, Frames: cm.Frames.Load(), Dropped: cm.Dropped.Load(),
-			Ready: ready[cm.Camera], Level: "ok"}
+			Ready: ready[cm.Camera], Level: "ok", DomainShift: cm.Domain().Shifted}
 		p.ViewCamera(cm.Camera, func(s *stream.Snapshot) {
 			if len(s.Levels) > 0 {
 				tile.Level = slices.Max(s.Levels).String()
@@ -185,6 +190,7 @@ func stateOf(p Pipeline, camera string) (State, bool) {
 		if cm.Camera == camera {
 			known = true
 			st.FPS, st.Ready, st.Frames, st.Dropped = tile.FPS, tile.Ready, tile.Frames, tile.Dropped
+			st.Domain = cm.Domain()
 		}
 	}
 	if !known {

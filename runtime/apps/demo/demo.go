@@ -231,6 +231,26 @@ func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
 		}
 		return strings.TrimSuffix(model, filepath.Ext(model)) + ".yaml"
 	}
+	// Relative paths name files from the working directory, as in every
+	// other command (the config parser would resolve them against the
+	// depth model's directory): make them absolute first.
+	abs := func(key, p string) (string, error) {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return "", fmt.Errorf("%s %q: %w", key, p, err)
+		}
+		return a, nil
+	}
+	paths := []*string{&depth, &depthSpec, &aux, &auxSpec}
+	for i, key := range []string{"depth model", "depth spec", "auxue model", "auxue spec"} {
+		if *paths[i] == "" {
+			continue
+		}
+		var err error
+		if *paths[i], err = abs(key, *paths[i]); err != nil {
+			return nil, err
+		}
+	}
 	r := &Reference{Dir: filepath.Dir(depth), DepthModel: depth, DepthSpec: beside(depth, depthSpec), AuxUEModel: aux, AuxUESpec: beside(aux, auxSpec)}
 	for _, f := range []struct{ key, path string }{{"depth model", r.DepthModel}, {"depth spec", r.DepthSpec}, {"auxue model", r.AuxUEModel}, {"auxue spec", r.AuxUESpec}} {
 		if _, err := os.Stat(f.path); err != nil {

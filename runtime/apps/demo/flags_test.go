@@ -2,6 +2,8 @@ package demo
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +44,43 @@ func TestFlagsRefused(t *testing.T) {
 		if err := f.Check(); err == nil || !strings.Contains(err.Error(), "--cameras "+n+": want 1..8") {
 			t.Errorf("--cameras %s: %v", n, err)
 		}
+	}
+}
+
+// TestModelFlagsResolveFromTheWorkingDirectory: relative --depth,
+// --depth-spec and --auxue name files from the working directory (as in
+// eval-quick and model run), not from the depth model's directory.
+func TestModelFlagsResolveFromTheWorkingDirectory(t *testing.T) {
+	models := referenceModels(t)
+	work := t.TempDir()
+	for _, d := range []string{"specs", "m"} {
+		if err := os.Mkdir(filepath.Join(work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile := func(from, to string) {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(filepath.Join(models, "depth.yaml"), filepath.Join(work, "specs", "d.yaml"))
+	copyFile(filepath.Join(models, "depth.onnx"), filepath.Join(work, "m", "depth.onnx"))
+	t.Chdir(work)
+	f := ModelFlags{Depth: "m/depth.onnx", DepthSpec: "specs/d.yaml", AuxUE: filepath.Join(models, "auxue.onnx")}
+	cfg, cleanup, err := f.RunConfig()
+	defer cleanup()
+	if err != nil {
+		t.Fatalf("relative --depth-spec from the working directory: %v", err)
+	}
+	mc := cfg.ModelsConfig()
+	if want := filepath.Join(work, "specs", "d.yaml"); mc.DepthSpecFile != want {
+		t.Errorf("depth spec read from %q, want %q", mc.DepthSpecFile, want)
+	}
+	if want := filepath.Join(work, "m", "depth.onnx"); mc.Depth != want {
+		t.Errorf("depth model %q, want %q", mc.Depth, want)
 	}
 }

@@ -3,6 +3,7 @@ package onnxrt
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -142,23 +143,33 @@ static void dev_release(const void *api, int kind, void *p) {
 }
 
 // The CUDA runtime's copy, from the libcudart.so.13 the CUDA provider
-// loaded into the process: cudaMemcpy(dst, src, bytes, cudaMemcpyDefault)
-// (unified addressing tells host from device), then cudaDeviceSynchronize.
+// loaded into the process, on the sessions' device (cudaSetDevice: the
+// current device is per OS thread, and the Go caller locks its thread
+// around the call) and on a stream of this API's own:
+// cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream) (unified
+// addressing tells host from device), then cudaStreamSynchronize(stream).
 // ONNX Runtime synchronizes its stream at the end of every run
-// (OnRunEnd), so a copy after a run sees the outputs, and the
+// (OnRunEnd), so a copy after a run sees the outputs, and the stream's
 // synchronization makes a copy before a run done when the run starts.
-typedef int (*devMemcpyFn)(void *dst, const void *src, size_t bytes, int kind);
+// Only this stream is waited for: cudaDeviceSynchronize would wait for
+// every camera's runs on the device too.
+typedef int (*devMemcpyFn)(void *dst, const void *src, size_t bytes, int kind, void *stream);
 typedef const char *(*devCudaErrFn)(int);
-
-typedef int (*devSyncFn)(void);
+typedef int (*devStreamSyncFn)(void *stream);
+typedef int (*devSetDeviceFn)(int device);
+typedef int (*devStreamCreateFn)(void **stream, unsigned int flags);
 
 typedef struct {
 	devMemcpyFn memcpy;
 	devCudaErrFn err;
-	devSyncFn sync;
+	devStreamSyncFn sync;
+	devSetDeviceFn set_device;
+	devStreamCreateFn stream_create;
+	void *stream;
+	int device;
 } devCuda;
 
-static int dev_cuda_open(devCuda *c, char *err, int errlen) {
+static int dev_cuda_open(devCuda *c, int device, char *err, int errlen) {
 	err[0] = 0;
 	static const char *names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
 	void *h = NULL;
@@ -170,11 +181,25 @@ static int dev_cuda_open(devCuda *c, char *err, int errlen) {
 		err[errlen - 1] = 0;
 		return 1;
 	}
-	c->memcpy = (devMemcpyFn) dlsym(h, "cudaMemcpy");
+	c->memcpy = (devMemcpyFn) dlsym(h, "cudaMemcpyAsync");
 	c->err = (devCudaErrFn) dlsym(h, "cudaGetErrorString");
-	c->sync = (devSyncFn) dlsym(h, "cudaDeviceSynchronize");
-	if (!c->memcpy || !c->sync) {
-		strncpy(err, "libcudart has no cudaMemcpy or cudaDeviceSynchronize", errlen - 1);
+	c->sync = (devStreamSyncFn) dlsym(h, "cudaStreamSynchronize");
+	c->set_device = (devSetDeviceFn) dlsym(h, "cudaSetDevice");
+	c->stream_create = (devStreamCreateFn) dlsym(h, "cudaStreamCreateWithFlags");
+	if (!c->memcpy || !c->sync || !c->set_device || !c->stream_create) {
+		strncpy(err, "libcudart lacks cudaMemcpyAsync, cudaStreamSynchronize, cudaSetDevice or cudaStreamCreateWithFlags", errlen - 1);
+		err[errlen - 1] = 0;
+		return 1;
+	}
+	c->device = device;
+	// The stream is made on the sessions' device (the caller holds its
+	// OS thread); cudaStreamNonBlocking (1): no implicit order with the
+	// legacy default stream.
+	int rc = c->set_device(device);
+	if (!rc) rc = c->stream_create(&c->stream, 1);
+	if (rc) {
+		const char *m = c->err ? c->err(rc) : NULL;
+		snprintf(err, errlen, "cuda stream on device %d: %s (cudaError %d)", device, m ? m : "failed", rc);
 		return 1;
 	}
 	return 0;
@@ -188,11 +213,15 @@ static int dev_copy(const devCuda *c, void *dst, const void *src, size_t bytes) 
 		memcpy(dst, src, bytes);
 		return 0;
 	}
-	int rc = c->memcpy(dst, src, bytes, 4);
-	// A copy from pageable host memory may return before its DMA is done,
-	// on the legacy default stream, which does not order ONNX Runtime's
-	// non-blocking stream: wait for it before the run reads the tensor.
-	return rc ? rc : c->sync();
+	// The device is per OS thread: set it on every copy (the Go caller
+	// locked its thread for the call), so that device_id > 0 copies on
+	// its device whatever the thread did before.
+	int rc = c->set_device(c->device);
+	if (!rc) rc = c->memcpy(dst, src, bytes, 4, c->stream);
+	// An async copy from pageable host memory may return before its DMA
+	// is done: wait for this stream (only) before the run reads the
+	// tensor, or before the host reads an output.
+	return rc ? rc : c->sync(c->stream);
 }
 
 static const char *dev_cuda_error(const devCuda *c, int rc) {
@@ -205,6 +234,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -216,7 +246,7 @@ type DevAPI struct {
 	cuda *C.devCuda // nil: host memory (memcpy)
 }
 
-func NewDevAPI(libPath string, cuda bool) (*DevAPI, error) {
+func NewDevAPI(libPath string, cuda bool, device int) (*DevAPI, error) {
 	api, err := ortAPI(libPath, requiredAPI)
 	if err != nil {
 		return nil, err
@@ -224,9 +254,13 @@ func NewDevAPI(libPath string, cuda bool) (*DevAPI, error) {
 	d := &DevAPI{api: api}
 	if cuda {
 		// Go memory without Go pointers (two C function pointers).
-		d.cuda = new(C.devCuda)
+		d.cuda = (*C.devCuda)(C.calloc(1, C.sizeof_devCuda)) // holds a C stream pointer: C memory
 		var errb [512]C.char
-		if C.dev_cuda_open(d.cuda, &errb[0], C.int(len(errb))) != 0 {
+		runtime.LockOSThread()
+		rc := C.dev_cuda_open(d.cuda, C.int(device), &errb[0], C.int(len(errb)))
+		runtime.UnlockOSThread()
+		if rc != 0 {
+			C.free(unsafe.Pointer(d.cuda))
 			return nil, fmt.Errorf("CUDA runtime for the device copies: %s", C.GoString(&errb[0]))
 		}
 	}
@@ -337,6 +371,12 @@ func (d *DevAPI) Release(kind C.int, p unsafe.Pointer) { C.dev_release(d.api, ki
 // copy copies n float32 values from src to dst, host and device memory
 // in either direction (host to host on the CPU path).
 func (d *DevAPI) Copy(dst, src unsafe.Pointer, n int) error {
+	if d.cuda != nil {
+		// cudaSetDevice holds for the OS thread: keep the goroutine on it
+		// from the set to the copy's end.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	if rc := C.dev_copy(d.cuda, dst, src, C.size_t(n*4)); rc != 0 {
 		return fmt.Errorf("device copy: %s (cudaError %d)", C.GoString(C.dev_cuda_error(d.cuda, rc)), int(rc))
 	}

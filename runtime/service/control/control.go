@@ -338,8 +338,11 @@ func (c *Control) AddCamera(ctx context.Context, body []byte, persist bool, who 
 	}
 	edit := func(cfg *runconfig.Config) error {
 		if err := cfg.AddCamera(e); err != nil {
-			if errors.Is(err, runconfig.ErrCameraExists) || errors.Is(err, runconfig.ErrCameraLimit) {
+			switch {
+			case errors.Is(err, runconfig.ErrCameraExists), errors.Is(err, runconfig.ErrCameraLimit):
 				return refuse(http.StatusConflict, "%w", err)
+			case errors.Is(err, runconfig.ErrNotAllowed):
+				return refuse(http.StatusForbidden, "%w", err)
 			}
 			return refuse(http.StatusUnprocessableEntity, "%w", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -256,7 +257,7 @@ func prepareWrite(path string, edit func(*yamlDoc) error) (*pendingWrite, error)
 		return nil, fmt.Errorf("config file %s cannot be written: %w", target, err)
 	}
 	f.Close()
-	data, err := os.ReadFile(target)
+	data, err := boundedfile.Read("", target, boundedfile.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,207 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/runtime/domain"
+	"github.com/didoedge/didoedge/runtime/infer"
+	"github.com/didoedge/didoedge/runtime/runconfig"
+)
+
+// DomainDegradedReason is the health reason of a camera whose domain shift
+// outlasted domain.persistence.
+const DomainDegradedReason = "the models were not trained for frames like these: train the AuxUE on this camera's data (docs/byo-model.md)"
+
+// domainMonitor is one camera's domain monitor (package runtime/domain):
+// the frame's statistics, their distance to the AuxUE's training-domain
+// record, the smoothed and thresholded shift. The scheduler goroutine
+// runs it; the atomics are read by health, metrics and the debug page.
+type domainMonitor struct {
+	rec     *domain.Record
+	ex      *domain.Extractor
+	scratch *domain.Scratch
+	stats   []float64
+	mon     *domain.Monitor
+	// source says where the threshold came from (logs, health).
+	source string
+
+	distBits, smoothBits, thrBits atomic.Uint64
+	shifted, persistent           atomic.Bool
+	sinceNS                       atomic.Int64
+	shifts                        atomic.Uint64 // shifts begun
+	errs                          atomic.Uint64 // frames whose statistics failed
+}
+
+// domainRecord is the AuxUE's training-domain record the pipeline's
+// cameras are measured against: nil when the monitor is off or the AuxUE
+// has none (logged once).
+func domainRecord(cfg *runconfig.Config, log *slog.Logger) *domain.Record {
+	if cfg.Domain.Off {
+		log.Info("domain monitor off (domain.off)")
+		return nil
+	}
+	rec, err := cfg.ModelsConfig().AuxUESpec.DomainRecord()
+	if err != nil {
+		if errors.Is(err, infer.ErrNoDomainRecord) {
+			log.Warn("domain monitor off: the AuxUE has no training-domain record, so frames unlike its training data cannot be noticed; retrain it with didoedge train auxue (docs/byo-model.md)",
+				"auxue", cfg.AuxUE.Model)
+		}
+		return nil
+	}
+	return rec
+}
+
+// newDomainMonitor builds a camera's monitor for rec (nil: none), with the
+// threshold of domain.threshold: the number, else the camera's calibrated
+// domain_threshold, else the record's at domain.false_alarm_rate.
+func newDomainMonitor(rec *domain.Record, d runconfig.DomainConfig, cal alerts.Calibration) (*domainMonitor, error) {
+	if rec == nil {
+		return nil, nil
+	}
+	ex, err := domain.NewExtractor(rec.Layout)
+	if err != nil {
+		return nil, err
+	}
+	thr, source := d.Threshold.Value, "domain.threshold"
+	switch {
+	case thr > 0:
+	case cal.DomainThreshold > 0:
+		thr, source = cal.DomainThreshold, "calibration domain_threshold"
+	default:
+		if thr, err = rec.Threshold(d.FalseAlarmRate); err != nil {
+			return nil, fmt.Errorf("domain.threshold: %w", err)
+		}
+		source = fmt.Sprintf("the AuxUE's record at false_alarm_rate %g", d.FalseAlarmRate)
+	}
+	mon, err := domain.NewMonitor(domain.MonitorConfig{Window: d.Window, Threshold: thr, Persistence: d.PersistenceOrDefault()})
+	if err != nil {
+		return nil, err
+	}
+	m := &domainMonitor{rec: rec, ex: ex, scratch: rec.NewScratch(), stats: make([]float64, rec.Layout.Dim()), mon: mon, source: source}
+	m.thrBits.Store(math.Float64bits(thr))
+	return m, nil
+}
+
+// observeDomain measures the camera's assessed frame against the training
+// domain and hands the reading to the engine before the zones are
+// assessed (so that zone episodes opened now know the shift). It
+// allocates nothing unless an event goes out.
+func (c *cameraPipe) observeDomain(f *camera.Frame, rgb []uint8) {
+	m := c.dom
+	if m == nil {
+		return
+	}
+	w, h := c.models.InputSize()
+	df := infer.DomainFrame(c.models.modelMaps(), rgb, w, h)
+	d := math.Inf(1) // statistics that cannot be taken count as foreign
+	err := m.ex.Extract(&df, m.stats)
+	if err == nil {
+		d, err = m.rec.Distance(m.stats, m.scratch)
+	}
+	if err != nil {
+		m.errs.Add(1)
+		c.rl.Warn("domain statistics "+c.name, "domain monitor: frame not measured", "camera", c.name, "frame", f.Seq, "err", err)
+	}
+	r := m.observe(f.Capture, d)
+	switch r.Transition {
+	case domain.Began:
+		c.p.log.Warn("domain shift: the camera's frames are unlike the models' training domain", "camera", c.name,
+			"smoothed_distance", r.Smoothed, "threshold", r.Threshold, "window", r.Window, "threshold_from", m.source)
+	case domain.Ended:
+		c.p.log.Info("domain shift ended", "camera", c.name, "smoothed_distance", r.Smoothed, "threshold", r.Threshold)
+	}
+	if err := c.engine.ObserveDomain(alerts.Frame{Seq: f.Seq, Capture: f.Capture},
+		alerts.DomainReading{Distance: r.Distance, Smoothed: r.Smoothed, Threshold: r.Threshold, Window: r.Window, Shifted: r.Shifted}); err != nil {
+		c.engineError(f.Seq, err)
+	}
+}
+
+// observe smooths the frame's distance d and publishes the reading to the
+// atomics that health, metrics and the debug page read.
+func (m *domainMonitor) observe(capture time.Time, d float64) domain.Reading {
+	r := m.mon.Observe(capture, d)
+	m.distBits.Store(math.Float64bits(r.Distance))
+	m.smoothBits.Store(math.Float64bits(r.Smoothed))
+	m.shifted.Store(r.Shifted)
+	m.persistent.Store(r.Persistent)
+	if r.Transition == domain.Began {
+		m.shifts.Add(1)
+		m.sinceNS.Store(r.Since.UnixNano())
+	}
+	return r
+}
+
+// DomainStatus is a camera's domain monitor as health and the debug page
+// show it.
+type DomainStatus struct {
+	On         bool    `json:"on"`
+	Distance   float64 `json:"distance"`
+	Smoothed   float64 `json:"smoothed"`
+	Threshold  float64 `json:"threshold"`
+	WindowS    float64 `json:"window_s"`
+	Shifted    bool    `json:"shifted"`
+	Persistent bool    `json:"persistent"`
+	SinceMS    int64   `json:"since_ms,omitempty"`
+	Shifts     uint64  `json:"shifts"`
+}
+
+// domainStatusThreshold is the monitor's threshold.
+func (m *domainMonitor) domainStatusThreshold() float64 {
+	return math.Float64frombits(m.thrBits.Load())
+}
+
+// domainStatus reads the camera's monitor (any goroutine).
+func (c *cameraPipe) domainStatus() DomainStatus {
+	m := c.dom
+	if m == nil {
+		return DomainStatus{}
+	}
+	s := DomainStatus{On: true, Distance: finiteOr(math.Float64frombits(m.distBits.Load())),
+		Smoothed: finiteOr(math.Float64frombits(m.smoothBits.Load())), Threshold: math.Float64frombits(m.thrBits.Load()),
+		WindowS: m.mon.Config().Window.Seconds(), Shifted: m.shifted.Load(), Persistent: m.persistent.Load(), Shifts: m.shifts.Load()}
+	if s.Shifted {
+		s.SinceMS = time.Unix(0, m.sinceNS.Load()).UnixMilli()
+	}
+	return s
+}
+
+// finiteOr maps a non-finite reading (a frame whose statistics failed) to
+// the largest float32, so that JSON can carry it.
+func finiteOr(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return math.MaxFloat32
+	}
+	return v
+}
+
+// domainHealth is the camera's domain check: ok unless a shift outlasted
+// domain.persistence (then degraded, with DomainDegradedReason).
+func (c *cameraPipe) domainHealth() (ok bool, detail string) {
+	s := c.domainStatus()
+	switch {
+	case !s.On:
+		return true, "domain monitor off"
+	case s.Persistent:
+		return false, fmt.Sprintf("%s (domain shift for %s: distance %.3g over %gs above threshold %.3g)", DomainDegradedReason,
+			time.Since(time.UnixMilli(s.SinceMS)).Round(time.Second), s.Smoothed, s.WindowS, s.Threshold)
+	case s.Shifted:
+		return true, fmt.Sprintf("domain shift: distance %.3g over %gs above threshold %.3g (degraded after domain.persistence)", s.Smoothed, s.WindowS, s.Threshold)
+	}
+	return true, fmt.Sprintf("frames like the training domain: distance %.3g over %gs, threshold %.3g", s.Smoothed, s.WindowS, s.Threshold)
+}
+
+// Domain is the camera's domain monitor now (On false when there is
+// none): the debug page and the live view read it.
+func (m *CameraMetrics) Domain() DomainStatus {
+	if m.domain == nil {
+		return DomainStatus{}
+	}
+	return m.domain()
+}
