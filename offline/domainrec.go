@@ -172,16 +172,15 @@ type NamedSet struct{ Name, Dir string }
 
 // DomainResult is what model domain measured.
 type DomainResult struct {
-	Frames     int                  `json:"frames"`
-	TestFrames int                  `json:"test_frames"`
-	Source     string               `json:"source"`
-	Layout     domain.Layout        `json:"layout"`
-	Shrinkage  float64              `json:"shrinkage"`
-	Sets       []DomainSetResult    `json:"sets"`
-	Thresholds map[string]Float     `json:"threshold_far_0.01"`
-	TestFAR    map[string]Float     `json:"test_far_at_threshold"`
-	Written    string               `json:"written,omitempty"`
-	Mean       map[string][]float64 `json:"-"`
+	Frames     int               `json:"frames"`
+	TestFrames int               `json:"test_frames"`
+	Source     string            `json:"source"`
+	Layout     domain.Layout     `json:"layout"`
+	Shrinkage  float64           `json:"shrinkage"`
+	Sets       []DomainSetResult `json:"sets"`
+	Thresholds map[string]Float  `json:"threshold_far_0.01"`
+	TestFAR    map[string]Float  `json:"test_far_at_threshold"`
+	Written    string            `json:"written,omitempty"`
 }
 
 // DomainSetResult is one set's frame-level AUC per statistic against the

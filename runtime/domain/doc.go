@@ -15,8 +15,10 @@
 //
 // is about 1 for a training-domain frame (E[z'P z] = d for Gaussian
 // statistics: the chi-square mean) and grows when the frame is foreign.
-// The k-nearest-neighbour distance to stored training frames is the other
-// statistic the record can hold (Statistic); docs/alerts.md compares them.
+// The other statistic a record can hold, and the one train auxue writes
+// by default because it measured better (docs/alerts.md, "Choosing the
+// statistic"), is the mean distance of z to its k nearest stored training
+// frames over sqrt(2d) (KNN).
 //
 // Monitor smooths D over a window in seconds (the mean of the frames
 // captured within it, bounded memory) and thresholds it; the threshold at

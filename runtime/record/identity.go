@@ -5,9 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 )
 
 // ModelIdentity returns the metadata that identifies the models and the
@@ -26,12 +27,14 @@ func ModelIdentity(files map[string]string) (map[string]string, error) {
 		if path == "" {
 			continue
 		}
-		f, err := os.Open(path)
+		// Bounded: a model path is a config key (a regular file up to
+		// the model cap; /dev/zero would be hashed for ever).
+		f, err := boundedfile.Open("", path, boundedfile.Model)
 		if err != nil {
 			return nil, fmt.Errorf("model identity %s: %w", n, err)
 		}
 		h := sha256.New()
-		_, err = io.Copy(h, f)
+		_, err = io.Copy(h, io.LimitReader(f, boundedfile.Model.Limit()))
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("model identity %s: %s: %w", n, path, err)

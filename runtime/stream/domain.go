@@ -37,6 +37,10 @@ type domainMonitor struct {
 	sinceNS                       atomic.Int64
 	shifts                        atomic.Uint64 // shifts begun
 	errs                          atomic.Uint64 // frames whose statistics failed
+	// off: the record needs the depth model's feature tensor and the
+	// frames' stays on the device (inference.device_tensors): the monitor
+	// stopped rather than count every frame as foreign.
+	off atomic.Bool
 }
 
 // domainRecord is the AuxUE's training-domain record the pipeline's
@@ -95,11 +99,17 @@ func newDomainMonitor(rec *domain.Record, d runconfig.DomainConfig, cal alerts.C
 // allocates nothing unless an event goes out.
 func (c *cameraPipe) observeDomain(f *camera.Frame, rgb []uint8) {
 	m := c.dom
-	if m == nil {
+	if m == nil || m.off.Load() {
 		return
 	}
 	w, h := c.models.InputSize()
 	df := infer.DomainFrame(c.models.modelMaps(), rgb, w, h)
+	if m.rec.Layout.FeatureGroups > 0 && df.Features == nil {
+		m.off.Store(true)
+		c.p.log.Warn("domain monitor off: the AuxUE's record pools the depth model's feature tensor, which stays on the device (inference.device_tensors); set inference.device_tensors: off to monitor this camera",
+			"camera", c.name)
+		return
+	}
 	d := math.Inf(1) // statistics that cannot be taken count as foreign
 	err := m.ex.Extract(&df, m.stats)
 	if err == nil {
@@ -160,7 +170,7 @@ func (m *domainMonitor) domainStatusThreshold() float64 {
 // domainStatus reads the camera's monitor (any goroutine).
 func (c *cameraPipe) domainStatus() DomainStatus {
 	m := c.dom
-	if m == nil {
+	if m == nil || m.off.Load() {
 		return DomainStatus{}
 	}
 	s := DomainStatus{On: true, Distance: finiteOr(math.Float64frombits(m.distBits.Load())),

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"context"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/runtime/domain"
+	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -100,5 +103,79 @@ func TestDomainHealthDegradesWhenShiftLasts(t *testing.T) {
 	}
 	if ok, _ := c.domainHealth(); !ok || c.domainStatus().Shifted {
 		t.Errorf("back in the domain: still degraded or shifted (%+v)", c.domainStatus())
+	}
+}
+
+// TestProcessWithDomainMonitorAllocatesNothing: the frame path with the
+// camera's domain monitor on (statistics, distance, window, the engine's
+// domain step; no shift: the threshold is out of reach) allocates nothing.
+func TestProcessWithDomainMonitorAllocatesNothing(t *testing.T) {
+	p := newIdlePipeline(t, "quiet.yaml")
+	l := infer.DomainLayout(p.cfg.ModelsConfig().AuxUESpec)
+	rng := rand.New(rand.NewPCG(2, 2))
+	frames := make([][]float64, 20)
+	for i := range frames {
+		frames[i] = make([]float64, l.Dim())
+		for j := range frames[i] {
+			frames[i][j] = rng.NormFloat64()
+		}
+	}
+	rec, err := domain.Fit(l, frames, domain.FitOptions{Statistic: domain.KNN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.cams[0]
+	if c.dom, err = newDomainMonitor(rec, runconfig.DomainConfig{Window: time.Second, Threshold: runconfig.DomainThreshold{Value: 1e9},
+		FalseAlarmRate: 0.01}, c.engine.Calibration()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f := testFrame(testW, testH)
+	c.process(ctx, f) // warm-up
+	allocs := math.Inf(1)
+	for range 3 {
+		allocs = min(allocs, testing.AllocsPerRun(20, func() {
+			f.Seq++
+			f.Capture = time.Now()
+			c.process(ctx, f)
+		}))
+	}
+	if allocs != 0 {
+		t.Fatalf("%v allocations per frame with the domain monitor, want 0", allocs)
+	}
+	s := c.domainStatus()
+	if !s.On || !(s.Distance > 0) || s.Distance >= math.MaxFloat32 || c.dom.errs.Load() != 0 || s.Shifted {
+		t.Fatalf("monitor status %+v, %d frames not measured", s, c.dom.errs.Load())
+	}
+}
+
+// TestDomainMonitorStopsWithoutDeviceFeatures: a record that pools the
+// depth model's features, on frames whose tensor stayed on the device
+// (nil), stops the monitor instead of counting every frame as foreign.
+func TestDomainMonitorStopsWithoutDeviceFeatures(t *testing.T) {
+	p := newIdlePipeline(t, "quiet.yaml")
+	l := domain.DefaultLayout(true)
+	rng := rand.New(rand.NewPCG(3, 3))
+	frames := make([][]float64, 20)
+	for i := range frames {
+		frames[i] = make([]float64, l.Dim())
+		for j := range frames[i] {
+			frames[i][j] = rng.NormFloat64()
+		}
+	}
+	rec, err := domain.Fit(l, frames, domain.FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.cams[0]
+	if c.dom, err = newDomainMonitor(rec, runconfig.DomainConfig{Window: time.Second, FalseAlarmRate: 0.01}, c.engine.Calibration()); err != nil {
+		t.Fatal(err)
+	}
+	c.process(context.Background(), testFrame(testW, testH))
+	if s := c.domainStatus(); s.On || s.Shifted || c.engine.DomainShifted() {
+		t.Fatalf("status %+v, engine shifted %v: want the monitor off, no shift", s, c.engine.DomainShifted())
+	}
+	if ok, detail := c.domainHealth(); !ok || detail != "domain monitor off" {
+		t.Errorf("health %v %q", ok, detail)
 	}
 }

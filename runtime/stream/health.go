@@ -118,7 +118,7 @@ func (p *Pipeline) Health() Health {
 		}
 		h.Cameras = append(h.Cameras, ch)
 		add("camera", c.name, !degraded, false, detail)
-		if c.dom != nil {
+		if c.domainStatus().On {
 			add("domain", c.name, dok, false, ddetail)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,6 +92,21 @@ func TestChaosShort(t *testing.T) {
 	// it must not pass (the checks above still fail it on their own).
 	if len(skipped) > 0 {
 		t.Skipf("faults not injected, so the run proves nothing of them: %v", skipped)
+	}
+}
+
+// A disk_full fault skipped for want of a tmpfs is counted as skipped,
+// not as a fault that ran, and the report says so.
+func TestCountFaultsSkipped(t *testing.T) {
+	faults := []Fault{{Kind: FaultKill}, {Kind: FaultDisk, Detail: "skipped: no tmpfs", Skipped: true}, {Kind: FaultKill}, {Kind: FaultDisk, Skipped: true}}
+	injected, skipped := countFaults(faults)
+	if injected[FaultKill] != 2 || injected[FaultDisk] != 0 || skipped[FaultDisk] != 2 || len(skipped) != 1 {
+		t.Fatalf("injected %v, skipped %v; want 2 kills injected, 2 disk_full skipped", injected, skipped)
+	}
+	rep := &ChaosReport{Phases: []PhaseReport{{Broker: "embedded", FaultCounts: injected, SkippedCounts: skipped,
+		Subscribers: []SubscriberReport{{ClientID: "sub-0"}}}}}
+	if md := rep.Markdown(); !strings.Contains(md, "disk_full 0 (2 skipped)") {
+		t.Fatalf("report does not say the disk faults were skipped:\n%s", md)
 	}
 }
 

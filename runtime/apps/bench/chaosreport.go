@@ -101,16 +101,7 @@ func (ph *chaosPhase) report(obDir string) (*PhaseReport, error) {
 	if !ph.tmpfs {
 		r.DiskFault = "none (no tmpfs: not root or mount refused)"
 	}
-	for _, f := range ph.faults {
-		if f.Skipped {
-			if r.SkippedCounts == nil {
-				r.SkippedCounts = map[string]int{}
-			}
-			r.SkippedCounts[f.Kind]++
-			continue
-		}
-		r.FaultCounts[f.Kind]++
-	}
+	r.FaultCounts, r.SkippedCounts = countFaults(ph.faults)
 	last, acked, pending, err := outboxState(obDir)
 	if err != nil {
 		return nil, fmt.Errorf("read the outbox after the run: %w", err)
@@ -312,4 +303,21 @@ func (rep *ChaosReport) Markdown() string {
 	}
 	fmt.Fprintf(&b, "Overall: pass %t\n", rep.Pass)
 	return b.String()
+}
+
+// countFaults counts the faults injected by kind, and apart from them
+// those skipped (a disk_full without a tmpfs is no fault injected).
+func countFaults(faults []Fault) (injected, skipped map[string]int) {
+	injected = map[string]int{}
+	for _, f := range faults {
+		if f.Skipped {
+			if skipped == nil {
+				skipped = map[string]int{}
+			}
+			skipped[f.Kind]++
+			continue
+		}
+		injected[f.Kind]++
+	}
+	return injected, skipped
 }

@@ -62,6 +62,16 @@ func TestAnalyzeDomainHandComputed(t *testing.T) {
 	if len(g) != 2 || !g[0].Met || !strings.Contains(g[0].Name, KindIndoor) || !strings.Contains(g[0].Value, "1200 ms, 1 of 1") || g[1].Met {
 		t.Errorf("goals %+v", g)
 	}
+	// the report shows the monitor beside the zones (zone a: its episode z1
+	// never ends, so it covers both segments)
+	zones := Analyze(drive(t0), []string{"a"}, Episodes(evs), 3*time.Second, t0.Add(70*time.Second))
+	md := (&ScenarioReport{Analysis: zones, Domain: d, DomainGoals: g}).Markdown()
+	for _, want := range []string{"## Domain monitor", "| fog | a | 1/1 | 500 / 500 ms | 540 / 540 ms |", "| indoor | a | 1/1 | 1200 / 1200 ms",
+		"1 false domain_shift episodes"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
 }
 
 func TestNewCameraSegment(t *testing.T) {

@@ -239,7 +239,14 @@ func (r *ScenarioReport) write(dir string, events []Received) error {
 			return err
 		}
 	}
-	return Timeline(filepath.Join(dir, "timeline.png"), a, Episodes(events))
+	ta, eps := a, Episodes(events)
+	if r.Domain != nil {
+		// the camera's domain_shift episodes as the bottom row
+		c := *a
+		c.Zones = append([]string{DomainZone}, a.Zones...)
+		ta, eps = &c, append(eps, DomainEpisodes(events)...)
+	}
+	return Timeline(filepath.Join(dir, "timeline.png"), ta, eps)
 }
 
 // rankTuning orders timings by goals met (more first), then flaps plus

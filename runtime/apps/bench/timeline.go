@@ -21,6 +21,7 @@ var kindColors = map[string]color.NRGBA{
 	KindNight:    {120, 120, 150, 255},
 	KindIndoor:   {200, 170, 210, 255},
 	KindObstacle: {175, 210, 170, 255},
+	KindNewCam:   {150, 205, 215, 255},
 }
 
 // levelColors are the episode bars, by the highest level they reached.
@@ -64,7 +65,9 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 
 // Timeline draws the drive: ground-truth segments as background bands
 // and, one row per zone, the episodes as bars coloured by the highest
-// level they reached (the part in the merge window included).
+// level they reached (the part in the merge window included); a zone
+// DomainZone among a.Zones is the row of the camera's domain_shift
+// episodes.
 func Timeline(path string, a *Analysis, eps []Episode) error {
 	if len(a.Spans) == 0 {
 		return fmt.Errorf("timeline: no segments")
@@ -100,7 +103,7 @@ func Timeline(path string, a *Analysis, eps []Episode) error {
 	p.X.Min, p.X.Max = 0, end.Sub(t0).Seconds()
 	p.Y.Min, p.Y.Max = -0.5, n-0.5
 	p.Legend.Top = true
-	for _, k := range []string{KindClear, KindFog, KindNoise, KindNight, KindIndoor, KindObstacle} {
+	for _, k := range []string{KindClear, KindFog, KindNoise, KindNight, KindIndoor, KindObstacle, KindNewCam} {
 		p.Legend.Add(k, swatch{kindColors[k]})
 	}
 	p.Legend.Add("episode (warn)", swatch{levelColors[alerts.LevelWarn]})

@@ -8,6 +8,7 @@ package demo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera/simrig"
 	"github.com/didoedge/didoedge/dataset/corrupt"
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
@@ -125,12 +127,12 @@ func CheckModels(dir string) error {
 		}
 	}
 	mpath := filepath.Join(dir, Manifest)
-	f, err := os.Open(mpath)
+	f, err := boundedfile.Open("", mpath, boundedfile.Config)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	entries, err := manifest.Parse(f, mpath)
+	entries, err := manifest.Parse(io.LimitReader(f, boundedfile.Config.Limit()), mpath)
 	if err != nil {
 		return err
 	}
@@ -271,7 +273,7 @@ func ReferenceFiles(depth, depthSpec, aux, auxSpec string) (*Reference, error) {
 }
 
 func readSpec(path, kind string) (infer.IOSpec, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := boundedfile.Read("", path, boundedfile.Spec)
 	if err != nil {
 		return infer.IOSpec{}, err
 	}

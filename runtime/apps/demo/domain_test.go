@@ -14,12 +14,22 @@ import (
 )
 
 // TestScenarioDomainShift switches the simulated RTSP camera (15 fps,
-// M-JPEG) from the training world to the indoor world and back: the
-// domain monitor (the reference AuxUE's training-domain record, the
-// default 1 s window) must open exactly one domain_shift episode within
-// 2 s of the switch, none before it, and end it within 2 s of the switch
-// back.
+// M-JPEG) from the training world to the "new camera" (the same roads
+// through another lens, colour response and sensor: sim.CameraNewCam)
+// and back, and likewise to the indoor world: the domain monitor (the
+// reference AuxUE's training-domain record, the default 1 s window) must
+// open exactly one domain_shift episode within 2 s of the switch, none
+// before it, and end it within 2 s of the switch back.
 func TestScenarioDomainShift(t *testing.T) {
+	for _, shift := range []simrig.Phase{
+		{Name: "new camera", World: sim.WorldOutdoor, Camera: sim.CameraNewCam, Duration: 6 * time.Second},
+		{Name: "indoor", World: sim.WorldIndoor, Duration: 6 * time.Second},
+	} {
+		t.Run(shift.Name, func(t *testing.T) { testDomainShift(t, shift) })
+	}
+}
+
+func testDomainShift(t *testing.T, shift simrig.Phase) {
 	models := referenceModels(t)
 	ref, err := ReadReference(models)
 	if err != nil {
@@ -30,7 +40,7 @@ func TestScenarioDomainShift(t *testing.T) {
 	}
 	phases := []simrig.Phase{
 		{Name: "outdoor", World: sim.WorldOutdoor, Duration: 6 * time.Second},
-		{Name: "indoor", World: sim.WorldIndoor, Duration: 6 * time.Second},
+		shift,
 		{Name: "outdoor again", World: sim.WorldOutdoor, Duration: time.Hour},
 	}
 	o := Options{ModelsDir: models, WorkDir: t.TempDir(), BrokerListen: "127.0.0.1:0", HTTP: runconfig.HTTPOff, Phases: phases, FPS: 15}
@@ -101,7 +111,7 @@ func TestScenarioDomainShift(t *testing.T) {
 		t.Fatalf("%d domain_shift episodes opened and %d ended, want exactly one of each", len(news), len(ends))
 	}
 	opened, ended := news[0].at.Sub(shiftAt), ends[0].at.Sub(backAt)
-	t.Logf("domain_shift opened %v after the switch to indoor, ended %v after the switch back", opened.Round(time.Millisecond), ended.Round(time.Millisecond))
+	t.Logf("domain_shift opened %v after the switch to %s, ended %v after the switch back", opened.Round(time.Millisecond), shift.Name, ended.Round(time.Millisecond))
 	if opened < 0 || opened > 2*time.Second {
 		t.Errorf("domain_shift opened %v after the switch, want within [0, 2 s]", opened)
 	}

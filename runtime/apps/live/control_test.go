@@ -222,7 +222,8 @@ func TestToken(t *testing.T) {
 		msg string
 	}{
 		{runconfig.LiveConfig{Listen: "0.0.0.0:8765"}, `live.token_file: required when live.listen "0.0.0.0:8765" is not a loopback address`},
-		{runconfig.LiveConfig{Listen: "127.0.0.1:8765", TokenFile: filepath.Join(dir, "none")}, "live.token_file: \"" + filepath.Join(dir, "none") + "\": no such file or directory"},
+		{runconfig.LiveConfig{Listen: "127.0.0.1:8765", TokenFile: filepath.Join(dir, "none")}, `live.token_file: "` + filepath.Join(dir, "none") + `": no such file or directory`},
+		{runconfig.LiveConfig{Listen: "127.0.0.1:8765", TokenFile: "/dev/zero"}, `live.token_file: "/dev/zero": not a regular file`},
 		{runconfig.LiveConfig{Listen: "8765"}, `live.listen: "8765" is not host:port`},
 	} {
 		if err := c.cfg.Finish("live"); err == nil || !strings.Contains(err.Error(), c.msg) {
