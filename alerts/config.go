@@ -158,16 +158,7 @@ func (c *Config) validate(single bool) error {
 		return fmt.Errorf("events.min_hold: removed: use events.min_episode (an episode is not ended before it lasted this long) " +
 			"and events.exit_inertia (how long the fused signals must ask for a lower level)")
 	}
-	if err := e.Timing().Validate("events"); err != nil {
-		return err
-	}
-	if e.UpdateInterval < 0 {
-		return fmt.Errorf("events.update_interval: %v is negative", e.UpdateInterval)
-	}
-	if e.CameraStall < 0 {
-		return fmt.Errorf("events.camera_stall: %v is negative", e.CameraStall)
-	}
-	return nil
+	return e.ValidateBounds("events") // bounds.go
 }
 
 // ResolvePaths makes a relative calibration path relative to dir, the

@@ -393,13 +393,16 @@ func (b *Broker) Subscribe(filter string, fn func(topic string, payload []byte))
 
 // Message is a publish delivered to an in-process subscription
 // (SubscribeMessages): the publishing client's username ("" for
-// anonymous and the in-process client) and whether it came as a retained
-// message.
+// anonymous and the in-process client) and client id, and whether it
+// came as a retained message.
 type Message struct {
 	Topic    string
 	Payload  []byte
 	Retained bool
 	Username string
+	ClientID string
+	// InProcess: published by the runtime's own in-process client.
+	InProcess bool
 }
 
 // SubscribeMessages is Subscribe with who published each message: the
@@ -410,9 +413,13 @@ func (b *Broker) SubscribeMessages(filter string, fn func(Message)) error {
 		return fmt.Errorf("subscribe %q: %w", filter, err)
 	}
 	id := int(b.subID.Add(1))
-	return b.server.Subscribe(filter, id, func(cl *mqtt.Client, _ packets.Subscription, pk packets.Packet) {
-		m := Message{Topic: pk.TopicName, Payload: pk.Payload, Retained: pk.FixedHeader.Retain}
-		if cl != nil {
+	return b.server.Subscribe(filter, id, func(_ *mqtt.Client, _ packets.Subscription, pk packets.Packet) {
+		// mochi hands inline subscriptions its own inline client; the
+		// publisher is the packet's origin, still connected while its
+		// publish is delivered.
+		m := Message{Topic: pk.TopicName, Payload: pk.Payload, Retained: pk.FixedHeader.Retain, ClientID: pk.Origin,
+			InProcess: pk.Origin == mqtt.InlineClientId}
+		if cl, ok := b.server.Clients.Get(pk.Origin); ok {
 			m.Username = string(cl.Properties.Username)
 		}
 		fn(m)

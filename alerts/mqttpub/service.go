@@ -179,9 +179,12 @@ func (s *Service) SubscribeControl(filter string, fn func(ControlMessage)) error
 	}
 	if s.broker != nil {
 		return s.broker.SubscribeMessages(filter, func(m broker.Message) {
-			from := "mqtt user " + m.Username
-			if m.Username == "" {
+			from := fmt.Sprintf("mqtt user %q (client %q)", m.Username, m.ClientID)
+			switch {
+			case m.InProcess:
 				from = "mqtt in-process client"
+			case m.Username == "":
+				from = fmt.Sprintf("mqtt anonymous client %q", m.ClientID)
 			}
 			if m.Retained {
 				drop(m.Topic, from)

@@ -64,7 +64,7 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	var srv *service.Server
 	if cfg.HTTP.Listen != runconfig.HTTPOff {
 		var err error
-		if srv, err = service.Listen(ctx, cfg.HTTP.Listen, service.DefaultStartupGrace, env.log); err != nil {
+		if srv, err = service.Listen(ctx, cfg.HTTP.Listen, service.DefaultStartupGrace, env.log, service.AllowedHosts(cfg.HTTP.AllowedHosts)); err != nil {
 			return err
 		}
 		defer srv.Close()

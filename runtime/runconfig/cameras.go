@@ -19,6 +19,7 @@ var (
 	ErrCameraExists = errors.New("camera exists")
 	ErrNoCamera     = errors.New("no such camera")
 	ErrLastCamera   = errors.New("last camera")
+	ErrCameraLimit  = errors.New("camera limit")
 )
 
 // ParseCameraEntry decodes one item of the cameras list (YAML, or JSON,
@@ -49,6 +50,9 @@ func (c *Config) AddCamera(e CameraEntry) error {
 	}
 	i := len(list)
 	key := fmt.Sprintf("cameras[%d]", i)
+	if max := c.Pipeline.MaxCameras; max > 0 && i >= max {
+		return fmt.Errorf("%s: %d cameras already, the most pipeline.max_cameras allows: %w", key, i, ErrCameraLimit)
+	}
 	switch err := alerts.ValidCamera(e.Name); {
 	case e.Name == "":
 		return fmt.Errorf("%s.name: empty; every camera needs a name (its topic level)", key)

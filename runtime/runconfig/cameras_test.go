@@ -2,6 +2,7 @@ package runconfig
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,8 @@ func TestAddCamera(t *testing.T) {
 		{"bad url", `{"name": "rear", "url": "http://127.0.0.1/r"}`, []string{"cameras[1].url:", "must start with rtsp://"}, nil},
 		{"missing sequence dir", `{"name": "rear", "sequence": {"dir": "nowhere"}}`, []string{"cameras[1].sequence.dir:", "no such file or directory"}, nil},
 		{"negative duration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "backoff_min": "-1s"}`, []string{"cameras[1].backoff_min: -1s is negative"}, nil},
+		{"watchdog below its bound", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "stall_timeout": "1ns"}`, []string{"cameras[1].stall_timeout: 1ns is below 100ms (0: the default)"}, nil},
+		{"timeout above its bound", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "request_timeout": "11m"}`, []string{"cameras[1].request_timeout: 11m0s is above 10m0s"}, nil},
 		{"bad polygon", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "zones": [{"name": "a", "polygon": [[0, 0], [1.5, 0], [1, 1]]}]}`, []string{"cameras[1].zones[0].polygon"}, nil},
 		{"missing calibration", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "calibration": "none.yaml"}`, []string{"cameras[1].calibration"}, nil},
 	} {
@@ -125,5 +128,46 @@ func TestRemoveCamera(t *testing.T) {
 	}
 	if _, err := single.RemoveCamera("front"); !errors.Is(err, ErrLastCamera) {
 		t.Fatalf("the single camera: %v", err)
+	}
+}
+
+// TestCameraLimit: pipeline.max_cameras bounds the file's cameras and
+// those added at run time (the 17th of the default 16 is refused with
+// ErrCameraLimit, naming the key).
+func TestCameraLimit(t *testing.T) {
+	dir := configDir(t)
+	cfg, err := Parse("cfg.yaml", []byte(validConfig()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Pipeline.MaxCameras != DefaultMaxCameras || DefaultMaxCameras != 16 {
+		t.Fatalf("default max_cameras %d", cfg.Pipeline.MaxCameras)
+	}
+	for i := 1; i < 16; i++ {
+		e, err := ParseCameraEntry([]byte(fmt.Sprintf(`{"name": "c%d", "url": "rtsp://127.0.0.1/c%d"}`, i, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.AddCamera(e); err != nil {
+			t.Fatalf("camera %d of 16: %v", i+1, err)
+		}
+	}
+	e, _ := ParseCameraEntry([]byte(`{"name": "c16", "url": "rtsp://127.0.0.1/c16"}`))
+	err = cfg.AddCamera(e)
+	if !errors.Is(err, ErrCameraLimit) || !strings.Contains(err.Error(), "cameras[16]: 16 cameras already, the most pipeline.max_cameras allows") {
+		t.Fatalf("the 17th camera: %v", err)
+	}
+	if len(cfg.Cameras) != 16 {
+		t.Fatalf("%d cameras after the refusal", len(cfg.Cameras))
+	}
+	for _, c := range []struct{ extra, msg string }{
+		{"pipeline: {max_cameras: 0}\n", ""},
+		{"pipeline: {max_cameras: 300}\n", "pipeline.max_cameras: 300 is not in 1..256"},
+		{"pipeline: {max_cameras: -1}\n", "pipeline.max_cameras: -1 is not in 1..256"},
+	} {
+		_, err := Parse("cfg.yaml", []byte(validConfig()+c.extra), dir)
+		if (c.msg == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.msg)) {
+			t.Errorf("%q: %v, want %q", c.extra, err, c.msg)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/camera"
 	"github.com/didoedge/didoedge/camera/intrinsics"
+	"github.com/didoedge/didoedge/internal/httpguard"
 	"github.com/didoedge/didoedge/internal/redact"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
 	"github.com/didoedge/didoedge/runtime/infer"
@@ -183,6 +184,11 @@ type HTTPConfig struct {
 	Listen string `yaml:"listen"`
 	// MaxFPS bounds how often maps are copied for the page (default 4).
 	MaxFPS float64 `yaml:"max_fps"`
+	// AllowedHosts are the names, besides loopback and the listener's own
+	// addresses, that browsers and scrapers use to reach the page
+	// (van-07.local): any other Host header is refused (421) against DNS
+	// rebinding (internal/httpguard, docs/security.md).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // PipelineConfig tunes the frame loop.
@@ -201,7 +207,14 @@ type PipelineConfig struct {
 	// the unit is restarted only when the whole pipeline is stuck
 	// (docs/deploy.md). Default 10s.
 	CameraRestart time.Duration `yaml:"camera_restart"`
+	// MaxCameras bounds the cameras of the file and those added at run
+	// time (POST /api/cameras): each costs a fetcher, an engine, metrics
+	// series and buffers (default DefaultMaxCameras, at most 256).
+	MaxCameras int `yaml:"max_cameras"`
 }
+
+// DefaultMaxCameras is pipeline.max_cameras's default.
+const DefaultMaxCameras = 16
 
 // Input sources of the AuxUE besides depth-model feature names.
 const (
@@ -285,6 +298,9 @@ func (c *Config) finish(name, dir string) error {
 	if c.Pipeline.CameraRestart == 0 {
 		c.Pipeline.CameraRestart = DefaultCameraRestart
 	}
+	if c.Pipeline.MaxCameras == 0 {
+		c.Pipeline.MaxCameras = DefaultMaxCameras
+	}
 	if c.Pipeline.Tick == 0 {
 		c.Pipeline.Tick = 250 * time.Millisecond
 	}
@@ -353,14 +369,26 @@ func (c *Config) finish(name, dir string) error {
 			add(fmt.Errorf("http.listen: %q is not host:port (or %q): %v", c.HTTP.Listen, HTTPOff, err))
 		}
 	}
+	if err := httpguard.ValidateHosts("http.allowed_hosts", c.HTTP.AllowedHosts); err != nil {
+		add(err)
+	}
 	if !(c.HTTP.MaxFPS > 0) || c.HTTP.MaxFPS > 30 {
 		add(fmt.Errorf("http.max_fps: %g must be in (0, 30]", c.HTTP.MaxFPS))
 	}
 	if c.Pipeline.CameraRestart < time.Second {
 		add(fmt.Errorf("pipeline.camera_restart: %v is below 1s", c.Pipeline.CameraRestart))
+	} else if c.Pipeline.CameraRestart > time.Hour {
+		add(fmt.Errorf("pipeline.camera_restart: %v is above 1h", c.Pipeline.CameraRestart))
+	}
+	if c.Pipeline.MaxCameras < 1 || c.Pipeline.MaxCameras > 256 {
+		add(fmt.Errorf("pipeline.max_cameras: %d is not in 1..256", c.Pipeline.MaxCameras))
+	} else if len(c.Cameras) > c.Pipeline.MaxCameras {
+		add(fmt.Errorf("cameras: %d cameras, more than pipeline.max_cameras (%d)", len(c.Cameras), c.Pipeline.MaxCameras))
 	}
 	if c.Pipeline.Tick < 10*time.Millisecond {
 		add(fmt.Errorf("pipeline.tick: %v is below 10ms", c.Pipeline.Tick))
+	} else if c.Pipeline.Tick > 10*time.Second {
+		add(fmt.Errorf("pipeline.tick: %v is above 10s", c.Pipeline.Tick))
 	}
 	if c.Pipeline.BatchSize < 0 || c.Pipeline.BatchSize > MaxBatchSize {
 		add(fmt.Errorf("pipeline.batch_size: %d is not in 0..%d (0: min(cameras, %d) for dynamic-batch models on a GPU provider, else 1)", c.Pipeline.BatchSize, MaxBatchSize, DefaultMaxBatch))
@@ -479,13 +507,26 @@ func (c *CameraConfig) validate(key string) error {
 			return fmt.Errorf("%s.sequence.fps: %g is negative", key, c.Sequence.FPS)
 		}
 	}
+	// 0 is the RTSP client's default; otherwise a value below min makes
+	// the watchdog or the reconnects a busy loop, above max the camera
+	// is never noticed dead.
 	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{{"stall_timeout", c.StallTimeout}, {"backoff_min", c.BackoffMin}, {"backoff_max", c.BackoffMax}, {"request_timeout", c.RequestTimeout}} {
-		if d.v < 0 {
+		key      string
+		v        time.Duration
+		min, max time.Duration
+	}{{"stall_timeout", c.StallTimeout, 100 * time.Millisecond, time.Hour}, {"backoff_min", c.BackoffMin, 10 * time.Millisecond, 10 * time.Minute},
+		{"backoff_max", c.BackoffMax, 10 * time.Millisecond, time.Hour}, {"request_timeout", c.RequestTimeout, 100 * time.Millisecond, 10 * time.Minute}} {
+		switch {
+		case d.v < 0:
 			return fmt.Errorf("%s.%s: %v is negative", key, d.key, d.v)
+		case d.v > 0 && d.v < d.min:
+			return fmt.Errorf("%s.%s: %v is below %v (0: the default)", key, d.key, d.v, d.min)
+		case d.v > d.max:
+			return fmt.Errorf("%s.%s: %v is above %v", key, d.key, d.v, d.max)
 		}
+	}
+	if c.Sequence != nil && c.Sequence.FPS > 1000 {
+		return fmt.Errorf("%s.sequence.fps: %g is above 1000", key, c.Sequence.FPS)
 	}
 	return nil
 }

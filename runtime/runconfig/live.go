@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/didoedge/didoedge/internal/boundedfile"
+	"github.com/didoedge/didoedge/internal/httpguard"
 )
 
 // LiveConfig is the live view (runtime/apps/live, docs/live.md): one
@@ -27,6 +28,10 @@ type LiveConfig struct {
 	// loopback Listen, off otherwise; true on another address needs the
 	// token.
 	Control *bool `yaml:"control"`
+	// AllowedHosts are the names, besides loopback and the listener's own
+	// addresses, that clients use to reach it (van-07.local): any other
+	// Host header is refused (421) against DNS rebinding.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// AllowedDirs are the directories a control request may name files
 	// in (a camera's calibration, intrinsics_file, sequence.dir), after
 	// symbolic links are resolved; relative entries are relative to the
@@ -83,6 +88,9 @@ func (l *LiveConfig) Finish(key string) error {
 	}
 	if l.Queue < 4 || l.Queue > 4096 {
 		return fmt.Errorf("%s.queue: %d is not in 4..4096", key, l.Queue)
+	}
+	if err := httpguard.ValidateHosts(key+".allowed_hosts", l.AllowedHosts); err != nil {
+		return err
 	}
 	if l.TokenFile != "" {
 		b, err := boundedfile.Read(key+".token_file", l.TokenFile, boundedfile.Secret)

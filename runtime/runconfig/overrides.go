@@ -128,16 +128,7 @@ func (o EventOverrides) Apply(e *alerts.EventConfig) {
 
 // ValidateEvents checks an events section after overrides; errors name key.
 func ValidateEvents(e alerts.EventConfig, key string) error {
-	if err := e.Timing().Validate(key); err != nil {
-		return err
-	}
-	if e.UpdateInterval < 0 {
-		return fmt.Errorf("%s.update_interval: %v is negative", key, e.UpdateInterval)
-	}
-	if e.CameraStall < 0 {
-		return fmt.Errorf("%s.camera_stall: %v is negative", key, e.CameraStall)
-	}
-	return nil
+	return e.ValidateBounds(key) // the one table: alerts.EventBounds
 }
 
 // Profile is a named set of overrides, switched at run time (like

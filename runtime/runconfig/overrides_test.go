@@ -35,6 +35,7 @@ func TestOverridesConfig(t *testing.T) {
 		{"profile camera", "profiles: {night: {cameras: {rear: {thresholds: {tau_e: 0.5}}}}}\n", []string{`profiles.night.cameras.rear: no camera "rear"`}},
 		{"profile zones", "profiles: {night: {cameras: {front: {zones: [{name: a, polygon: [[0, 0], [2, 0], [1, 1]]}]}}}}\n", []string{"profiles.night.cameras.front.zones[0].polygon"}},
 		{"profile events", "profiles: {night: {events: {merge_window: -1s}}}\n", []string{"profiles.night.events.merge_window: -1s is negative"}},
+		{"profile events below a bound", "profiles: {night: {events: {fusion_time_constant: 1ns}}}\n", []string{"profiles.night.events.fusion_time_constant: 1ns is below 1ms (0: no fusion)"}},
 		{"profile name", "profiles: {Night: {}}\n", []string{"profiles.Night: name must match"}},
 		{"live off by default", "live: {}\n", nil},
 		{"live on a network address without a token", "live: {listen: \"0.0.0.0:8765\"}\n", []string{"live.token_file: required when live.listen"}},

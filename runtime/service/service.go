@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/didoedge/didoedge/internal/httpguard"
 	"github.com/didoedge/didoedge/runtime/stream"
 )
 
@@ -49,11 +50,23 @@ type Server struct {
 	grace   time.Duration
 }
 
+// Option changes how the server listens.
+type Option func(*httpguard.Policy)
+
+// AllowedHosts are the names, besides loopback and the listener's own
+// addresses, that the listener is reached by (http.allowed_hosts): every
+// other Host header is refused with 421 against DNS rebinding.
+func AllowedHosts(names []string) Option {
+	return func(p *httpguard.Policy) { p.Hosts = names }
+}
+
 // Listen binds addr at once, so that a taken or bad address is reported
 // before anything else starts, and serves the start-up endpoints until
 // Attach: /healthz answers 200 "starting" for up to grace after Listen
-// (then 503), /readyz and everything else 503.
-func Listen(ctx context.Context, addr string, grace time.Duration, log *slog.Logger) (*Server, error) {
+// (then 503), /readyz and everything else 503. Every endpoint is behind
+// internal/httpguard: a Host this server does not serve gets 421, a
+// request that changes something needs the X-Didoedge-Request header.
+func Listen(ctx context.Context, addr string, grace time.Duration, log *slog.Logger, opts ...Option) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -64,8 +77,12 @@ func Listen(ctx context.Context, addr string, grace time.Duration, log *slog.Log
 	s := &Server{ln: ln, done: make(chan struct{}), started: time.Now(), grace: grace}
 	starting := s.startingHandler()
 	s.handler.Store(&starting)
+	policy := httpguard.Policy{Listener: "http", HostsKey: "http.allowed_hosts"}
+	for _, o := range opts {
+		o(&policy)
+	}
 	s.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.handler.Load()).ServeHTTP(w, r) })}
+		Handler: httpguard.Wrap(policy, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.handler.Load()).ServeHTTP(w, r) }))}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -107,10 +124,10 @@ func (s *Server) Attach(p Pipeline, page http.Handler) {
 func (s *Server) AttachControl(ctl http.Handler) { s.control.Store(&ctl) }
 
 // serveControl forwards a camera change to the control API. A browser
-// page of another origin must not drive it on the user's behalf: a
-// request whose Origin is not this server is refused, and a POST must be
-// application/json (which another origin cannot send without a CORS
-// preflight, which this server does not grant).
+// page of another origin must not drive it on the user's behalf: the
+// guard (Listen) already refused a foreign Host and a request without the
+// X-Didoedge-Request header; on top, a request whose Origin is not this
+// server is refused, and a POST must be application/json.
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	ctl := s.control.Load()
 	if ctl == nil {

@@ -590,7 +590,12 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 // says why, and the error is returned. Settings that need a restart (a
 // running camera's source, models, transports) are not applied; a
 // warning names them. It blocks until the pipeline applied or refused
-// cfg, or ctx ends.
+// cfg. ctx bounds only the wait for the scheduler to take cfg: ended
+// before, Apply returns ctx's error and nothing changed; once taken, Apply
+// waits for the scheduler's answer whatever ctx does (the scheduler
+// answers after at most one apply), so that a caller whose client went
+// away still learns whether cfg is in force: the control API's
+// configuration never diverges from the pipeline's.
 func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
 	if cfg == nil {
 		return errors.New("apply: no configuration")
@@ -599,14 +604,9 @@ func (p *Pipeline) Apply(ctx context.Context, cfg *runconfig.Config) error {
 	select {
 	case p.reloadReq <- req:
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("apply: not taken by the pipeline, nothing changed: %w", ctx.Err())
 	}
-	select {
-	case err := <-req.reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return <-req.reply // the scheduler replies to every request it takes
 }
 
 // Config returns the configuration last applied (New's, then each

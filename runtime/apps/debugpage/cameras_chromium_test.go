@@ -44,23 +44,7 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	frames := filepath.Join(dir, "rear-frames")
-	if err := os.Mkdir(frames, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		img := image.NewRGBA(image.Rect(0, 0, 64, 32))
-		for y := range 32 {
-			for x := range 64 {
-				img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y*8 + i*20), 90, 255})
-			}
-		}
-		var buf bytes.Buffer
-		png.Encode(&buf, img)
-		if err := os.WriteFile(filepath.Join(frames, fmt.Sprintf("%02d.png", i)), buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	frames := writeFrames(t, filepath.Join(dir, "rear-frames"))
 	cfg, err := runconfig.Load(filepath.Join(dir, "rt.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +129,29 @@ http: {listen: "127.0.0.1:0", max_fps: 10}
 	waitEval(t, c, `document.getElementById("cam-msg").textContent.startsWith("409: ")`, "true", 10*time.Second)
 }
 
+// writeFrames writes three 64x32 PNG frames (an image sequence camera)
+// into dir and returns it.
+func writeFrames(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		img := image.NewRGBA(image.Rect(0, 0, 64, 32))
+		for y := range 32 {
+			for x := range 64 {
+				img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y*8 + i*20), 90, 255})
+			}
+		}
+		var buf bytes.Buffer
+		png.Encode(&buf, img)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d.png", i)), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // post sends body with a content type and an Origin (when set).
 func post(t *testing.T, url, body, ctype, origin string) (*http.Response, string) {
 	t.Helper()
@@ -153,6 +160,7 @@ func post(t *testing.T, url, body, ctype, origin string) (*http.Response, string
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("X-Didoedge-Request", "1")
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}

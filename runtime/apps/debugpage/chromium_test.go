@@ -69,9 +69,30 @@ func (c *cdp) eval(expr string) (string, error) {
 	return fmt.Sprint(r.Result.Value), nil
 }
 
+// evalAwait evaluates a JavaScript expression that yields a promise and
+// returns the promise's value as a string.
+func (c *cdp) evalAwait(expr string) (string, error) {
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text string `json:"text"`
+		} `json:"exceptionDetails"`
+	}
+	if err := c.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &r); err != nil {
+		return "", err
+	}
+	if r.ExceptionDetails != nil {
+		return "", fmt.Errorf("%s: %s", expr, r.ExceptionDetails.Text)
+	}
+	return fmt.Sprint(r.Result.Value), nil
+}
+
 // startChromium runs headless Chromium on url with its own profile and a
-// DevTools port on 127.0.0.1, and connects to the page.
-func startChromium(t *testing.T, url string) *cdp {
+// DevTools port on 127.0.0.1, and connects to the page; flags are added to
+// Chromium's command line.
+func startChromium(t *testing.T, url string, flags ...string) *cdp {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("headless Chromium is required (%v): run `bash scripts/deps.sh`", err)
@@ -81,7 +102,8 @@ func startChromium(t *testing.T, url string) *cdp {
 	cmd := exec.CommandContext(ctx, chromiumPath, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir="+profile, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-		"--window-size=1280,1000", url)
+		"--window-size=1280,1000")
+	cmd.Args = append(append(cmd.Args, flags...), url)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

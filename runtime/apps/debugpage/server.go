@@ -48,8 +48,8 @@ type Pipeline interface {
 
 // Start listens on addr (host:port; port 0 picks a free one) and serves
 // the page and the service endpoints of p until Close or ctx ends.
-func Start(ctx context.Context, addr string, p Pipeline, log *slog.Logger) (*service.Server, error) {
-	s, err := service.Listen(ctx, addr, service.DefaultStartupGrace, log)
+func Start(ctx context.Context, addr string, p Pipeline, log *slog.Logger, opts ...service.Option) (*service.Server, error) {
+	s, err := service.Listen(ctx, addr, service.DefaultStartupGrace, log, opts...)
 	if err != nil {
 		return nil, err
 	}

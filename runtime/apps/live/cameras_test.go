@@ -90,6 +90,8 @@ func TestControlCameras(t *testing.T) {
 		{"POST", "/cameras", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "calibration": "none.yaml"}`, 422, "cameras[2].calibration"},
 		{"POST", "/cameras", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "stall_timeout": "soon"}`, 400, "stall_timeout"},
 		{"DELETE", "/cameras/rear", "", 404, `no camera "rear"`},
+		{"POST", "/cameras", "{\"name\": \"rear\", \"url\": \"rtsp://127.0.0.1/r\"}\n---\n{\"name\": \"x\"}\n", 400, "trailing data after the body (a second document)"},
+		{"POST", "/cameras", `{"name": "rear", "url": "rtsp://127.0.0.1/r", "zones": [{"name": "a", "polygon": [[0, 0], [0.5], [1, 1]]}]}`, 400, "want 2 elements but got 1"},
 	} {
 		code, body := call(t, c.method, api+c.path+"?persist=1", c.body, "")
 		if code != c.code || !strings.Contains(body, c.msg) {
@@ -108,8 +110,8 @@ func TestControlCameras(t *testing.T) {
 	if got := strings.Join(r.p.Cameras(), ","); got != "front,left" || len(*r.srv.cams.Load()) != 2 {
 		t.Fatalf("refused changes changed the cameras: %s, live channels of %d", got, len(*r.srv.cams.Load()))
 	}
-	if got := r.ctl.Refused(); got != 10 {
-		t.Errorf("refused %d, want 10", got)
+	if got := r.ctl.Refused(); got != 12 {
+		t.Errorf("refused %d, want 12", got)
 	}
 
 	asked := time.Now()

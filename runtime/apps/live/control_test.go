@@ -25,6 +25,7 @@ func call(t *testing.T, method, url, body, token string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	req.Header.Set("X-Didoedge-Request", "1") // what curl sends (docs/security.md)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +91,18 @@ func TestControlAPI(t *testing.T) {
 		{"PUT", "/parameters", `{"/left/zones/r0c1/tau_a": -1}`, 422, "thresholds.left.tau_a_zones.r0c1: -1 must be > 0"},
 		{"PUT", "/parameters", `{"/left/zones/nope/tau_e": 0.5}`, 422, `thresholds.left.tau_e_zones.nope: the camera has no zone "nope"`},
 		{"PUT", "/parameters", `{"/events/exit_inertia": -1}`, 422, "alerts.events.exit_inertia: -1s is negative"},
+		{"PUT", "/parameters", `{"/events/camera_stall": 1e-9}`, 422, "alerts.events.camera_stall: 1ns is below 500ms (0: off)"},
+		{"PUT", "/parameters", `{"/events/update_interval": 1e-12}`, 422, "alerts.events.update_interval: 1e-12s is below 100ms (0: off)"},
+		{"PUT", "/parameters", `{"/events/fusion_time_constant": 1e-12}`, 422, "alerts.events.fusion_time_constant: 1e-12s is below 1ms (0: no fusion)"},
+		{"PUT", "/parameters", `{"/events/exit_inertia": 1e10}`, 422, "alerts.events.exit_inertia: 1e+10s is above 1h0m0s"},
 		{"PUT", "/parameters", `{"/events/sleep": 1}`, 404, "no such parameter"},
 		{"PUT", "/parameters", `{"/front/tau_e": "high"}`, 400, "is not a number"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [0.5], [1, 1]]}]}`, 400, "polygon point [0.5]: want [x, y], two numbers, got 1"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [], [1, 1]]}]}`, 400, "polygon point []: want [x, y], two numbers, got 0"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [1, 0, 5], [1, 1]]}]}`, 400, "got 3"},
+		{"PUT", "/cameras/left/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], ["1", 0], [1, 1]]}]}`, 400, "polygon point"},
+		{"PUT", "/profile", `{"name": "night"} {"name": ""}`, 400, "trailing data after the JSON value"},
+		{"PUT", "/profile", `{"name": "night"}x`, 400, "trailing data after the JSON value"},
 	} {
 		code, body := call(t, c.method, api+c.path+"?persist=1", c.body, "")
 		if code != c.code || !strings.Contains(body, c.msg) {
@@ -101,8 +112,8 @@ func TestControlAPI(t *testing.T) {
 	if after, _ := os.ReadFile(r.path); string(after) != string(before) {
 		t.Fatalf("refused changes wrote the file:\n%s", after)
 	}
-	if got := r.ctl.Refused(); got != 9 { // the unknown key is refused before it reaches the control
-		t.Errorf("refused %d, want 9", got)
+	if got := r.ctl.Refused(); got != 13 { // the unknown key is refused before it reaches the control
+		t.Errorf("refused %d, want 13", got)
 	}
 	zonesOf(t, r, "left", "r0c0", "r0c1", "r0c2")
 
@@ -139,17 +150,28 @@ func TestControlAPI(t *testing.T) {
 	for _, c := range []struct{ path, body, msg string }{
 		{"/cameras/front/zones", `{"zones": [{"name": "a", "polygon": [[0, 0], [1, 0], [1, 1]]}]}`, `zones come from profile "night"`},
 		{"/parameters", `{"/events/exit_inertia": 1}`, `profile "night" sets events.exit_inertia`},
+		// Keys the profile decides: refused, not accepted without effect.
+		{"/parameters", `{"/front/tau_e": 0.3}`, `/front/tau_e: profile "night" sets profiles.night.cameras.front.thresholds.tau_e`},
+		{"/parameters", `{"/front/zones/road/tau_e": 0.3}`, `/front/zones/road/tau_e: camera front's zones come from profile "night" (profiles.night.cameras.front.zones)`},
+		{"/parameters", `{"/left/tau_e": 0.3, "/front/tau_a": 0.2, "/front/tau_e": 0.3}`, `/front/tau_e: profile "night" sets`},
 	} {
 		if code, body := call(t, "PUT", api+c.path, c.body, ""); code != 409 || !strings.Contains(body, c.msg) {
 			t.Errorf("PUT %s under night: %d %s", c.path, code, body)
 		}
 	}
+	// Keys the profile leaves alone still apply under it.
+	if code, body = call(t, "PUT", api+"/parameters", `{"/front/tau_a": 0.2}`, ""); code != 200 {
+		t.Fatalf("PUT front's tau_a under night: %d %s", code, body)
+	}
+	if ps, _ := r.ctl.GetParameters([]string{"/front/tau_e", "/front/tau_a"}); param(ps, "/front/tau_e") != 0.5 || param(ps, "/front/tau_a") != 0.2 {
+		t.Errorf("front under night after the refusals: %v", ps)
+	}
 	if code, body = call(t, "PUT", api+"/profile", `{"name": ""}`, ""); code != 200 {
 		t.Fatalf("PUT profile off: %d %s", code, body)
 	}
 	zonesOf(t, r, "front", "r0c0", "r0c1")
-	if got := r.ctl.Applied(); got != 4 {
-		t.Errorf("applied %d, want 4", got)
+	if got := r.ctl.Applied(); got != 5 {
+		t.Errorf("applied %d, want 5", got)
 	}
 
 	// Control off: every change refused with 403.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ type rig struct {
 	p         *stream.Pipeline
 	srv       *Server
 	ctl       *control.Control
+	logs      *syncBuffer // the control's log, JSON lines
 	frames    chan string // camera of each assessed frame (OnFrame)
 	boxes     []*camera.Mailbox
 	stop      func()
@@ -123,7 +125,8 @@ func buildRig(t testing.TB, cfgText string) *rig {
 		srv.Close()
 		t.Fatal(err)
 	}
-	r.ctl = control.NewControl(r.p, cfg, cfg.Live.ControlEnabled(), nil)
+	r.logs = &syncBuffer{}
+	r.ctl = control.NewControl(r.p, cfg, cfg.Live.ControlEnabled(), slog.New(slog.NewJSONHandler(r.logs, nil)))
 	srv.Attach(r.p.Cameras(), r.ctl)
 	srv.RegisterMetrics(r.p.Metrics())
 	t.Cleanup(func() {

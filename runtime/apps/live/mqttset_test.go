@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -90,6 +91,24 @@ func (m *mqttClient) waitResult(t *testing.T, n int) control.SetResult {
 	}
 }
 
+// syncBuffer is a bytes.Buffer for a logger on other goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // TestMQTTSetTopics: with mqtt.set_topics, an embedded broker user with
 // a write grant on the set topics changes a camera's zones and the
 // profile, validated as the HTTP API validates (the result names the
@@ -138,6 +157,8 @@ func TestMQTTSetTopics(t *testing.T) {
 		{zonesSet, `{"zones": [`, 400, "payload:"},
 		{"didoedge/v/rear/zones/set", `{"zones": [{"name": "a", "polygon": [[0, 0], [1, 0], [1, 1]]}]}`, 404, `no camera "rear"`},
 		{"didoedge/v/profile/set", `{"name": "dusk"}`, 404, `profile: "dusk" is not one of profiles ([night])`},
+		{"didoedge/v/profile/set", `{"name": "night"} {"name": ""}`, 400, "payload: trailing data after the JSON value"},
+		{zonesSet, `{"zones": [{"name": "a", "polygon": [[0, 0], [0.5], [1, 1]]}]}`, 400, "polygon point [0.5]: want [x, y], two numbers, got 1"},
 	} {
 		op.publish(t, c.topic, c.payload, false)
 		n++
@@ -154,6 +175,17 @@ func TestMQTTSetTopics(t *testing.T) {
 		t.Fatalf("valid zones: %+v", res)
 	}
 	zonesOf(t, r, "left", "kerb")
+	// The change is the operator's in the log, by MQTT user and client.
+	var by []string
+	for _, line := range strings.Split(r.logs.String(), "\n") {
+		var rec struct{ Msg, By string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "live control: change applied" {
+			by = append(by, rec.By)
+		}
+	}
+	if len(by) != 1 || !strings.HasPrefix(by[0], `mqtt user "operator" (client "`) {
+		t.Errorf("applied changes logged by %q, want the operator's MQTT user", by)
+	}
 	op.publish(t, "didoedge/v/profile/set", `{"name": "night"}`, false)
 	n++
 	if res := results.waitResult(t, n); !res.OK || res.Profile != "night" {

@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/internal/httpguard"
 	"github.com/didoedge/didoedge/runtime/record/mcaprec"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/service/control"
@@ -115,7 +116,8 @@ func Listen(ctx context.Context, cfg runconfig.LiveConfig, opts Options) (*Serve
 		s.free <- &slot{}
 	}
 	go (&encoder{s: s, jpeg: jpeg85}).run()
-	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+	guard := httpguard.Policy{Listener: "live", HostsKey: "live.allowed_hosts", Hosts: cfg.AllowedHosts, Token: cfg.Token}
+	s.srv = &http.Server{Handler: httpguard.Wrap(guard, s.handler()), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -119,18 +119,38 @@ func (c *Control) change(ctx context.Context, what, who string, edit func(cfg *r
 			return refuse(http.StatusUnprocessableEntity, "%w", err)
 		}
 	}
+	// With persist, the file is edited, checked and written beside itself
+	// first: a file that cannot take the change refuses it before
+	// anything applies. Apply and the file's replacement are then one
+	// step: the rename follows a successful Apply, and the rare rename
+	// that fails after it undoes the Apply.
+	var pending *pendingWrite
+	if persist != nil {
+		if pending, err = prepareWrite(next.Path, persist); err != nil {
+			return refuse(http.StatusConflict, "persist: nothing changed: %w", err)
+		}
+	}
 	if err := c.p.Apply(ctx, next); err != nil {
+		if pending != nil {
+			pending.abort()
+		}
 		return refuse(http.StatusUnprocessableEntity, "apply: %w", err)
+	}
+	if pending != nil {
+		if err := pending.commit(); err != nil {
+			// c.cfg is still what was in force before: put it back.
+			if rerr := c.p.Apply(context.WithoutCancel(ctx), c.cfg); rerr != nil {
+				c.log.Error("live control: the change could not be written nor undone; the pipeline runs it until the next change or SIGHUP",
+					"change", what, "err", err, "undo", rerr)
+				c.cfg = next
+				return &Error{Status: http.StatusInternalServerError, Err: fmt.Errorf("persist: applied, not written, and not undone (%v): %w", rerr, err)}
+			}
+			return &Error{Status: http.StatusInternalServerError, Err: fmt.Errorf("persist: not written, the change was undone: %w", err)}
+		}
 	}
 	c.cfg = next
 	c.applied.Add(1)
 	c.log.Info("live control: change applied", "change", what, "by", who, "persist", persist != nil)
-	if persist != nil {
-		if err := writeBack(next.Path, persist); err != nil {
-			// Applied in memory; the file could not keep it.
-			return &Error{Status: http.StatusInternalServerError, Err: fmt.Errorf("applied, but not written to the config file: %w", err)}
-		}
-	}
 	return nil
 }
 
@@ -163,15 +183,41 @@ type ZoneSetJSON struct {
 
 // ZoneJSON is one named polygon, normalized coordinates.
 type ZoneJSON struct {
-	Name    string       `json:"name"`
-	Polygon [][2]float64 `json:"polygon"`
+	Name    string  `json:"name"`
+	Polygon []Point `json:"polygon"`
+}
+
+// Point is a polygon's point, exactly [x, y] (two numbers; their range,
+// [0,1], is the zone validation's): encoding/json would fill a [2]float64
+// from [0.5] or [] with zeros, repairing a malformed point silently.
+type Point [2]float64
+
+// UnmarshalJSON refuses anything but two numbers.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var v []float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("polygon point %s: want [x, y], two numbers: %w", b, err)
+	}
+	if len(v) != 2 {
+		return fmt.Errorf("polygon point %s: want [x, y], two numbers, got %d", b, len(v))
+	}
+	p[0], p[1] = v[0], v[1]
+	return nil
+}
+
+func points(in [][2]float64) []Point {
+	out := make([]Point, len(in))
+	for i, q := range in {
+		out[i] = Point(q)
+	}
+	return out
 }
 
 func zoneSetJSON(zs alerts.ZoneSet) ZoneSetJSON {
 	conv := func(in []alerts.ZoneSpec) []ZoneJSON {
 		out := make([]ZoneJSON, len(in))
 		for i, z := range in {
-			out[i] = ZoneJSON{Name: z.Name, Polygon: z.Polygon}
+			out[i] = ZoneJSON{Name: z.Name, Polygon: points(z.Polygon)}
 		}
 		return out
 	}
@@ -185,7 +231,11 @@ func (z ZoneSetJSON) zoneSet() alerts.ZoneSet {
 		}
 		out := make([]alerts.ZoneSpec, len(in))
 		for i, x := range in {
-			out[i] = alerts.ZoneSpec{Name: x.Name, Polygon: x.Polygon}
+			poly := make([][2]float64, len(x.Polygon))
+			for j, q := range x.Polygon {
+				poly[j] = q
+			}
+			out[i] = alerts.ZoneSpec{Name: x.Name, Polygon: poly}
 		}
 		return out
 	}
@@ -278,6 +328,9 @@ func (c *Control) SetZones(ctx context.Context, camera string, zs ZoneSetJSON, p
 // single camera file becomes a list first).
 func (c *Control) AddCamera(ctx context.Context, body []byte, persist bool, who string) error {
 	e, err := runconfig.ParseCameraEntry(body)
+	if err == nil {
+		err = singleDocument(body)
+	}
 	if err != nil {
 		c.refused.Add(1)
 		c.log.Warn("live control: change refused", "change", "add camera", "by", who, "err", err)
@@ -286,7 +339,7 @@ func (c *Control) AddCamera(ctx context.Context, body []byte, persist bool, who 
 	edit := func(cfg *runconfig.Config) error {
 		if err := cfg.AddCamera(e); err != nil {
 			switch {
-			case errors.Is(err, runconfig.ErrCameraExists):
+			case errors.Is(err, runconfig.ErrCameraExists), errors.Is(err, runconfig.ErrCameraLimit):
 				return refuse(http.StatusConflict, "%w", err)
 			case errors.Is(err, runconfig.ErrNotAllowed):
 				return refuse(http.StatusForbidden, "%w", err)
@@ -306,6 +359,20 @@ func (c *Control) AddCamera(ctx context.Context, body []byte, persist bool, who 
 		pf = func(d *yamlDoc) error { return d.addCamera(item) }
 	}
 	return c.change(ctx, "add camera "+e.Name, who, edit, pf)
+}
+
+// singleDocument refuses a body with more than one YAML document (JSON
+// is YAML): what follows the first would be silently ignored.
+func singleDocument(body []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(body))
+	var first, second yaml.Node
+	if err := dec.Decode(&first); err != nil {
+		return err
+	}
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the body (a second document)")
+	}
+	return nil
 }
 
 // RemoveCamera removes a camera at run time: its open episodes end
@@ -384,7 +451,7 @@ func (c *Control) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, cams)
 	})
 	mux.HandleFunc("POST /api/cameras", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
 			HTTPError(w, http.StatusBadRequest, "request body: "+err.Error())
 			return
@@ -464,15 +531,32 @@ func (c *Control) reply(w http.ResponseWriter, err error) {
 	writeJSON(w, map[string]any{"ok": true, "profile": active, "cameras": cams})
 }
 
-// decodeBody reads a JSON body strictly (unknown keys are refused, named).
+// decodeBody reads a JSON body strictly (unknown keys are refused, named;
+// so is anything after the JSON value).
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := decodeJSON(http.MaxBytesReader(w, r.Body, maxBody), v); err != nil {
 		HTTPError(w, http.StatusBadRequest, "request body: "+err.Error())
 		return false
 	}
 	return true
+}
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// decodeJSON decodes exactly one JSON value from r into v, unknown keys
+// refused: trailing bytes (a second value, garbage) are an error, not
+// ignored.
+func decodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

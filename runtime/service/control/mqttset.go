@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -135,11 +136,8 @@ func (c *Control) applyMQTT(ctx context.Context, base string, msg mqttpub.Contro
 // decodeStrict decodes a JSON payload, refusing unknown keys (named); a
 // refusal is a 400 as in the HTTP API.
 func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		c := &Error{Status: http.StatusBadRequest, Err: fmt.Errorf("payload: %w", err)}
-		return c
+	if err := decodeJSON(bytes.NewReader(data), v); err != nil {
+		return &Error{Status: http.StatusBadRequest, Err: fmt.Errorf("payload: %w", err)}
 	}
 	return nil
 }

@@ -154,13 +154,20 @@ func (c *Control) setParameters(ctx context.Context, ps []Parameter, persist boo
 					return refuse(http.StatusConflict, "%s: profile %q sets events.%s; switch the profile off or edit profiles.%s.events",
 						p.Name, cfg.Profile, parts[1], cfg.Profile)
 				}
-				d := time.Duration(math.Round(v * 1e9))
+				b, _ := alerts.EventBoundOf(parts[1])
+				d, err := b.Seconds("alerts.events."+parts[1], v)
+				if err != nil {
+					return refuse(http.StatusUnprocessableEntity, "%w", err)
+				}
 				*eventField(&evo, parts[1]) = &d
 				evChanged = true
 				writes = append(writes, persisted{[]any{"alerts", "events", parts[1]}, d.String()})
 			case len(parts) == 2 && (parts[1] == "tau_e" || parts[1] == "tau_a"):
 				if _, ok := cameraIndex(cfg, parts[0]); !ok {
 					return refuse(http.StatusNotFound, "%s: no camera %q", p.Name, parts[0])
+				}
+				if err := profileShadows(cfg, p.Name, parts[0], parts[1], ""); err != nil {
+					return err
 				}
 				th := cfg.Thresholds[parts[0]]
 				if parts[1] == "tau_e" {
@@ -173,6 +180,9 @@ func (c *Control) setParameters(ctx context.Context, ps []Parameter, persist boo
 			case len(parts) == 4 && parts[1] == "zones" && (parts[3] == "tau_e" || parts[3] == "tau_a"):
 				if _, ok := cameraIndex(cfg, parts[0]); !ok {
 					return refuse(http.StatusNotFound, "%s: no camera %q", p.Name, parts[0])
+				}
+				if err := profileShadows(cfg, p.Name, parts[0], parts[3], parts[2]); err != nil {
+					return err
 				}
 				over := runconfig.Thresholds{}
 				key := "tau_e_zones"
@@ -213,6 +223,42 @@ func (c *Control) setParameters(ctx context.Context, ps []Parameter, persist boo
 		err = gerr
 	}
 	return out, err
+}
+
+// profileShadows refuses (409, naming the profile and its key) a threshold
+// the active profile decides, so that no change is accepted without
+// effect: the camera's tau_e or tau_a (zone "") when the profile sets it,
+// a zone's when the profile sets that zone's or supplies the camera's
+// zones (the file's per-zone thresholds do not apply to the profile's
+// zones: runconfig.SpecsWithProfile).
+func profileShadows(cfg *runconfig.Config, param, camera, tau, zone string) error {
+	pr, ok := cfg.Profiles[cfg.Profile]
+	if !ok {
+		return nil
+	}
+	pc, ok := pr.Cameras[camera]
+	if !ok {
+		return nil
+	}
+	key := "profiles." + cfg.Profile + ".cameras." + camera
+	th := pc.Thresholds
+	switch {
+	case zone == "" && ((tau == "tau_e" && th.TauE != nil) || (tau == "tau_a" && th.TauA != nil)):
+		return refuse(http.StatusConflict, "%s: profile %q sets %s.thresholds.%s; switch the profile off or edit the profile", param, cfg.Profile, key, tau)
+	case zone == "":
+		return nil
+	case pc.HasZones():
+		return refuse(http.StatusConflict, "%s: camera %s's zones come from profile %q (%s.zones), whose zone thresholds are %s.thresholds.%s_zones; switch the profile off first",
+			param, camera, cfg.Profile, key, key, tau)
+	}
+	zones := th.TauEZones
+	if tau == "tau_a" {
+		zones = th.TauAZones
+	}
+	if _, ok := zones[zone]; ok {
+		return refuse(http.StatusConflict, "%s: profile %q sets %s.thresholds.%s_zones.%s; switch the profile off or edit the profile", param, cfg.Profile, key, tau, zone)
+	}
+	return nil
 }
 
 // setThresholds replaces a camera's threshold overrides in cfg's own map.

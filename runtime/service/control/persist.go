@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/didoedge/didoedge/internal/boundedfile"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
 
@@ -218,61 +218,107 @@ func allScalars(n *yaml.Node) bool {
 	return true
 }
 
-// writeBack edits the config file at path with edit, checks that the
-// result loads (every key validated, as at start-up) and replaces the
-// file atomically, keeping its mode.
-func writeBack(path string, edit func(*yamlDoc) error) error {
+// pendingWrite is an edited config file written beside its target and
+// checked, waiting to replace it (commit) or to go (abort).
+type pendingWrite struct {
+	tmp, target string
+}
+
+// prepareWrite edits the config file at path with edit and writes the
+// result to a temporary file beside the file's real target (path may be
+// a symlink: the link stays and its target is replaced), with the
+// target's mode and owner, after checking that the result loads (every
+// key validated as at start-up, relative paths as path's). It refuses,
+// before anything is applied, a file that cannot be replaced: read-only
+// by its mode (0444 is the operator's "do not touch"), immutable, in a
+// directory that cannot be written, or on a full disk.
+func prepareWrite(path string, edit func(*yamlDoc) error) (*pendingWrite, error) {
 	if path == "" {
-		return errors.New("the configuration was not read from a file (built-in defaults): nothing to write to")
+		return nil, errors.New("the configuration was not read from a file (built-in defaults): nothing to write to")
 	}
-	data, err := boundedfile.Read("", path, boundedfile.Config)
+	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", target, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("config file %s: not a regular file", target)
+	}
+	if st.Mode().Perm()&0o222 == 0 {
+		return nil, fmt.Errorf("config file %s: read-only (mode %04o): not replaced; make it writable to persist changes", target, st.Mode().Perm())
+	}
+	// Open for writing (without truncating) to learn what the mode does
+	// not say: an immutable or append-only file, a read-only mount.
+	f, err := os.OpenFile(target, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s cannot be written: %w", target, err)
+	}
+	f.Close()
+	data, err := boundedfile.Read("", target, boundedfile.Config)
+	if err != nil {
+		return nil, err
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", target, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: not a YAML mapping", path)
+		return nil, fmt.Errorf("%s: not a YAML mapping", target)
 	}
 	if err := edit(&yamlDoc{root: doc.Content[0]}); err != nil {
-		return err
+		return nil, err
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", target, err)
 	}
 	enc.Close()
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
 	// The file must still load: a change that validates in memory but not
 	// in the file (a key path this writer got wrong) must not reach disk.
-	if _, err := runconfig.Load(tmp.Name()); err != nil {
-		return fmt.Errorf("the edited file does not load, not written: %w", err)
+	if _, err := runconfig.Parse(path, buf.Bytes(), filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("the edited file does not load, not written: %w", err)
 	}
-	if err := os.Chmod(tmp.Name(), st.Mode().Perm()); err != nil {
-		return err
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: cannot write beside it: %w", target, err)
 	}
-	return os.Rename(tmp.Name(), path)
+	w := &pendingWrite{tmp: tmp.Name(), target: target}
+	err = func() error {
+		defer tmp.Close()
+		if _, err := tmp.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+			return err
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != os.Getuid() || int(sys.Gid) != os.Getgid()) {
+			if err := tmp.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
+				return fmt.Errorf("cannot keep its owner %d:%d: %w", sys.Uid, sys.Gid, err)
+			}
+		}
+		return tmp.Sync()
+	}()
+	if err != nil {
+		w.abort()
+		return nil, fmt.Errorf("config file %s: %w", target, err)
+	}
+	return w, nil
 }
+
+// commit replaces the target with the edited file (an atomic rename in
+// the target's directory).
+func (w *pendingWrite) commit() error {
+	if err := os.Rename(w.tmp, w.target); err != nil {
+		w.abort()
+		return fmt.Errorf("config file %s: %w", w.target, err)
+	}
+	return nil
+}
+
+// abort removes the edited file.
+func (w *pendingWrite) abort() { os.Remove(w.tmp) }
