@@ -7,8 +7,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // The device-resident path (docs/deploy.md, "Device-resident tensors").

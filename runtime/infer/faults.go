@@ -6,9 +6,10 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	ort "github.com/yalue/onnxruntime_go"
+
 	"github.com/didoedge/didoedge/internal/lograte"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
-	ort "github.com/yalue/onnxruntime_go"
 )
 
 // Fault kinds of a ModelFault.

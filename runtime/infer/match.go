@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
 // wantInputShapes are the concrete input shapes the spec feeds (batch 1),
