@@ -63,7 +63,7 @@ func TestEventConfigBounds(t *testing.T) {
 		err string
 	}{
 		{EventConfig{CameraStall: time.Nanosecond}, "events.camera_stall: 1ns is below 500ms (0: off)"},
-		{EventConfig{UpdateInterval: time.Microsecond}, "events.update_interval: 1µs is below 100ms (0: off)"},
+		{EventConfig{UpdateInterval: time.Microsecond}, "events.update_interval: 1µs is below 1ms (0: off)"},
 		{EventConfig{FusionTimeConstant: d(time.Nanosecond)}, "events.fusion_time_constant: 1ns is below 1ms (0: no fusion)"},
 		{EventConfig{ExitInertia: d(2 * time.Hour)}, "events.exit_inertia: 2h0m0s is above 1h0m0s"},
 		{EventConfig{MergeWindow: d(-time.Second)}, "events.merge_window: -1s is negative"},

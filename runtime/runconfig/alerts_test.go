@@ -43,7 +43,7 @@ func TestParseAlertsErrorsNameKey(t *testing.T) {
 		{"duration type", "events: {exit_inertia: soon}\n", "a.yaml: events.exit_inertia: cannot unmarshal"},
 		{"negative", "events: {merge_window: -1s}\n", "a.yaml: events.merge_window: -1s is negative"},
 		{"stall below its bound", "events: {camera_stall: 1ns}\n", "a.yaml: events.camera_stall: 1ns is below 500ms (0: off)"},
-		{"update below its bound", "events: {update_interval: 1us}\n", "a.yaml: events.update_interval: 1µs is below 100ms (0: off)"},
+		{"update below its bound", "events: {update_interval: 1us}\n", "a.yaml: events.update_interval: 1µs is below 1ms (0: off)"},
 		{"inertia above its bound", "events: {exit_inertia: 2h}\n", "a.yaml: events.exit_inertia: 2h0m0s is above 1h0m0s"},
 		{"old inertia_frames", "events: {inertia_frames: 2}\n", "a.yaml: events.inertia_frames: removed: levels now follow time, not frame counts; use events.enter_inertia"},
 		{"old min_hold", "events: {min_hold: 1s}\n", "a.yaml: events.min_hold: removed: use events.min_episode"},

@@ -92,7 +92,7 @@ func TestControlAPI(t *testing.T) {
 		{"PUT", "/parameters", `{"/left/zones/nope/tau_e": 0.5}`, 422, `thresholds.left.tau_e_zones.nope: the camera has no zone "nope"`},
 		{"PUT", "/parameters", `{"/events/exit_inertia": -1}`, 422, "alerts.events.exit_inertia: -1s is negative"},
 		{"PUT", "/parameters", `{"/events/camera_stall": 1e-9}`, 422, "alerts.events.camera_stall: 1ns is below 500ms (0: off)"},
-		{"PUT", "/parameters", `{"/events/update_interval": 1e-12}`, 422, "alerts.events.update_interval: 1e-12s is below 100ms (0: off)"},
+		{"PUT", "/parameters", `{"/events/update_interval": 1e-12}`, 422, "alerts.events.update_interval: 1e-12s is below 1ms (0: off)"},
 		{"PUT", "/parameters", `{"/events/fusion_time_constant": 1e-12}`, 422, "alerts.events.fusion_time_constant: 1e-12s is below 1ms (0: no fusion)"},
 		{"PUT", "/parameters", `{"/events/exit_inertia": 1e10}`, 422, "alerts.events.exit_inertia: 1e+10s is above 1h0m0s"},
 		{"PUT", "/parameters", `{"/events/sleep": 1}`, 404, "no such parameter"},

@@ -91,7 +91,7 @@ func TestHostileControlProbes(t *testing.T) {
 		{"no proof header", "POST", "/cameras", "", `{"name": "rear", "url": "rtsp://127.0.0.1/r"}`, nil, 403, "X-Didoedge-Request"},
 		{"CORS preflight", "OPTIONS", "/parameters", "", "", map[string]string{"Origin": "http://evil.example"}, 403, "no CORS"},
 		{"camera_stall 1e-9", "PUT", "/parameters", "", `{"/events/camera_stall": 1e-9}`, proof, 422, "alerts.events.camera_stall: 1ns is below 500ms"},
-		{"update_interval 1e-12", "PUT", "/parameters", "", `{"/events/update_interval": 1e-12}`, proof, 422, "alerts.events.update_interval: 1e-12s is below 100ms"},
+		{"update_interval 1e-12", "PUT", "/parameters", "", `{"/events/update_interval": 1e-12}`, proof, 422, "alerts.events.update_interval: 1e-12s is below 1ms"},
 		{"fusion_time_constant 1e-12", "PUT", "/parameters", "", `{"/events/fusion_time_constant": 1e-12}`, proof, 422, "alerts.events.fusion_time_constant: 1e-12s is below 1ms"},
 		{"exit_inertia 1e10", "PUT", "/parameters", "", `{"/events/exit_inertia": 1e10}`, proof, 422, "alerts.events.exit_inertia: 1e+10s is above 1h0m0s"},
 		{"zone point [0.5]", "PUT", "/cameras/left/zones", "", `{"zones": [{"name": "a", "polygon": [[0, 0], [0.5], [1, 1]]}]}`, proof, 400, "polygon point [0.5]"},
