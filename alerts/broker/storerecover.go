@@ -150,19 +150,39 @@ func inventory(path string, inv *storeInventory) error {
 }
 
 // openRecovered is bbolt.Open with a panic as an error and the lock
-// timeout as a *timeoutError. A panic inside Open leaves its descriptor
-// open (Open's cleanup runs on a returned error only): one descriptor of
-// a file that is then moved aside.
+// timeout as a *timeoutError. Open's own cleanup runs on a returned
+// error only: after a panic inside it (loading a damaged free list) its
+// descriptor, with the lock on it, and its mapping of the file would
+// stay for the life of the process. The descriptor is caught as bbolt
+// opens it (Options.OpenFile) and closed; the mapping is removed
+// (releaseMappings).
 func openRecovered(path string, o bbolt.Options) (db *bbolt.DB, err error) {
+	var f *os.File
+	o.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		file, err := os.OpenFile(name, flag, mode)
+		f = file
+		return file, err
+	}
 	err = recovered(func() error {
 		db, err = bbolt.Open(path, 0o640, &o)
 		return err
 	})
+	if db == nil && f != nil {
+		if panicked(err) {
+			releaseMappings(f)
+			f.Close()
+		}
+	}
 	if errors.Is(err, bbolt.ErrTimeout) {
 		return nil, &timeoutError{err}
 	}
 	return db, err
 }
+
+// errPanicked marks the error of a recovered panic.
+var errPanicked = errors.New("bbolt panicked")
+
+func panicked(err error) bool { return errors.Is(err, errPanicked) }
 
 // recovered runs fn with a panic, or a memory fault of the mapped file
 // (a truncated file is mapped past its end, where a read faults: SIGBUS),
@@ -171,7 +191,7 @@ func recovered(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("bbolt panicked: %v", r)
+			err = fmt.Errorf("%w: %v", errPanicked, r)
 		}
 	}()
 	return fn()
