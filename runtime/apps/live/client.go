@@ -202,15 +202,21 @@ func (c *client) read() {
 	}
 }
 
-// mutating lists the client ops of foxglove.websocket.v1 that act on the
-// vehicle: they need Server.changeProof whether this server supports them
-// or not, so that adding one later cannot forget the check. Reads
-// (subscribe, getParameters, subscribeParameterUpdates, fetchAsset, the
-// connection graph) stay open to every connection.
-var mutating = map[string]bool{"setParameters": true, "advertise": true, "unadvertise": true, "callService": true}
+// mutating reports whether a client op of foxglove.websocket.v1 acts on
+// the vehicle: such ops need Server.changeProof whether this server
+// supports them or not, so that adding one later cannot forget the
+// check. Reads (subscribe, getParameters, subscribeParameterUpdates,
+// fetchAsset, the connection graph) stay open to every connection.
+func mutating(op string) bool {
+	switch op {
+	case "setParameters", "advertise", "unadvertise", "callService":
+		return true
+	}
+	return false
+}
 
 func (c *client) handle(req *request) {
-	if mutating[req.Op] && !c.mayChange {
+	if mutating(req.Op) && !c.mayChange {
 		c.refuseChange(req)
 		return
 	}
