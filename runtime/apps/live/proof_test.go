@@ -2,11 +2,15 @@ package live
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/didoedge/didoedge/runtime/runconfig"
 )
@@ -109,6 +113,33 @@ func TestWebSocketChangeNeedsProof(t *testing.T) {
 			}
 		})
 	}
+	// The other ops that would act on the vehicle (client channels,
+	// client publish as a binary message) are refused the same way on a
+	// read-only connection, before "not supported".
+	h := http.Header{"Origin": {localPage}}
+	d := websocket.Dialer{Subprotocols: []string{Subprotocol}, HandshakeTimeout: 5 * time.Second}
+	conn, _, err := d.Dial(open, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.WriteMessage(websocket.TextMessage, []byte(`{"op":"advertise","channels":[{"id":1,"topic":"/cmd","encoding":"json","schemaName":"x"}]}`))
+	conn.WriteMessage(websocket.BinaryMessage, []byte{0x01, 1, 0, 0, 0, '{', '}'})
+	var refusals []string
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for len(refusals) < 2 {
+		var m struct{ Op, Message string }
+		if err := conn.ReadJSON(&m); err != nil {
+			t.Fatalf("reading the answers: %v (refusals so far %q)", err, refusals)
+		}
+		if m.Op == "status" {
+			refusals = append(refusals, m.Message)
+		}
+	}
+	if !strings.HasPrefix(refusals[0], "advertise refused: this connection") || !strings.HasPrefix(refusals[1], "binary client message refused: this connection") {
+		t.Errorf("answers %q, want advertise and the client publish refused for want of the proof", refusals)
+	}
+
 	// Without the token that listener refuses the connection itself.
 	rep := foxglove(t, withToken, "--seconds", "1", "--origin", localPage)
 	if rep.ServerInfo.Name != "" || len(rep.Errors) == 0 {
