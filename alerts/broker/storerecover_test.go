@@ -164,7 +164,9 @@ func TestDamagedStoreStarts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketName).Put([]byte(keyClient+"sub"), []byte("{not json")) })
+			db.Update(func(tx *bbolt.Tx) error {
+				return tx.Bucket(bucketName).Put([]byte(keyClient+"sub"), []byte("{not json"))
+			})
 			db.Close()
 		}, 0, 1 + 1 + queuedEvents, false},
 		{"truncated to 0", func(t *testing.T, path string) {
