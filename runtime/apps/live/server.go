@@ -392,7 +392,16 @@ func (s *Server) changeProof(r *http.Request) (ok bool, refusal string) {
 		return true, ""
 	}
 	return false, fmt.Sprintf("this connection (Origin %q) may only read: a web page changes the configuration only with the live token "+
-		"(connect to ws://%s/?token=TOKEN, live.token_file) or from an origin listed in live.allowed_origins", o, r.Host)
+		"(connect to ws://%s/?token=TOKEN, live.token_file) or from an origin listed in live.allowed_origins", clip(o), clip(r.Host))
+}
+
+// clip bounds a header echoed in a message or a log line (a header may
+// be up to 1 MB).
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
 }
 
 func (s *Server) handler() http.Handler {
@@ -470,7 +479,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.sendJSON(map[string]any{"op": "advertise", "channels": ads})
 	}
 	s.mu.Unlock()
-	s.log.Info("live view client connected", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "may_change", c.mayChange)
+	s.log.Info("live view client connected", "remote", r.RemoteAddr, "origin", clip(r.Header.Get("Origin")), "may_change", c.mayChange)
 	c.run()
 	s.remove(c)
 	s.log.Info("live view client disconnected", "remote", r.RemoteAddr, "dropped", c.dropped.Load())
