@@ -233,54 +233,6 @@ static int dev_cuda_close(devCuda *c) {
 	return rc;
 }
 
-// A stand-in for libcudart's five calls, for TestDevAPICloseFreesCUDA
-// only (no GPU is needed to check that a DevAPI's close reaches the
-// stream's destroy once, with the stream it created, on its device): the
-// "stream" is a malloc'd token, the copy is memcpy, and every call is
-// counted. dev_cuda_open never installs it.
-static int fake_streams_live, fake_streams_created, fake_streams_destroyed, fake_last_device = -1, fake_destroy_device = -1;
-static int fake_set_device(int d) { fake_last_device = d; return 0; }
-static int fake_memcpy(void *dst, const void *src, size_t n, int kind, void *stream) {
-	if (kind != 4 || !stream) return 1; // cudaMemcpyDefault on a stream, as dev_copy calls it
-	memcpy(dst, src, n);
-	return 0;
-}
-static int fake_sync(void *stream) { return stream ? 0 : 1; }
-static int fake_stream_create(void **s, unsigned int flags) {
-	*s = malloc(16);
-	if (!*s) return 2; // cudaErrorMemoryAllocation
-	fake_streams_live++;
-	fake_streams_created++;
-	return 0;
-}
-static int fake_stream_destroy(void *s) {
-	if (!s) return 400; // cudaErrorInvalidResourceHandle
-	free(s);
-	fake_destroy_device = fake_last_device;
-	fake_streams_live--;
-	fake_streams_destroyed++;
-	return 0;
-}
-static const char *fake_err(int rc) { return "fake cuda error"; }
-static int dev_cuda_fake_open(devCuda *c, int device) {
-	c->memcpy = fake_memcpy;
-	c->err = fake_err;
-	c->sync = fake_sync;
-	c->set_device = fake_set_device;
-	c->stream_create = fake_stream_create;
-	c->stream_destroy = fake_stream_destroy;
-	c->handle = NULL;
-	c->device = device;
-	int rc = c->set_device(device);
-	return rc ? rc : c->stream_create(&c->stream, 1);
-}
-static void dev_cuda_fake_counts(int *live, int *created, int *destroyed, int *destroy_device) {
-	*live = fake_streams_live;
-	*created = fake_streams_created;
-	*destroyed = fake_streams_destroyed;
-	*destroy_device = fake_destroy_device;
-}
-
 // dev_copy copies bytes between host and device memory (cuda) or host
 // and host (the CPU test path).
 // It returns the cudaError_t (0: success).
@@ -372,26 +324,6 @@ func (d *DevAPI) Close() error {
 
 // Closed reports whether Close ran.
 func (d *DevAPI) Closed() bool { return d.closed }
-
-// newFakeCUDADevAPI is a DevAPI whose CUDA calls go to the counting
-// stand-in of device_cgo.go (TestDevAPICloseFreesCUDA): host memory
-// behind the CUDA code path.
-func newFakeCUDADevAPI(device int) (*DevAPI, error) {
-	d := &DevAPI{cuda: (*C.devCuda)(C.calloc(1, C.sizeof_devCuda))}
-	if rc := C.dev_cuda_fake_open(d.cuda, C.int(device)); rc != 0 {
-		C.free(unsafe.Pointer(d.cuda))
-		return nil, fmt.Errorf("fake cuda open: %d", int(rc))
-	}
-	return d, nil
-}
-
-// fakeCUDAStreams returns the stand-in's stream counts: live, created,
-// destroyed, and the device current at the last destroy.
-func fakeCUDAStreams() (live, created, destroyed, device int) {
-	var l, c, dd, dev C.int
-	C.dev_cuda_fake_counts(&l, &c, &dd, &dev)
-	return int(l), int(c), int(dd), int(dev)
-}
 
 type errBuf [1024]C.char
 
