@@ -63,6 +63,17 @@ func domainRecord(cfg *runconfig.Config, log *slog.Logger) *domain.Record {
 	return rec
 }
 
+// MonitorsDomain reports whether cfg's cameras run the domain monitor: it
+// is not switched off and the AuxUE's spec has a training-domain record
+// (the live view advertises its domain channels then).
+func MonitorsDomain(cfg *runconfig.Config) bool {
+	if cfg.Domain.Off {
+		return false
+	}
+	_, err := cfg.ModelsConfig().AuxUESpec.DomainRecord()
+	return err == nil
+}
+
 // newDomainMonitor builds a camera's monitor for rec (nil: none), with the
 // threshold of domain.threshold: the number, else the camera's calibrated
 // domain_threshold, else the record's at domain.false_alarm_rate.
