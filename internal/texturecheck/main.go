@@ -184,10 +184,20 @@ func auc(neg, pos []float64) float64 {
 }
 
 func main() {
-	fit := flag.String("fit", "", "clean fit set")
-	test := flag.String("test", "", "clean test set")
+	fit := flag.String("fit", "", "clean fit set; DIR@qQ re-encodes it as JPEG at quality Q; several, comma-separated, are pooled")
+	test := flag.String("test", "", "clean test set (the negatives)")
 	flag.Parse()
-	F := setStats(*fit, 0)
+	// -fit DIR[,DIR@qQ...]: the fit pictures, several sets pooled (a
+	// record of frames as cameras deliver them: raw and re-encoded).
+	var F [][]float64
+	for _, spec := range strings.Split(*fit, ",") {
+		dir, qs, _ := strings.Cut(spec, "@q")
+		q := 0
+		if qs != "" {
+			fmt.Sscan(qs, &q)
+		}
+		F = append(F, setStats(dir, q)...)
+	}
 	T := setStats(*test, 0)
 	if len(F) < 2 || len(T) < 1 {
 		fmt.Fprintf(os.Stderr, "texturecheck: %d fit and %d test pictures under %q and %q (want */image_02/data/*.png)\n", len(F), len(T), *fit, *test)
@@ -227,9 +237,8 @@ func main() {
 	for _, a := range sets {
 		name, dir, _ := strings.Cut(a, "=")
 		q := 0
-		if n, qs, ok := strings.Cut(name, "@q"); ok {
+		if _, qs, ok := strings.Cut(name, "@q"); ok {
 			fmt.Sscan(qs, &q)
-			_ = n
 		}
 		S := setStats(dir, q)
 		if len(S) < 2 {
