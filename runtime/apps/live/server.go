@@ -43,6 +43,10 @@ type Options struct {
 	// Confidence: the depth model has its own confidence output (its io
 	// spec's confidence key), so each camera gets a confidence channel.
 	Confidence bool
+	// Domain: the cameras run the domain monitor (stream.MonitorsDomain),
+	// so each camera gets a domain channel: the frame's distance to the
+	// AuxUE's training domain, smoothed, and the threshold.
+	Domain bool
 }
 
 // Server is the running live view: it implements stream.Tap (pass it as
@@ -164,7 +168,7 @@ func (s *Server) SetCameras(names []string) {
 			next[n] = cc
 			continue
 		}
-		cc := s.sch.newCamChannels(n, s.opts.Intrinsics != nil, s.opts.Confidence, func() uint32 { s.nextID++; return s.nextID })
+		cc := s.sch.newCamChannels(n, s.opts.Intrinsics != nil, s.opts.Confidence, s.opts.Domain, func() uint32 { s.nextID++; return s.nextID })
 		next[n] = cc
 		for _, ch := range cc.ch {
 			if ch != nil {
