@@ -239,7 +239,7 @@ func TestEmbeddedBrokerEndToEnd(t *testing.T) {
 	cfgText := fmt.Sprintf(`vehicle: van-07
 camera: front
 grid: {rows: 1, cols: 2}
-events: {fusion_time_constant: 0s, exit_inertia: 0s, min_episode: 1s, merge_window: 0s, update_interval: 100ms}
+events: {fusion_time_constant: 0s, exit_inertia: 0s, critical_enter_inertia: 0s, min_episode: 1s, merge_window: 0s, update_interval: 100ms}
 outbox: {dir: %s}
 mqtt: {broker: embedded, client_id: embedded-test, username: veh, password_env: TEST_EMBEDDED_PW, stats_interval: 100ms, stats_qos: 1}
 embedded:

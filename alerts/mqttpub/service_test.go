@@ -25,7 +25,7 @@ func serviceConfig(t testing.TB) testSection {
 camera: front
 topic_prefix: svc
 grid: {rows: 1, cols: 2}
-events: {fusion_time_constant: 0s, exit_inertia: 0s, min_episode: 0s, merge_window: 0s, camera_stall: 2s}
+events: {fusion_time_constant: 0s, exit_inertia: 0s, critical_enter_inertia: 0s, min_episode: 0s, merge_window: 0s, camera_stall: 2s}
 mqtt: {broker: embedded, client_id: svc-test, stats_interval: 1h, close_timeout: 2s}
 outbox: {dir: %q}
 embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
