@@ -55,7 +55,7 @@ func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, pr
 			return nil, fmt.Errorf("train auxue: frame %s: %w", s.Name, err)
 		}
 		if tr != nil {
-			if s, err = tr.label(ctx, i, s, dp.Frame, rec); err != nil {
+			if s, err = tr.label(ctx, i, s, dp, rec); err != nil {
 				c.Close()
 				return nil, fmt.Errorf("train auxue: %w", err)
 			}

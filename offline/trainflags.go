@@ -125,6 +125,8 @@ func (f *AuxFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Teacher.Mask, "teacher-mask", "", "PNG of the frames' size: its black pixels never get a teacher target (bonnet, mount)")
 	fs.Float64Var(&c.Teacher.MaxUncertainty, "teacher-max-uncertainty", 0, "drop the teacher's pixels whose confidence read-out u exceeds this (its --teacher-auxue's K/S, or its spec's confidence output; 0: off)")
 	fs.Float64Var(&c.Teacher.ConfidenceDrop, "teacher-confidence-drop", 0, "drop, per frame, this fraction of the teacher's least confident pixels (K/S of --teacher-auxue, or its spec's confidence output; any convention, rankings included)")
+	fs.Float64Var(&c.Teacher.BlockShare, "teacher-block-share", 0.5, "a block of the AuxUE's grid gets the teacher's targets only where the teacher vouches for at least this share of its pixels (else none of them: scattered accepted sky pixels would make the block known; 0: per pixel)")
+	fs.IntVar(&c.Teacher.Batch, "teacher-batch", 4, "frames per run of the teacher (a fixed-batch teacher runs from a copy made dynamic; 1: one frame a run)")
 	fs.BoolVar(&c.IgnoreGroundTruth, "ignore-ground-truth", false, "with --teacher: leave the frames' own ground truth out (teacher targets only; to measure a teacher against ground truth on the same frames)")
 	fs.IntVar(&c.ModelFeatureChannels, "model-feature-channels", d.ModelFeatureChannels, "the most channels the AuxUE makes of the depth model's tensor (a seeded random projection when it has more)")
 }

@@ -193,6 +193,7 @@ type AuxTeacherSummary struct {
 	Mask           string          `json:"mask,omitempty"`
 	MaxUncertainty float64         `json:"max_uncertainty,omitempty"`
 	ConfidenceDrop float64         `json:"confidence_drop,omitempty"`
+	BlockShare     float64         `json:"block_share"`
 	IgnoredGT      bool            `json:"ignored_ground_truth"`
 	Train          AuxLabelSummary `json:"train"`
 	Val            AuxLabelSummary `json:"val"`
@@ -223,7 +224,7 @@ func teacherSummary(st AuxStats, ignored bool) *AuxTeacherSummary {
 		return nil
 	}
 	return &AuxTeacherSummary{Model: t.Model, SHA256: t.SHA256, Provider: t.Provider, Relative: t.Relative, MaxDepth: t.MaxDepth, Mask: t.Mask,
-		MaxUncertainty: t.MaxUncertainty, ConfidenceDrop: t.ConfidenceDrop, IgnoredGT: ignored, Train: labelSummary(t.Train), Val: labelSummary(t.Val),
+		MaxUncertainty: t.MaxUncertainty, ConfidenceDrop: t.ConfidenceDrop, BlockShare: t.BlockShare, IgnoredGT: ignored, Train: labelSummary(t.Train), Val: labelSummary(t.Val),
 		CacheDir: t.CacheDir, FramesRun: t.Frames - t.Reused, FramesReused: t.Reused, Seconds: t.Seconds}
 }
 
