@@ -220,6 +220,12 @@ func resolveFeatures(cfg AuxTrainConfig, spec infer.IOSpec) (FeatureChoice, bool
 		return FeatureChoice{}, false, nil
 	case FeaturesAuto:
 		return ChooseFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library)
+	case FeaturesConfidence:
+		if spec.Confidence == nil {
+			return FeatureChoice{}, false, fmt.Errorf("--model-features confidence: the depth spec %q declares no confidence output (confidence: {name: ..., meaning: ...})", cfg.DepthSpec)
+		}
+		fc, err := NamedFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library, spec.Confidence.Name)
+		return fc, err == nil, err
 	}
 	fc, err := NamedFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library, cfg.ModelFeatures)
 	return fc, err == nil, err

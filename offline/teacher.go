@@ -52,6 +52,9 @@ type TeacherConfig struct {
 	// MaxUncertainty drops the pixels whose confidence read-out u
 	// (infer.ConfidenceSpec.Readout, or the teacher AuxUE's K/S) exceeds it
 	// (0: no bound); the teacher needs a confidence output or an AuxUE.
+	// TeacherBoundAuto (the command's default) is, for a teacher AuxUE
+	// and no ConfidenceDrop, the K/S of half the evidence its DIDO head
+	// holds on pixels like its training data (teacherAutoBound), else 0.
 	MaxUncertainty float64
 	// ConfidenceDrop drops, per frame, that fraction of the teacher's
 	// pixels with the largest u (a per-image percentile, which every
@@ -74,6 +77,23 @@ type TeacherConfig struct {
 	Batch int
 }
 
+// TeacherBoundAuto as TeacherConfig.MaxUncertainty derives the bound from
+// the teacher's AuxUE (teacherAutoBound).
+const TeacherBoundAuto = -1
+
+// teacherAutoBound is the K/S of half the equilibrium evidence of a DIDO
+// head with K bins and KL weight lambda. On pixels like its training data
+// the loss of paper eq. 4 is stationary at alpha_j = 1 + p_j/lambda, so
+// the Dirichlet strength is S* = K + 1/lambda and K/S* = K/(K + 1/lambda)
+// (docs/training.md: why the evidence is flat); on pixels it never saw,
+// S tends to the prior's K and K/S to 1. A pixel keeps its teacher target
+// while the teacher's AuxUE holds at least half that evidence there:
+// K/S <= K/(K + 1/(2 lambda)) (0.390 for K 32, lambda 0.01, whose
+// equilibrium is 0.242).
+func teacherAutoBound(k int, lambda float64) float64 {
+	return float64(k) / (float64(k) + 1/(2*lambda))
+}
+
 // maxTeacherBatch bounds TeacherConfig.Batch (the batch's input and
 // output buffers grow with it).
 const maxTeacherBatch = 64
@@ -86,15 +106,15 @@ func (t TeacherConfig) check() error {
 	switch {
 	case t.MaxDepth < 0 || math.IsNaN(t.MaxDepth) || math.IsInf(t.MaxDepth, 0):
 		return fmt.Errorf("--teacher-max-depth %g: want a positive range in metres (0: the student's --max-depth)", t.MaxDepth)
-	case t.MaxUncertainty < 0 || math.IsNaN(t.MaxUncertainty) || math.IsInf(t.MaxUncertainty, 0):
-		return fmt.Errorf("--teacher-max-uncertainty %g: want 0 (off) or a positive bound", t.MaxUncertainty)
+	case (t.MaxUncertainty < 0 && t.MaxUncertainty != TeacherBoundAuto) || math.IsNaN(t.MaxUncertainty) || math.IsInf(t.MaxUncertainty, 0):
+		return fmt.Errorf("--teacher-max-uncertainty %g: want 0 (off), -1 (auto: from --teacher-auxue) or a positive bound", t.MaxUncertainty)
 	case !(t.ConfidenceDrop >= 0 && t.ConfidenceDrop < 1):
 		return fmt.Errorf("--teacher-confidence-drop %g: want a fraction in [0, 1)", t.ConfidenceDrop)
 	case t.Batch < 0 || t.Batch > maxTeacherBatch:
 		return fmt.Errorf("--teacher-batch %d: want 1 to %d frames a run", t.Batch, maxTeacherBatch)
 	case !(t.BlockShare >= 0 && t.BlockShare <= 1):
 		return fmt.Errorf("--teacher-block-share %g: want a fraction in [0, 1] (0: per pixel)", t.BlockShare)
-	case !t.Enabled() && (t.Spec != "" || t.Mask != "" || t.MaxDepth != 0 || t.MaxUncertainty != 0 || t.ConfidenceDrop != 0 || t.AuxUE != ""):
+	case !t.Enabled() && (t.Spec != "" || t.Mask != "" || t.MaxDepth != 0 || (t.MaxUncertainty != 0 && t.MaxUncertainty != TeacherBoundAuto) || t.ConfidenceDrop != 0 || t.AuxUE != ""):
 		return errors.New("--teacher-spec, --teacher-auxue, --teacher-max-depth, --teacher-mask and the confidence bounds need --teacher")
 	}
 	return nil
@@ -183,6 +203,9 @@ type teacher struct {
 
 // openTeacher loads the teacher (and its mask) for a student of maxDepth.
 func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config, studentRelative bool, maxDepth float64, log *slog.Logger) (*teacher, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if cfg.Spec == "" {
 		cfg.Spec = strings.TrimSuffix(cfg.Model, filepath.Ext(cfg.Model)) + ".yaml"
 	}
@@ -192,6 +215,9 @@ func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config
 	spec, err := ReadSpec(cfg.Spec, infer.KindDepth)
 	if err != nil {
 		return nil, fmt.Errorf("teacher: %w", err)
+	}
+	if cfg.MaxUncertainty == TeacherBoundAuto && cfg.AuxUE == "" {
+		cfg.MaxUncertainty = 0
 	}
 	if (cfg.MaxUncertainty > 0 || cfg.ConfidenceDrop > 0) && spec.Confidence == nil && cfg.AuxUE == "" {
 		return nil, fmt.Errorf("teacher: --teacher-max-uncertainty and --teacher-confidence-drop need a confidence output or --teacher-auxue, and the teacher's io spec %q declares no confidence (confidence: {name: ..., meaning: ...})", cfg.Spec)
@@ -206,6 +232,14 @@ func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config
 			return nil, fmt.Errorf("teacher: --teacher-auxue: %w", err)
 		}
 		mc.AuxUE, mc.AuxUESpecFile = cfg.AuxUE, cfg.AuxUESpec
+		if cfg.MaxUncertainty == TeacherBoundAuto {
+			cfg.MaxUncertainty = 0
+			if a := mc.AuxUESpec.AuxUE; a != nil && a.K > 0 && a.Lambda > 0 && cfg.ConfidenceDrop == 0 {
+				cfg.MaxUncertainty = teacherAutoBound(a.K, a.Lambda)
+				log.Info("teacher: a pixel gets a target where its AuxUE holds half the evidence of its training pixels or more",
+					"max_uncertainty", cfg.MaxUncertainty, "k", a.K, "lambda", a.Lambda)
+			}
+		}
 		t.cfg = cfg
 	}
 	if cfg.Mask != "" {
@@ -272,6 +306,20 @@ func (t *teacher) dynamicCopies(mc *infer.ModelsConfig) error {
 		if err := onnx.WriteFile(out, m); err != nil {
 			t.removeCopies()
 			return fmt.Errorf("teacher: %w", err)
+		}
+		if path == &mc.Depth {
+			// The teacher's AuxUE was trained on the file, which the copy
+			// is (batch dimension aside): pair it with the copy.
+			if a := mc.AuxUESpec.AuxUE; a != nil && a.DepthModelSHA256 == t.sha {
+				sum, err := manifest.FileSHA256(out)
+				if err != nil {
+					t.removeCopies()
+					return fmt.Errorf("teacher: %w", err)
+				}
+				info := *a
+				info.DepthModelSHA256 = sum
+				mc.AuxUESpec.AuxUE = &info
+			}
 		}
 		*path = out
 	}

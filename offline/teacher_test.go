@@ -135,13 +135,36 @@ func TestTeacherConfigCheck(t *testing.T) {
 		{TeacherConfig{Model: "t.onnx", ConfidenceDrop: 1}, "--teacher-confidence-drop"},
 		{TeacherConfig{Model: "t.onnx", MaxUncertainty: math.NaN()}, "--teacher-max-uncertainty"},
 		{TeacherConfig{Mask: "m.png"}, "need --teacher"},
+		{TeacherConfig{Model: "t.onnx", MaxUncertainty: -2}, "--teacher-max-uncertainty"},
+		{TeacherConfig{Model: "t.onnx", BlockShare: 1.5}, "--teacher-block-share"},
+		{TeacherConfig{Model: "t.onnx", Batch: maxTeacherBatch + 1}, "--teacher-batch"},
 	} {
 		if err := c.cfg.check(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
-	if err := (TeacherConfig{Model: "t.onnx", MaxDepth: 80, ConfidenceDrop: 0.2}).check(); err != nil {
-		t.Errorf("valid config: %v", err)
+	for _, c := range []TeacherConfig{{Model: "t.onnx", MaxDepth: 80, ConfidenceDrop: 0.2}, {Model: "t.onnx", MaxUncertainty: TeacherBoundAuto, BlockShare: 0.5, Batch: 4},
+		{MaxUncertainty: TeacherBoundAuto, BlockShare: 0.5, Batch: 4}} { // the command's defaults, with and without a teacher
+		if err := c.check(); err != nil {
+			t.Errorf("valid config %+v: %v", c, err)
+		}
+	}
+}
+
+// TestTeacherAutoBound: the automatic bound is the K/S of half the DIDO
+// equilibrium evidence 1/lambda: S = K + 1/(2 lambda); it lies between
+// the equilibrium K/S* = K/(K + 1/lambda) and the prior's 1.
+func TestTeacherAutoBound(t *testing.T) {
+	for _, c := range []struct {
+		k      int
+		lambda float64
+		want   float64
+	}{{32, 0.01, 32.0 / 82}, {8, 0.01, 8.0 / 58}, {32, 0.1, 32.0 / 37}} {
+		got := teacherAutoBound(c.k, c.lambda)
+		eq := float64(c.k) / (float64(c.k) + 1/c.lambda)
+		if math.Abs(got-c.want) > 1e-12 || !(got > eq && got < 1) {
+			t.Errorf("K %d lambda %g: %v, want %v (equilibrium %v)", c.k, c.lambda, got, c.want, eq)
+		}
 	}
 }
 
