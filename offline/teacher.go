@@ -68,7 +68,8 @@ type TeacherConfig struct {
 	// bound) would put the whole block into the loss as known. The pixels
 	// asked are those without real ground truth and inside the mask; the
 	// dropped ones count as LowConfidence [0: per pixel, no block rule;
-	// the command's default 0.5, the majority that labels a block sky].
+	// the command's default 1, every pixel asked: measured against 0.5 in
+	// docs/training.md#teacher-targets-the-sky-rule].
 	BlockShare float64
 	// Batch is how many frames one run of the teacher takes (a model
 	// with a fixed batch dimension is run from a copy made dynamic,
