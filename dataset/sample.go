@@ -30,6 +30,13 @@ type Sample struct {
 	Intrinsics Intrinsics
 }
 
+// Pixels returns the frame's interleaved RGB and its size (the frame as
+// runtime/infer's InferFrames reads it).
+func (s *Sample) Pixels() (rgb []uint8, width, height int) { return s.RGB, s.Width, s.Height }
+
+// FocalX is the frame's fx in pixels (0: unknown).
+func (s *Sample) FocalX() float64 { return s.Intrinsics.Fx }
+
 // Item names one frame of a split list.
 type Item struct {
 	Drive string

@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"time"
@@ -18,11 +19,25 @@ type cachedFrames struct {
 	reused int
 }
 
-// fillCache opens the cache for src and runs the depth model on the frames
-// it does not hold yet.
-func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, prep *preparer, tr *teacherRun, src frameSource,
-	key any, layout recordLayout, grid [2]int, ph *PhaseTimes, log *slog.Logger, what string) (*cachedFrames, error) {
-	c, err := openCache(cfg.CacheDir, key, layout, grid)
+// cacheFill is what filling a frame cache takes: the cache directory, the
+// depth model, the preparer of the AuxUE's inputs and targets, the
+// records' layout and grid, and where the phase times, the progress bar
+// and the log go.
+type cacheFill struct {
+	dir      string
+	models   *infer.Models
+	prep     *preparer
+	layout   recordLayout
+	grid     [2]int
+	phases   *PhaseTimes
+	progress io.Writer
+	log      *slog.Logger
+}
+
+// fill opens the cache of src under key and runs the depth model (and the
+// teacher of tr, nil: none) on the frames it does not hold yet.
+func (f cacheFill) fill(ctx context.Context, tr *teacherRun, src frameSource, key any, what string) (*cachedFrames, error) {
+	c, err := openCache(f.dir, key, f.layout, f.grid)
 	if err != nil {
 		return nil, err
 	}
@@ -32,85 +47,88 @@ func fillCache(ctx context.Context, cfg AuxTrainConfig, models *infer.Models, pr
 		return nil, fmt.Errorf("cache %q holds %d frames, the data %d", c.dir, c.n, src.Len())
 	}
 	if c.n > 0 {
-		log.Info("train auxue: reusing cached frames", "cache", c.dir, "frames", c.n, "of", src.Len())
+		f.log.Info("train auxue: reusing cached frames", "cache", c.dir, "frames", c.n, "of", src.Len())
 	}
-	bar := newProgress(cfg.Progress, what, "frames", src.Len())
-	rec := layout.newRecord()
-	for i := c.n; i < src.Len(); i++ {
-		if err := ctx.Err(); err != nil {
-			c.Close()
-			return nil, err
-		}
-		t0 := time.Now()
-		s, err := src.Frame(i)
+	bar := newProgress(f.progress, what, "frames", src.Len())
+	rec := f.layout.newRecord()
+	ph := f.phases
+	first := c.n // frames first.. are not cached yet
+	var t0, t1 time.Time
+	load := func(i int) (*dataset.Sample, error) {
+		t0 = time.Now()
+		s, err := src.Frame(first + i)
 		if err != nil {
-			c.Close()
 			return nil, fmt.Errorf("train auxue: %w", err)
 		}
-		t1 := time.Now()
-		models.FrameFocal(s.Intrinsics.Fx, s.Width)
-		dp, err := models.RunDepth(ctx, s.RGB, s.Width, s.Height)
+		t1 = time.Now()
+		return s, nil
+	}
+	err = infer.DepthFrames(ctx, f.models, src.Len()-first, load, func(k int, s *dataset.Sample, dp infer.DepthPass, err error) error {
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("train auxue: frame %s: %w", s.Name, err)
+			return fmt.Errorf("train auxue: frame %s: %w", s.Name, err)
 		}
+		i := first + k
 		if tr != nil {
 			if s, err = tr.label(ctx, i, s, dp, rec); err != nil {
-				c.Close()
-				return nil, fmt.Errorf("train auxue: %w", err)
+				return fmt.Errorf("train auxue: %w", err)
 			}
 		}
 		t2 := time.Now()
-		if err := prep.prepare(s, dp, rec); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("train auxue: %w", err)
+		if err := f.prep.prepare(s, dp, rec); err != nil {
+			return fmt.Errorf("train auxue: %w", err)
 		}
 		t3 := time.Now()
 		if err := c.append(rec); err != nil {
-			c.Close()
-			return nil, err
+			return err
 		}
-		ph.Load += t1.Sub(t0)
-		ph.Depth += t2.Sub(t1)
-		ph.Prepare += t3.Sub(t2)
-		ph.CacheWrite += time.Since(t3)
+		ph.Load += Seconds(t1.Sub(t0))
+		ph.Depth += Seconds(t2.Sub(t1))
+		ph.Prepare += Seconds(t3.Sub(t2))
+		ph.CacheWrite += since(t3)
 		bar.set(i+1, "")
+		return nil
+	})
+	if err != nil {
+		c.Close()
+		return nil, err
 	}
 	bar.finish("")
 	return cf, nil
 }
 
-// auxSources builds the training and validation frames.
-func auxSources(cfg AuxTrainConfig) (train, val frameSource, err error) {
-	if cfg.Data == "" {
-		tr, err := newSimPool(cfg.Seed, cfg.Drives, cfg.FramesPerDrive, cfg.Width, cfg.Height, cfg.Frames, 0, 0x6361636865)
+// auxSources builds the training and validation frames of d (seed: the
+// simulated pool's; teacher: a teacher labels the frames without ground
+// truth).
+func auxSources(d AuxData, seed int64, teacher bool) (train, val frameSource, err error) {
+	if d.Data == "" {
+		tr, err := newSimPool(seed, d.Drives, d.FramesPerDrive, d.Width, d.Height, d.Frames, 0, 0x6361636865)
 		if err != nil {
 			return nil, nil, err
 		}
-		if cfg.ValSplit == "none" || cfg.ValFrames == 0 {
+		if d.ValSplit == "none" || d.ValFrames == 0 {
 			return tr, nil, nil
 		}
 		// Validation drives follow the training drives (never trained on).
-		va, err := newSimPool(cfg.Seed, cfg.ValDrives, cfg.FramesPerDrive, cfg.Width, cfg.Height, cfg.ValFrames, cfg.Drives, 0x76616c)
+		va, err := newSimPool(seed, d.ValDrives, d.FramesPerDrive, d.Width, d.Height, d.ValFrames, d.Drives, 0x76616c)
 		if err != nil {
 			return nil, nil, err
 		}
 		return tr, va, nil
 	}
-	src := dataset.Source{Dir: cfg.Data, FS: cfg.DataFS, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth, KITTIDepthFS: cfg.KITTIDepthFS}
-	tr, err := openDataFrames(src, cfg.Split, cfg.Frames)
+	src := dataset.Source{Dir: d.Data, FS: d.DataFS, Layout: d.Layout, KITTIDepth: d.KITTIDepth, KITTIDepthFS: d.KITTIDepthFS}
+	tr, err := openDataFrames(src, d.Split, d.Frames)
 	if err != nil {
 		return nil, nil, err
 	}
-	tr.withoutTruth = tr.withoutTruth || cfg.Teacher.Enabled()
-	if cfg.ValSplit == "none" {
+	tr.withoutTruth = tr.withoutTruth || teacher
+	if d.ValSplit == "none" {
 		return tr, nil, nil
 	}
-	va, err := openDataFrames(src, cfg.ValSplit, max(cfg.ValFrames, 0))
+	va, err := openDataFrames(src, d.ValSplit, max(d.ValFrames, 0))
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation split (--val-split none skips it): %w", err)
 	}
-	va.withoutTruth = va.withoutTruth || cfg.Teacher.Enabled()
+	va.withoutTruth = va.withoutTruth || teacher
 	return tr, va, nil
 }
 

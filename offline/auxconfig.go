@@ -16,15 +16,47 @@ import (
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
 )
 
-// AuxTrainConfig configures AuxTrain. Zero fields take the defaults in brackets.
+// AuxTrainConfig configures AuxTrain. Zero fields take the defaults in
+// brackets. It is made of one part per stage of the run, each stage
+// taking its part alone: the frozen depth model (AuxDepthModel), the
+// frames (AuxData), what the AuxUE reads (AuxInputs), its heads
+// (AuxHeads), the optimisation (AuxOptim), the teacher (AuxTeacher) and
+// the training-domain record (AuxDomain); the parts are embedded, so
+// their fields read as the config's own.
 type AuxTrainConfig struct {
+	AuxDepthModel
+	AuxData
+	AuxInputs
+	AuxHeads
+	AuxOptim
+	AuxTeacher
+	AuxDomain
+
+	// Seed seeds the simulated pool's frames, the weights, the shuffle
+	// and the layout outliers [1].
+	Seed int64
+	// CacheDir keeps the depth model's cached outputs and errors between
+	// runs, keyed by the model's sha256, its spec, the data and the
+	// contract ("" = a temporary cache).
+	CacheDir string
+	// Progress receives a progress bar with the rate and ETA (nil: none);
+	// Log receives one line per epoch.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// AuxDepthModel is the frozen main model of an AuxUE training.
+type AuxDepthModel struct {
 	// DepthModel and DepthSpec are the frozen main model and its IO spec
 	// (runtime/infer.IOSpec); Inference selects the ONNX Runtime library
 	// and the execution providers (CPU by default; CUDA or TensorRT
 	// where present).
 	DepthModel, DepthSpec string
 	Inference             onnxrt.Config
+}
 
+// AuxData is the frames an AuxUE trains and validates on.
+type AuxData struct {
 	// Data is a data set (dataset.Open: the sim render layout, real KITTI
 	// with split files, NYU); "" draws frames from the simulated pool
 	// rendered on the fly (the reference models).
@@ -37,14 +69,10 @@ type AuxTrainConfig struct {
 	// or split files) [train, val]; ValSplit "none" skips validation.
 	Split, ValSplit string
 
-	// MaxDepth bounds and scales the depth channel of a metric model
-	// [80] and bounds an aligned relative depth.
-	MaxDepth float64
-	// Seed, Drives and FramesPerDrive select the simulated pool's frames
-	// as for the depth network (the AuxUE learns on the main model's
-	// training distribution, as in the paper) [1, 48, 200]; Width and
-	// Height are the rendered size [640 x 192].
-	Seed                   int64
+	// Drives and FramesPerDrive select the simulated pool's frames as for
+	// the depth network (the AuxUE learns on the main model's training
+	// distribution, as in the paper) [48, 200]; Width and Height are the
+	// rendered size [640 x 192].
 	Drives, FramesPerDrive int
 	Width, Height          int
 	// Frames is how many frames are drawn from the pool [300], or the
@@ -53,34 +81,18 @@ type AuxTrainConfig struct {
 	// ValFrames bounds the validation frames [16; pool: from ValDrives
 	// drives after the training drives, 2].
 	ValFrames, ValDrives int
+}
 
+// AuxInputs is what the AuxUE reads: its input contract over the depth
+// model's input and depth, and the depth model's own tensor.
+type AuxInputs struct {
+	// MaxDepth bounds and scales the depth channel of a metric model
+	// [80] and bounds an aligned relative depth.
+	MaxDepth float64
 	// Factor is the AuxUE's block size in input pixels [4]; Row adds the
 	// row coordinate to its input [true, unless NoRow].
 	Factor int
 	NoRow  bool
-
-	// Epochs over the cached frames and the Batch size [15, 2]. With
-	// Epochs 0 and Steps > 0 the epochs follow the frames: AutoEpochs.
-	Epochs, Batch int
-	// Steps is the number of optimizer steps that Epochs 0 aims at
-	// (AutoEpochs); 0 keeps the default of 15 epochs.
-	Steps int
-	// LR decays polynomially (power 0.9) to EndLR [2e-3 -> 1e-5].
-	LR, EndLR float64
-	// EncoderWidth and Hidden of the AuxUE [8, 8]; K and Lambda of DIDO [32, 0.01].
-	EncoderWidth, Hidden, K int
-	Lambda                  float64
-	// UnlabeledKL keeps gamma * Lambda * KL(Dir(alpha) || Dir(1)) on the
-	// blocks without ground truth (auxue.Config.UnlabeledKL).
-	UnlabeledKL float64
-	// GlobalContext joins each pixel's DIDO features with the frame's
-	// channel means over GlobalContextBands horizontal bands.
-	GlobalContext      bool
-	GlobalContextBands int
-	// Outliers is the fraction of batch items replaced by a layout outlier
-	// of one of OutlierKinds (auxue.MaybeOutlier). 0 disables.
-	Outliers     float64
-	OutlierKinds []auxue.OutlierKind
 
 	// ModelFeatures makes the AuxUE also read one of the depth model's own
 	// tensors (auxue.ModelFeatures): FeaturesAuto picks it
@@ -95,6 +107,55 @@ type AuxTrainConfig struct {
 	// ModelFeatureChannels is the most channels made of that tensor (a
 	// random projection when it has more) [auxue.DefaultModelFeatureChannels].
 	ModelFeatureChannels int
+}
+
+// AuxHeads is the AuxUE's two heads and their losses.
+type AuxHeads struct {
+	// EncoderWidth and Hidden of the AuxUE [8, 8]; K and Lambda of DIDO [32, 0.01].
+	EncoderWidth, Hidden, K int
+	Lambda                  float64
+	// UnlabeledKL keeps gamma * Lambda * KL(Dir(alpha) || Dir(1)) on the
+	// blocks without ground truth (auxue.Config.UnlabeledKL).
+	UnlabeledKL float64
+	// GlobalContext joins each pixel's DIDO features with the frame's
+	// channel means over GlobalContextBands horizontal bands.
+	GlobalContext      bool
+	GlobalContextBands int
+}
+
+// AuxOptim is the optimisation: epochs, batches, the learning rate, the
+// layout outliers and the checkpoint.
+type AuxOptim struct {
+	// Epochs over the cached frames and the Batch size [15, 2]. With
+	// Epochs 0 and Steps > 0 the epochs follow the frames: AutoEpochs.
+	Epochs, Batch int
+	// Steps is the number of optimizer steps that Epochs 0 aims at
+	// (AutoEpochs); 0 keeps the default of 15 epochs.
+	Steps int
+	// LR decays polynomially (power 0.9) to EndLR [2e-3 -> 1e-5].
+	LR, EndLR float64
+	// Outliers is the fraction of batch items replaced by a layout outlier
+	// of one of OutlierKinds (auxue.MaybeOutlier). 0 disables.
+	Outliers     float64
+	OutlierKinds []auxue.OutlierKind
+	// Checkpoint is written after every epoch (weights, Adam's moments,
+	// the epoch); with Resume an existing one is continued from.
+	Checkpoint string
+	Resume     bool
+}
+
+// AuxTeacher labels the frames without depth ground truth.
+type AuxTeacher struct {
+	// Teacher labels the frames without depth ground truth with a
+	// second depth model's read-out (TeacherConfig); IgnoreGroundTruth
+	// trains on the teacher's targets alone even where the frames have
+	// ground truth (to measure a teacher against it on the same frames).
+	Teacher           TeacherConfig
+	IgnoreGroundTruth bool
+}
+
+// AuxDomain is the training-domain record written into the AuxUE's spec.
+type AuxDomain struct {
 	// DomainFrames: held-out training-domain frames the training-domain
 	// record (runtime/domain) is fitted on after the export: the pool's
 	// drives after the validation drives, or at most this many of
@@ -102,27 +163,6 @@ type AuxTrainConfig struct {
 	// is the record's statistic [domain.KNN].
 	DomainFrames    int
 	DomainStatistic string
-
-	// Teacher labels the frames without depth ground truth with a
-	// second depth model's read-out (TeacherConfig); IgnoreGroundTruth
-	// trains on the teacher's targets alone even where the frames have
-	// ground truth (to measure a teacher against it on the same frames).
-	Teacher           TeacherConfig
-	IgnoreGroundTruth bool
-
-	// CacheDir keeps the depth model's cached outputs and errors between
-	// runs, keyed by the model's sha256, its spec, the data and the
-	// contract ("" = a temporary cache).
-	CacheDir string
-	// Checkpoint is written after every epoch (weights, Adam's moments,
-	// the epoch); with Resume an existing one is continued from.
-	Checkpoint string
-	Resume     bool
-
-	// Progress receives a progress bar with the rate and ETA (nil: none);
-	// Log receives one line per epoch.
-	Progress io.Writer
-	Log      *slog.Logger
 }
 
 func (c *AuxTrainConfig) defaults() {
@@ -163,9 +203,12 @@ func (c *AuxTrainConfig) defaults() {
 // of Go callers keeps its own meaning (no context, no outliers, 15 epochs,
 // no model tensor).
 func DefaultAuxTrainConfig() AuxTrainConfig {
-	c := AuxTrainConfig{Epochs: 0, Steps: DefaultAuxSteps, LR: 6e-3, UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4,
-		Outliers: 0.25, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}, ModelFeatures: FeaturesAuto,
-		ModelFeatureChannels: auxue.DefaultModelFeatureChannels, FeatureHeads: FeatureHeadsDIDO}
+	c := AuxTrainConfig{
+		AuxOptim: AuxOptim{Epochs: 0, Steps: DefaultAuxSteps, LR: 6e-3, Outliers: 0.25,
+			OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}},
+		AuxHeads:  AuxHeads{UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4},
+		AuxInputs: AuxInputs{ModelFeatures: FeaturesAuto, ModelFeatureChannels: auxue.DefaultModelFeatureChannels, FeatureHeads: FeatureHeadsDIDO},
+	}
 	c.defaults()
 	return c
 }
@@ -214,20 +257,20 @@ func (c AuxTrainConfig) AuxModelConfig(in int) auxue.Config {
 
 // resolveFeatures resolves AuxTrainConfig.ModelFeatures to a tensor of
 // the depth model (ok false: none).
-func resolveFeatures(cfg AuxTrainConfig, spec infer.IOSpec) (FeatureChoice, bool, error) {
-	switch cfg.ModelFeatures {
+func resolveFeatures(dm AuxDepthModel, in AuxInputs, spec infer.IOSpec) (FeatureChoice, bool, error) {
+	switch in.ModelFeatures {
 	case "", FeaturesOff:
 		return FeatureChoice{}, false, nil
 	case FeaturesAuto:
-		return ChooseFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library)
+		return ChooseFeatureTensor(dm.DepthModel, spec, dm.Inference.Library)
 	case FeaturesConfidence:
 		if spec.Confidence == nil {
-			return FeatureChoice{}, false, fmt.Errorf("--model-features confidence: the depth spec %q declares no confidence output (confidence: {name: ..., meaning: ...})", cfg.DepthSpec)
+			return FeatureChoice{}, false, fmt.Errorf("--model-features confidence: the depth spec %q declares no confidence output (confidence: {name: ..., meaning: ...})", dm.DepthSpec)
 		}
-		fc, err := NamedFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library, spec.Confidence.Name)
+		fc, err := NamedFeatureTensor(dm.DepthModel, spec, dm.Inference.Library, spec.Confidence.Name)
 		return fc, err == nil, err
 	}
-	fc, err := NamedFeatureTensor(cfg.DepthModel, spec, cfg.Inference.Library, cfg.ModelFeatures)
+	fc, err := NamedFeatureTensor(dm.DepthModel, spec, dm.Inference.Library, in.ModelFeatures)
 	return fc, err == nil, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -17,12 +18,23 @@ import (
 	"github.com/didoedge/didoedge/pkg/nn"
 )
 
-// trainLoop runs the epochs, validating and checkpointing after each.
-// The shuffles and the outliers come from two PCGs seeded once by the seed;
-// a run resumed from a checkpoint replays their draws for the epochs done
-// (without training), so it continues exactly as an uninterrupted one.
-func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, vc *cachedFrames, layout recordLayout,
-	grid [2]int, st *AuxStats, log *slog.Logger) error {
+// trainData is the cached frames an AuxUE trains on (train) and is
+// validated on (val, nil: none), their records' layout and the AuxUE's grid.
+type trainData struct {
+	train, val *cachedFrames
+	layout     recordLayout
+	grid       [2]int
+}
+
+// trainLoop runs the epochs of o, validating and checkpointing after each,
+// discretizing the errors into k bins, and reports into st (its contract
+// and depth model's sha256 set). The shuffles and the outliers come from
+// two PCGs seeded once by seed; a run resumed from a checkpoint replays
+// their draws for the epochs done (without training), so it continues
+// exactly as an uninterrupted one.
+func trainLoop(ctx context.Context, o AuxOptim, seed int64, k int, model *auxue.Model, data trainData, st *AuxStats,
+	progress io.Writer, log *slog.Logger) error {
+	tc, vc, layout, grid := data.train, data.val, data.layout, data.grid
 	named := model.Params()
 	params := make([]*nn.Param, len(named))
 	for i, p := range named {
@@ -31,31 +43,31 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 		params[i] = &q
 	}
 	opt := nn.NewAdam(params, nn.AdamConfig{})
-	B, C := cfg.Batch, layout.C
+	B, C := o.Batch, layout.C
 	gh, gw := grid[0], grid[1]
 	g := gh * gw
 	perEpoch := tc.n / B
 	if perEpoch == 0 {
 		return fmt.Errorf("train auxue: %d cached frames for a batch of %d", tc.n, B)
 	}
-	st.Steps = perEpoch * cfg.Epochs
+	st.Steps = perEpoch * o.Epochs
 	start := 0
-	if cfg.Resume && cfg.Checkpoint != "" {
-		if _, err := os.Stat(cfg.Checkpoint); err == nil {
-			meta, err := nn.LoadCheckpointFile(cfg.Checkpoint, append(append([]*nn.Param{}, params...), opt.StateParams()...))
+	if o.Resume && o.Checkpoint != "" {
+		if _, err := os.Stat(o.Checkpoint); err == nil {
+			meta, err := nn.LoadCheckpointFile(o.Checkpoint, append(append([]*nn.Param{}, params...), opt.StateParams()...))
 			if err != nil {
 				return fmt.Errorf("train auxue: resume: %w", err)
 			}
-			if start, err = strconv.Atoi(meta["epoch"]); err != nil || start < 0 || start > cfg.Epochs {
-				return fmt.Errorf("train auxue: resume: checkpoint %q: epoch %q, want 0 to %d", cfg.Checkpoint, meta["epoch"], cfg.Epochs)
+			if start, err = strconv.Atoi(meta["epoch"]); err != nil || start < 0 || start > o.Epochs {
+				return fmt.Errorf("train auxue: resume: checkpoint %q: epoch %q, want 0 to %d", o.Checkpoint, meta["epoch"], o.Epochs)
 			}
-			if meta["steps_per_epoch"] != strconv.Itoa(perEpoch) || meta["seed"] != strconv.FormatInt(cfg.Seed, 10) || meta["epochs"] != strconv.Itoa(cfg.Epochs) {
+			if meta["steps_per_epoch"] != strconv.Itoa(perEpoch) || meta["seed"] != strconv.FormatInt(seed, 10) || meta["epochs"] != strconv.Itoa(o.Epochs) {
 				return fmt.Errorf("train auxue: resume: checkpoint %q was written by a run of %s epochs of %s steps with seed %s, this run has %d epochs of %d steps and seed %d (the learning-rate schedule and the data order depend on them)",
-					cfg.Checkpoint, meta["epochs"], meta["steps_per_epoch"], meta["seed"], cfg.Epochs, perEpoch, cfg.Seed)
+					o.Checkpoint, meta["epochs"], meta["steps_per_epoch"], meta["seed"], o.Epochs, perEpoch, seed)
 			}
 			opt.SetSteps(start * perEpoch)
 			st.ResumedFrom = start
-			log.Info("train auxue: resumed", "checkpoint", cfg.Checkpoint, "epochs_done", start)
+			log.Info("train auxue: resumed", "checkpoint", o.Checkpoint, "epochs_done", start)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("train auxue: resume: %w", err)
 		}
@@ -67,30 +79,31 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 	// are normalized after they are read from the cache.
 	mf, base, keep := st.Contract.Model, st.Contract.BaseChannels(), st.Contract.RowChannel()
 	errs, valid, bins := make([]float32, B*g), make([]bool, B*g), make([]int32, B*g)
-	disc, err := auxue.NewDiscretizer(cfg.K)
+	disc, err := auxue.NewDiscretizer(k)
 	if err != nil {
 		return err
 	}
 	rec := layout.newRecord()
 	scratch := make([]float32, g)
 	order := make([]int, tc.n)
-	bar := newProgress(cfg.Progress, "training", "steps", st.Steps-start*perEpoch)
+	st.Epochs = make([]EpochReport, 0, o.Epochs-start) // the summary lists the epochs run: [] when none
+	bar := newProgress(progress, "training", "steps", st.Steps-start*perEpoch)
 	ph := &st.Phases
 	trainStart := time.Now()
 	trainTime := time.Duration(0)
 	first := true
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x617578))
-	orng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6f75746c))
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x617578))
+	orng := rand.New(rand.NewPCG(uint64(seed), 0x6f75746c))
 	for i := range order {
 		order[i] = i
 	}
 	for epoch := 0; epoch < start; epoch++ { // replay the draws of the epochs done
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for k := 0; k < perEpoch*B; k++ {
-			auxue.MaybeOutlierKeep(orng, cfg.Outliers, cfg.OutlierKinds, xs[:C*g], C, gh, gw, keep, valid[:g], bins[:g], scratch)
+			auxue.MaybeOutlierKeep(orng, o.Outliers, o.OutlierKinds, xs[:C*g], C, gh, gw, keep, valid[:g], bins[:g], scratch)
 		}
 	}
-	for epoch := start; epoch < cfg.Epochs; epoch++ {
+	for epoch := start; epoch < o.Epochs; epoch++ {
 		es := time.Now()
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		var sumA, sumE float64
@@ -116,7 +129,7 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 				if err := disc.PerImage(e, v, 1, g, bn); err != nil {
 					return err
 				}
-				auxue.MaybeOutlierKeep(orng, cfg.Outliers, cfg.OutlierKinds, xs[b*C*g:(b+1)*C*g], C, gh, gw, keep, v, bn, scratch)
+				auxue.MaybeOutlierKeep(orng, o.Outliers, o.OutlierKinds, xs[b*C*g:(b+1)*C*g], C, gh, gw, keep, v, bn, scratch)
 			}
 			t1 := time.Now()
 			nn.ZeroGrad(params)
@@ -128,51 +141,52 @@ func trainLoop(ctx context.Context, cfg AuxTrainConfig, model *auxue.Model, tc, 
 				return fmt.Errorf("train auxue: loss %v at step %d", l.Total(), step)
 			}
 			t2 := time.Now()
-			if err := opt.Step(nn.PolyDecay(cfg.LR, cfg.EndLR, step, st.Steps, 0.9)); err != nil {
+			if err := opt.Step(nn.PolyDecay(o.LR, o.EndLR, step, st.Steps, 0.9)); err != nil {
 				return err
 			}
 			t3 := time.Now()
-			ph.Batch += t1.Sub(t0)
-			ph.Step += t2.Sub(t1)
-			ph.Optimizer += t3.Sub(t2)
+			ph.Batch += Seconds(t1.Sub(t0))
+			ph.Step += Seconds(t2.Sub(t1))
+			ph.Optimizer += Seconds(t3.Sub(t2))
 			sumA += l.Aleatoric
 			sumE += l.Epistemic
-			bar.set(step+1-start*perEpoch, fmt.Sprintf("epoch %d/%d laplace %.3f dido %.3f", epoch+1, cfg.Epochs, sumA/float64(k+1), sumE/float64(k+1)))
+			bar.set(step+1-start*perEpoch, fmt.Sprintf("epoch %d/%d laplace %.3f dido %.3f", epoch+1, o.Epochs, sumA/float64(k+1), sumE/float64(k+1)))
 		}
 		trainTime += time.Since(es)
 		a, e := sumA/float64(perEpoch), sumE/float64(perEpoch)
 		if first {
-			st.FirstAlea, st.FirstEpis, st.FirstLoss = a, e, a+e
+			st.FirstAlea, st.FirstEpis, st.FirstLoss = Float(a), Float(e), Float(a+e)
 			first = false
 		}
-		st.LastAlea, st.LastEpis, st.LastLoss = a, e, a+e
-		rep := EpochReport{Epoch: epoch + 1, Laplace: a, DIDO: e, AUSERMSE: math.NaN(), AURGRMSE: math.NaN(), SkyAUC: math.NaN(), NoGTAUC: math.NaN(),
+		st.LastAlea, st.LastEpis, st.LastLoss = Float(a), Float(e), Float(a+e)
+		nan := Float(math.NaN())
+		rep := EpochReport{Epoch: epoch + 1, Laplace: Float(a), DIDO: Float(e), AUSERMSE: nan, AURGRMSE: nan, SkyAUC: nan, NoGTAUC: nan,
 			KS: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
 		if vc != nil {
 			tv := time.Now()
-			if err := validate(model, vc, layout, grid, st.Contract, &rep); err != nil {
+			if err := validate(model, vc, layout, grid, st.Contract.InputContract, &rep); err != nil {
 				return fmt.Errorf("train auxue: validation after epoch %d: %w", epoch+1, err)
 			}
-			ph.Validate += time.Since(tv)
+			ph.Validate += since(tv)
 		}
-		rep.Seconds = time.Since(es).Seconds()
+		rep.Seconds = Float(time.Since(es).Seconds())
 		st.Epochs = append(st.Epochs, rep)
-		log.Info("train auxue", "epoch", epoch+1, "of", cfg.Epochs, "laplace", a, "dido", e,
-			"val_ause_rmse", rep.AUSERMSE, "val_aurg_rmse", rep.AURGRMSE, "val_sky_auc", rep.SkyAUC, "val_no_gt_auc", rep.NoGTAUC,
+		log.Info("train auxue", "epoch", epoch+1, "of", o.Epochs, "laplace", a, "dido", e,
+			"val_ause_rmse", float64(rep.AUSERMSE), "val_aurg_rmse", float64(rep.AURGRMSE), "val_sky_auc", float64(rep.SkyAUC), "val_no_gt_auc", float64(rep.NoGTAUC),
 			"elapsed", time.Since(trainStart).Round(time.Second))
-		if cfg.Checkpoint != "" {
+		if o.Checkpoint != "" {
 			tk := time.Now()
-			meta := map[string]string{"epoch": strconv.Itoa(epoch + 1), "epochs": strconv.Itoa(cfg.Epochs), "steps_per_epoch": strconv.Itoa(perEpoch),
-				"seed": strconv.FormatInt(cfg.Seed, 10), "depth_sha256": st.DepthSHA256}
-			if err := nn.SaveCheckpointFile(cfg.Checkpoint, append(append([]*nn.Param{}, params...), opt.StateParams()...), meta); err != nil {
+			meta := map[string]string{"epoch": strconv.Itoa(epoch + 1), "epochs": strconv.Itoa(o.Epochs), "steps_per_epoch": strconv.Itoa(perEpoch),
+				"seed": strconv.FormatInt(seed, 10), "depth_sha256": st.DepthSHA256}
+			if err := nn.SaveCheckpointFile(o.Checkpoint, append(append([]*nn.Param{}, params...), opt.StateParams()...), meta); err != nil {
 				return err
 			}
-			ph.Checkpoint += time.Since(tk)
+			ph.Checkpoint += since(tk)
 		}
 	}
 	bar.finish("")
-	if ran := (cfg.Epochs - start) * perEpoch * B; ran > 0 {
-		st.TrainFPS = float64(ran) / (ph.Batch + ph.Step + ph.Optimizer).Seconds()
+	if ran := (o.Epochs - start) * perEpoch * B; ran > 0 {
+		st.Throughput.Train = Float(float64(ran) / (ph.Batch + ph.Step + ph.Optimizer).Float64())
 	}
 	return nil
 }
@@ -241,7 +255,8 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 			}
 		}
 	}
-	rep.AUSERMSE, rep.AURGRMSE, _ = rm.Mean()
+	ause, aurg, _ := rm.Mean()
+	rep.AUSERMSE, rep.AURGRMSE = Float(ause), Float(aurg)
 	if len(allKS) > 0 {
 		slices.Sort(allKS)
 		for i, q := range []float64{0.5, 0.9, 0.99} {
@@ -249,10 +264,12 @@ func validate(model *auxue.Model, vc *cachedFrames, layout recordLayout, grid [2
 		}
 	}
 	if p, n := sky.Counts(); p > 0 && n > 0 {
-		rep.SkyAUC, _ = sky.AUC()
+		auc, _ := sky.AUC()
+		rep.SkyAUC = Float(auc)
 	}
 	if p, n := nogt.Counts(); p > 0 && n > 0 {
-		rep.NoGTAUC, _ = nogt.AUC()
+		auc, _ := nogt.AUC()
+		rep.NoGTAUC = Float(auc)
 	}
 	return nil
 }

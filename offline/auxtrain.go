@@ -30,7 +30,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var st AuxStats
+	st := AuxStats{Seed: cfg.Seed, Checkpoint: cfg.Checkpoint, DepthModel: cfg.DepthModel}
 	switch {
 	case cfg.Outliers < 0 || cfg.Outliers >= 1 || (cfg.Outliers > 0 && len(cfg.OutlierKinds) == 0):
 		return nil, st, fmt.Errorf("train auxue: outlier fraction %v with kinds %v, want [0, 1) and a kind", cfg.Outliers, cfg.OutlierKinds)
@@ -59,7 +59,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	t0 := time.Now()
 	var tensors []string
 	projSeed := uint64(cfg.Seed)
-	fc, ok, err := resolveFeatures(cfg, spec)
+	fc, ok, err := resolveFeatures(cfg.AuxDepthModel, cfg.AuxInputs, spec)
 	probeFailed := err != nil
 	if sm := (*infer.SpecMismatchError)(nil); errors.As(err, &sm) {
 		// Opening the depth model below reports the spec's mismatch with
@@ -79,7 +79,7 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		if contract.Model, err = auxue.NewModelFeatures(fc.Tensor, fc.Channels, fc.Height, fc.Width, cfg.ModelFeatureChannels, projSeed); err != nil {
 			return nil, st, fmt.Errorf("train auxue: %w", err)
 		}
-		st.Features = &fc
+		st.Features = featureSummary(fc, contract.Model)
 		tensors = []string{fc.Tensor}
 		log.Info("train auxue: the AuxUE reads a tensor of the depth model", "tensor", fc.Tensor,
 			"shape", fmt.Sprintf("(1,%d,%d,%d)", fc.Channels, fc.Height, fc.Width), "resolution", fmt.Sprintf("1/%.2f", fc.Ratio),
@@ -88,14 +88,14 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		log.Info("train auxue: the depth model has no feature tensor at 1/4 to 1/8 of its input; the AuxUE reads its image and depth only",
 			"candidates", fc.Candidates)
 	}
-	st.Contract, st.Relative = contract, spec.Relative()
+	st.Contract, st.Relative = TrainedContract{contract}, spec.Relative()
 	models, err := infer.OpenModels(ctx, infer.ModelsConfig{Depth: cfg.DepthModel, DepthSpec: spec, Inference: cfg.Inference, DepthSpecFile: cfg.DepthSpec,
 		DepthTensors: tensors}, log)
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
 	defer models.Close()
-	st.Phases.Open = time.Since(t0)
+	st.Phases.Open = since(t0)
 	st.DepthSHA256, st.Provider = models.DepthSession().SHA256(), models.DepthSession().Provider()
 
 	if strings.HasSuffix(cfg.Data, ".mcap") && cfg.DataFS == nil {
@@ -117,12 +117,13 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 			return nil, st, fmt.Errorf("train auxue: %w", err)
 		}
 		defer tch.Close()
+		tch.rep.IgnoredGT = cfg.IgnoreGroundTruth
 		st.Teacher = tch.rep
 		log.Info("train auxue: a teacher labels the frames", "teacher", cfg.Teacher.Model, "sha256", tch.sha,
 			"relative", tch.relative, "max_depth", tch.cfg.MaxDepth, "mask", cfg.Teacher.Mask, "ignore_ground_truth", cfg.IgnoreGroundTruth)
 	}
 
-	train, val, err := auxSources(cfg)
+	train, val, err := auxSources(cfg.AuxData, cfg.Seed, cfg.Teacher.Enabled())
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
@@ -167,13 +168,14 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		}
 		return tr, nil
 	}
-	prep := &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth}
+	fill := cacheFill{dir: cfg.CacheDir, models: models, prep: &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth},
+		layout: layout, grid: [2]int{gh, gw}, phases: &st.Phases, progress: cfg.Progress, log: log}
 	cacheStart := time.Now()
 	ttr, err := labeller("train", train)
 	if err != nil {
 		return nil, st, fmt.Errorf("train auxue: %w", err)
 	}
-	tc, err := fillCache(ctx, cfg, models, prep, ttr, train, key("train", train), layout, [2]int{gh, gw}, &st.Phases, log, "caching training frames")
+	tc, err := fill.fill(ctx, ttr, train, key("train", train), "caching training frames")
 	ttr.Close()
 	if err != nil {
 		return nil, st, err
@@ -186,17 +188,17 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		if err != nil {
 			return nil, st, fmt.Errorf("train auxue: %w", err)
 		}
-		vc, err = fillCache(ctx, cfg, models, prep, vtr, val, key("val", val), layout, [2]int{gh, gw}, &st.Phases, log, "caching validation frames")
+		vc, err = fill.fill(ctx, vtr, val, key("val", val), "caching validation frames")
 		vtr.Close()
 		if err != nil {
 			return nil, st, err
 		}
 		defer vc.Close()
-		st.ValFrames, st.Cache.ValFrames, st.Cache.ValRe = vc.n, vc.n, vc.reused
+		st.ValFrames, st.Cache.ValFrames, st.Cache.ValReused = vc.n, vc.n, vc.reused
 	}
 	cacheTime := time.Since(cacheStart)
-	if fresh := st.Cache.Frames - st.Cache.Reused + st.Cache.ValFrames - st.Cache.ValRe; fresh > 0 {
-		st.CacheFPS = float64(fresh) / (st.Phases.Load + st.Phases.Depth + st.Phases.Prepare + st.Phases.CacheWrite).Seconds()
+	if fresh := st.Cache.Frames - st.Cache.Reused + st.Cache.ValFrames - st.Cache.ValReused; fresh > 0 {
+		st.Throughput.Cache = Float(float64(fresh) / (st.Phases.Load + st.Phases.Depth + st.Phases.Prepare + st.Phases.CacheWrite).Float64())
 	}
 	st.Cache.Bytes = tc.size()
 	if vc != nil {
@@ -231,14 +233,14 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		l := tch.rep.Train
 		log.Info("train auxue: targets of the training frames", "real_pixels", l.Real, "teacher_pixels", l.Teacher,
 			"beyond_range", l.BeyondRange, "masked", l.Masked, "low_confidence", l.LowConfidence, "frames_with_ground_truth", l.FramesWithGT,
-			"teacher_frames_run", tch.rep.Frames-tch.rep.Reused, "teacher_frames_reused", tch.rep.Reused)
+			"teacher_frames_run", tch.rep.FramesRun, "teacher_frames_reused", tch.rep.FramesReused)
 	}
-	st.MeanTrainAbsRel = math.NaN()
+	st.MeanTrainAbsRel = Float(math.NaN())
 	if absN > 0 {
-		st.MeanTrainAbsRel = absSum / float64(absN)
+		st.MeanTrainAbsRel = Float(absSum / float64(absN))
 	}
 	log.Info("train auxue: frames cached", "train", tc.n, "val", st.ValFrames, "cache", tc.dir,
-		"bytes", st.Cache.Bytes, "depth_absrel", st.MeanTrainAbsRel, "wall", cacheTime.Round(time.Millisecond))
+		"bytes", st.Cache.Bytes, "depth_absrel", float64(st.MeanTrainAbsRel), "wall", cacheTime.Round(time.Millisecond))
 	if mf := contract.Model; mf != nil {
 		// Normalize the model's channels by their statistics on the
 		// training frames (the export bakes them in as constants).
@@ -260,7 +262,8 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 	if err != nil {
 		return nil, st, err
 	}
-	if err := trainLoop(ctx, cfg, model, tc, vc, layout, [2]int{gh, gw}, &st, log); err != nil {
+	data := trainData{train: tc, val: vc, layout: layout, grid: [2]int{gh, gw}}
+	if err := trainLoop(ctx, cfg.AuxOptim, cfg.Seed, cfg.K, model, data, &st, cfg.Progress, log); err != nil {
 		return nil, st, err
 	}
 	return model, st, nil

@@ -45,25 +45,20 @@ func domainStats(ctx context.Context, models *infer.Models, l domain.Layout, src
 	w, h := models.InputSize()
 	out := make([][]float64, 0, src.Len())
 	var tm infer.StageTimes
-	for i := range src.Len() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		s, err := src.Frame(i)
+	err = infer.InferFrames(ctx, models, src.Len(), src.Frame, &tm, func(_ int, s *dataset.Sample, maps infer.Maps, img []uint8, err error) error {
 		if err != nil {
-			return nil, err
-		}
-		models.FrameFocal(s.Intrinsics.Fx, s.Width)
-		maps, img, err := models.InferTimed(ctx, s.RGB, s.Width, s.Height, &tm)
-		if err != nil {
-			return nil, fmt.Errorf("frame %s: %w", s.Name, err)
+			return fmt.Errorf("frame %s: %w", s.Name, err)
 		}
 		f := infer.DomainFrame(maps, img, w, h)
 		x := make([]float64, l.Dim())
 		if err := ex.Extract(&f, x); err != nil {
-			return nil, fmt.Errorf("frame %s: %w", s.Name, err)
+			return fmt.Errorf("frame %s: %w", s.Name, err)
 		}
 		out = append(out, x)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -72,31 +67,32 @@ func domainStats(ctx context.Context, models *infer.Models, l domain.Layout, src
 // training: the simulated pool's drives after the training and
 // validation drives, or the validation split of --data (nil, "" when
 // there is none).
-func domainSource(cfg AuxTrainConfig) (frameSource, string, error) {
-	if cfg.Data == "" {
-		first := cfg.Drives + cfg.ValDrives
-		p, err := newSimPool(cfg.Seed, domainDrives, cfg.FramesPerDrive, cfg.Width, cfg.Height, cfg.DomainFrames, first, domainStream)
+func domainSource(d AuxData, seed int64, frames int) (frameSource, string, error) {
+	if d.Data == "" {
+		first := d.Drives + d.ValDrives
+		p, err := newSimPool(seed, domainDrives, d.FramesPerDrive, d.Width, d.Height, frames, first, domainStream)
 		if err != nil {
 			return nil, "", err
 		}
-		return p, fmt.Sprintf("%d frames of the simulated pool's held-out drives %d-%d (seed %d)", cfg.DomainFrames, first, first+domainDrives-1, cfg.Seed), nil
+		return p, fmt.Sprintf("%d frames of the simulated pool's held-out drives %d-%d (seed %d)", frames, first, first+domainDrives-1, seed), nil
 	}
-	if cfg.ValSplit == "none" {
+	if d.ValSplit == "none" {
 		return nil, "", nil
 	}
-	src := dataset.Source{Dir: cfg.Data, FS: cfg.DataFS, Layout: cfg.Layout, KITTIDepth: cfg.KITTIDepth, KITTIDepthFS: cfg.KITTIDepthFS}
-	d, err := openDataFrames(src, cfg.ValSplit, cfg.DomainFrames)
+	src := dataset.Source{Dir: d.Data, FS: d.DataFS, Layout: d.Layout, KITTIDepth: d.KITTIDepth, KITTIDepthFS: d.KITTIDepthFS}
+	v, err := openDataFrames(src, d.ValSplit, frames)
 	if err != nil {
 		return nil, "", err
 	}
-	return d, fmt.Sprintf("%d frames of %s split %s", d.Len(), cfg.Data, cfg.ValSplit), nil
+	return v, fmt.Sprintf("%d frames of %s split %s", v.Len(), d.Data, d.ValSplit), nil
 }
 
-// addDomainRecord fits the training-domain record on the held-out frames
-// of cfg with the written AuxUE (model, spec) and writes it into the
-// spec. It returns the record, nil when the data has no held-out split.
-func addDomainRecord(ctx context.Context, cfg AuxTrainConfig, model, spec string, log *slog.Logger) (*domain.Record, error) {
-	src, desc, err := domainSource(cfg)
+// addDomainRecord fits the training-domain record dom on the held-out
+// frames of d (seed: the simulated pool's) with the depth model dm and the
+// written AuxUE (model, spec), and writes it into the spec. It returns the
+// record, nil when the data has no held-out split.
+func addDomainRecord(ctx context.Context, dm AuxDepthModel, d AuxData, seed int64, dom AuxDomain, model, spec string, log *slog.Logger) (*domain.Record, error) {
+	src, desc, err := domainSource(d, seed, dom.DomainFrames)
 	if err != nil || src == nil {
 		return nil, err
 	}
@@ -107,7 +103,7 @@ func addDomainRecord(ctx context.Context, cfg AuxTrainConfig, model, spec string
 		}
 		return nil, nil
 	}
-	models, err := OpenModelPair(ctx, cfg.DepthModel, cfg.DepthSpec, model, spec, cfg.Inference, log)
+	models, err := OpenModelPair(ctx, dm.DepthModel, dm.DepthSpec, model, spec, dm.Inference, log)
 	if err != nil {
 		return nil, fmt.Errorf("domain record: %w", err)
 	}
@@ -121,7 +117,7 @@ func addDomainRecord(ctx context.Context, cfg AuxTrainConfig, model, spec string
 	if err != nil {
 		return nil, fmt.Errorf("domain record: %w", err)
 	}
-	rec, err := domain.Fit(l, stats, domain.FitOptions{Statistic: cfg.DomainStatistic, Source: desc})
+	rec, err := domain.Fit(l, stats, domain.FitOptions{Statistic: dom.DomainStatistic, Source: desc})
 	if err != nil {
 		return nil, err
 	}
@@ -219,9 +215,9 @@ func RunDomain(ctx context.Context, cfg DomainConfig) (DomainResult, error) {
 	var src frameSource
 	var desc string
 	if cfg.Data == "" {
-		tc := AuxTrainConfig{Seed: cfg.Seed, DomainFrames: cfg.Frames}
+		tc := AuxTrainConfig{Seed: cfg.Seed, AuxDomain: AuxDomain{DomainFrames: cfg.Frames}}
 		tc.defaults()
-		if src, desc, err = domainSource(tc); err != nil {
+		if src, desc, err = domainSource(tc.AuxData, tc.Seed, tc.DomainFrames); err != nil {
 			return res, err
 		}
 	} else {

@@ -215,41 +215,33 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 		}
 		return depth, scale, nil
 	}
-	for i := range frames.items {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		s, err := frames.Frame(i)
+	var tm infer.StageTimes
+	err = infer.InferFrames(ctx, models, len(frames.items), frames.Frame, &tm, func(_ int, s *dataset.Sample, m infer.Maps, _ []uint8, err error) error {
 		if err != nil {
-			return res, err
-		}
-		models.FrameFocal(s.Intrinsics.Fx, s.Width)
-		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", s.Name, err)
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		d, b, err := view(s, m)
 		if err != nil {
-			return res, err
+			return err
 		}
 		epis := m.Epistemic
 		q, err := metrics.Depth(d, s.Sparse, metrics.KITTIRange)
 		if err != nil {
-			return res, err
+			return err
 		}
 		dq.Add(q)
 		r, err := sp.Evaluate(d, s.Sparse, b, metrics.SparsRMSE)
 		if err != nil {
-			return res, err
+			return err
 		}
 		rmseM.Add(r)
 		r2, err := sp.Evaluate(d, s.Sparse, b, metrics.SparsAbsRel)
 		if err != nil {
-			return res, err
+			return err
 		}
 		absM.Add(r2)
 		if err := conf.frame(&sp, d, s, m.Confidence); err != nil {
-			return res, fmt.Errorf("%s: confidence: %w", s.Name, err)
+			return fmt.Errorf("%s: confidence: %w", s.Name, err)
 		}
 		if st != nil {
 			st.stats.frame(q, r, r2)
@@ -276,13 +268,13 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			st.stats.IndoorScores.AddMasked(epis, gtMask, false)
 		}
 		if _, err := nogt.AddMasked(epis, noGTMask, true); err != nil {
-			return res, err
+			return err
 		}
 		if _, err := nogt.AddMasked(epis, gtMask, false); err != nil {
-			return res, err
+			return err
 		}
 		if _, err := indoor.AddMasked(epis, gtMask, false); err != nil {
-			return res, err
+			return err
 		}
 		if s.Semantic != nil {
 			semantics = true
@@ -292,26 +284,26 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 				st.stats.Sky.AddMasked(epis, gtMask, false)
 			}
 			if _, err := sky.AddMasked(epis, skyMask, true); err != nil {
-				return res, err
+				return err
 			}
 			if _, err := sky.AddMasked(epis, gtMask, false); err != nil {
-				return res, err
+				return err
 			}
 			skyImg.Reset()
 			if _, err := skyImg.AddMasked(epis, skyMask, true); err != nil {
-				return res, err
+				return err
 			}
 			if _, err := skyImg.AddMasked(epis, gtMask, false); err != nil {
-				return res, err
+				return err
 			}
 			if p, n := skyImg.Counts(); p > 0 && n > 0 {
 				a, err := skyImg.AUC()
 				if err != nil {
-					return res, err
+					return err
 				}
 				ap, err := skyImg.AUPR()
 				if err != nil {
-					return res, err
+					return err
 				}
 				aucImg, apImg, nImg = aucImg+a, apImg+ap, nImg+1
 				if st != nil {
@@ -320,7 +312,7 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			}
 			v, ok, err := metrics.SkyAll(epis, s.Semantic, metrics.SkyClass)
 			if err != nil {
-				return res, err
+				return err
 			}
 			if ok {
 				skyAll += v
@@ -331,6 +323,10 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			}
 		}
 		res.Frames++
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if st != nil {
 		st.stats.Frames = res.Frames
@@ -370,18 +366,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if ind == nil {
 		return res, nil
 	}
-	for i := range ind.items {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		s, err := ind.Frame(i)
+	err = infer.InferFrames(ctx, models, len(ind.items), ind.Frame, &tm, func(_ int, s *dataset.Sample, m infer.Maps, _ []uint8, err error) error {
 		if err != nil {
-			return res, err
-		}
-		models.FrameFocal(s.Intrinsics.Fx, s.Width)
-		m, err := models.Infer(ctx, s.RGB, s.Width, s.Height)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", s.Name, err)
+			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		if len(gtMask) != len(s.Sparse) {
 			gtMask = make([]bool, len(s.Sparse))
@@ -390,11 +377,11 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			gtMask[i] = s.Sparse[i] > 0
 		}
 		if _, err := indoor.AddMasked(m.Epistemic, gtMask, true); err != nil {
-			return res, err
+			return err
 		}
 		if conf.on {
 			if _, err := conf.indoor.AddMasked(m.Confidence, gtMask, true); err != nil {
-				return res, err
+				return err
 			}
 			if conf.stats != nil {
 				conf.stats.ConfIndoor.AddMasked(m.Confidence, gtMask, true)
@@ -405,6 +392,10 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			st.stats.Indoor++
 		}
 		res.Indoor++
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if p, n := indoor.Counts(); p == 0 || n == 0 {
 		return res, nil // a shard without indoor frames, or without outdoor ones

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -247,7 +248,8 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, mf := st.Features, st.Contract.Model
-	if f == nil || mf == nil || f.Tensor != "relu_8" || f.Channels != 24 || f.Height != H/4 || f.Width != W/4 || f.Ratio != 4 || !f.Auto {
+	if f == nil || mf == nil || f.Tensor != "relu_8" || f.Shape != fmt.Sprintf("1x24x%dx%d", H/4, W/4) || f.Resolution != "1/4.00" ||
+		f.Chosen != FeaturesAuto || f.Channels != auxue.DefaultModelFeatureChannels || !f.Projected {
 		t.Fatalf("feature tensor %+v", f)
 	}
 	// 24 channels, projected to the default 8.
@@ -258,7 +260,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 		t.Fatalf("epochs %d (auto %v), %d reports, %d steps; want 10 epochs of 4 steps", st.EpochsRun, st.EpochsAuto, len(st.Epochs), st.Steps)
 	}
 	for _, e := range st.Epochs {
-		if math.IsNaN(e.Laplace) || math.IsNaN(e.DIDO) || math.IsNaN(e.AUSERMSE) {
+		if math.IsNaN(float64(e.Laplace)) || math.IsNaN(float64(e.DIDO)) || math.IsNaN(float64(e.AUSERMSE)) {
 			t.Fatalf("epoch %+v", e)
 		}
 	}
@@ -266,7 +268,7 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auxPath, auxSpecPath, err := WriteAuxArtifacts(aux, st.Contract, ds, infer.AuxUEInfo{DepthModelSHA256: st.DepthSHA256}, dir, "auxue")
+	auxPath, auxSpecPath, err := WriteAuxArtifacts(aux, st.Contract.InputContract, ds, infer.AuxUEInfo{DepthModelSHA256: st.DepthSHA256}, dir, "auxue")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +372,7 @@ func TestModelFeaturesConfidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, ok, err := resolveFeatures(AuxTrainConfig{DepthModel: model, DepthSpec: spec, ModelFeatures: FeaturesConfidence}, ds)
+	fc, ok, err := resolveFeatures(AuxDepthModel{DepthModel: model, DepthSpec: spec}, AuxInputs{ModelFeatures: FeaturesConfidence}, ds)
 	if err != nil || !ok {
 		t.Fatalf("resolve: ok %v, %v", ok, err)
 	}
@@ -381,7 +383,7 @@ func TestModelFeaturesConfidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ok, err = resolveFeatures(AuxTrainConfig{DepthModel: ref, DepthSpec: refSpec, ModelFeatures: FeaturesConfidence}, rs)
+	_, ok, err = resolveFeatures(AuxDepthModel{DepthModel: ref, DepthSpec: refSpec}, AuxInputs{ModelFeatures: FeaturesConfidence}, rs)
 	if ok || err == nil || !strings.Contains(err.Error(), refSpec) || !strings.Contains(err.Error(), "declares no confidence output") {
 		t.Fatalf("a spec without confidence: ok %v, %v", ok, err)
 	}

@@ -82,9 +82,9 @@ func TestAuxTrainOnKITTIAndNYULayouts(t *testing.T) {
 		name string
 		cfg  AuxTrainConfig
 	}{
-		{"kitti", AuxTrainConfig{Data: raw, Layout: dataset.LayoutKITTI, KITTIDepth: depthRoot, Split: splitFile}},
-		{"kitti detected", AuxTrainConfig{Data: raw, KITTIDepth: depthRoot, Split: splitFile}},
-		{"nyu", AuxTrainConfig{Data: nyu, Split: dataset.SplitAll}},
+		{"kitti", AuxTrainConfig{AuxData: AuxData{Data: raw, Layout: dataset.LayoutKITTI, KITTIDepth: depthRoot, Split: splitFile}}},
+		{"kitti detected", AuxTrainConfig{AuxData: AuxData{Data: raw, KITTIDepth: depthRoot, Split: splitFile}}},
+		{"nyu", AuxTrainConfig{AuxData: AuxData{Data: nyu, Split: dataset.SplitAll}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
@@ -99,7 +99,10 @@ func TestAuxTrainOnKITTIAndNYULayouts(t *testing.T) {
 		})
 	}
 	// A missing split file says where it looked.
-	_, _, err = AuxTrain(context.Background(), AuxTrainConfig{DepthModel: model, DepthSpec: spec, Data: raw, Layout: dataset.LayoutKITTI, Split: "eigen_test"})
+	_, _, err = AuxTrain(context.Background(), AuxTrainConfig{
+		AuxDepthModel: AuxDepthModel{DepthModel: model, DepthSpec: spec},
+		AuxData:       AuxData{Data: raw, Layout: dataset.LayoutKITTI, Split: "eigen_test"},
+	})
 	if err == nil || !strings.Contains(err.Error(), "split \"eigen_test\"") || !strings.Contains(err.Error(), filepath.Join(raw, "splits")) {
 		t.Fatalf("missing split: %v", err)
 	}

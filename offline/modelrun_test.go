@@ -36,7 +36,7 @@ func TestRunImagesEncodings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := auxue.NewModel(AuxTrainConfig{GlobalContext: true, GlobalContextBands: 4}.AuxModelConfig(c.Channels()))
+	m, err := auxue.NewModel(AuxTrainConfig{AuxHeads: AuxHeads{GlobalContext: true, GlobalContextBands: 4}}.AuxModelConfig(c.Channels()))
 	if err != nil {
 		t.Fatal(err)
 	}

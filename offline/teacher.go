@@ -125,13 +125,16 @@ func (t TeacherConfig) check() error {
 type LabelCounts struct {
 	// Real pixels carry the data set's own ground truth (it wins over
 	// the teacher per pixel); Teacher pixels the teacher's depth.
-	Real, Teacher int64
+	Real    int64 `json:"real_pixels"`
+	Teacher int64 `json:"teacher_pixels"`
 	// Pixels the teacher could not vouch for and that stayed without a
 	// target: at or beyond its range (or not a positive depth), zero in
 	// the user's mask, and below its confidence level.
-	BeyondRange, Masked, LowConfidence int64
+	BeyondRange   int64 `json:"beyond_range_pixels"`
+	Masked        int64 `json:"masked_pixels"`
+	LowConfidence int64 `json:"low_confidence_pixels"`
 	// FramesWithGT counts the frames with any real ground truth.
-	FramesWithGT int
+	FramesWithGT int `json:"frames_with_ground_truth"`
 }
 
 func (c *LabelCounts) add(o LabelCounts) {
@@ -157,23 +160,30 @@ func decodeLabels(src []uint32) LabelCounts {
 		LowConfidence: int64(src[4]), FramesWithGT: int(src[5])}
 }
 
-// TeacherReport is what a run with a teacher reports (AuxStats.Teacher).
+// TeacherReport is what a run with a teacher reports (AuxStats.Teacher,
+// the summary's teacher).
 type TeacherReport struct {
-	Model, SHA256, Provider string
-	Relative                bool
-	MaxDepth                float64
-	Mask                    string
-	MaxUncertainty          float64
-	ConfidenceDrop          float64
-	BlockShare              float64
+	Model          string  `json:"model"`
+	SHA256         string  `json:"sha256"`
+	Provider       string  `json:"provider"`
+	Relative       bool    `json:"relative"`
+	MaxDepth       float64 `json:"max_depth"`
+	Mask           string  `json:"mask,omitempty"`
+	MaxUncertainty float64 `json:"max_uncertainty,omitempty"`
+	ConfidenceDrop float64 `json:"confidence_drop,omitempty"`
+	BlockShare     float64 `json:"block_share"`
+	// IgnoredGT: the frames' own ground truth was left out.
+	IgnoredGT bool `json:"ignored_ground_truth"`
 	// Train and Val count the target pixels of the training and
 	// validation frames.
-	Train, Val LabelCounts
-	// CacheDir holds the teacher's read-outs; Reused of the Frames came
-	// from an earlier run.
-	CacheDir       string
-	Frames, Reused int
-	Seconds        float64 // the teacher's ONNX Runtime time
+	Train LabelCounts `json:"train"`
+	Val   LabelCounts `json:"val"`
+	// CacheDir holds the teacher's read-outs; of the frames labelled the
+	// teacher ran on FramesRun, FramesReused came from an earlier run.
+	CacheDir     string  `json:"cache_dir"`
+	FramesRun    int     `json:"frames_run"`
+	FramesReused int     `json:"frames_reused"`
+	Seconds      float64 `json:"seconds"` // the teacher's ONNX Runtime time
 }
 
 // teacher runs the teacher model and turns its read-out into targets.
@@ -858,14 +868,15 @@ func (r *teacherRun) Close() error {
 // reused by the next call) and records the counts in rec; dp is the
 // student's pass on the frame.
 func (r *teacherRun) label(ctx context.Context, i int, s *dataset.Sample, dp infer.DepthPass, rec *trainingRecord) (*dataset.Sample, error) {
-	r.t.rep.Frames++
-	reused := &r.t.rep.Reused
-	if i < len(r.fresh) && r.fresh[i] {
-		reused = new(int) // prefill ran it: in the cache, not reused
-	}
-	if err := r.t.readout(ctx, r.cache, i, s, reused); err != nil {
+	reused := 0
+	if err := r.t.readout(ctx, r.cache, i, s, &reused); err != nil {
 		return nil, err
 	}
+	if i < len(r.fresh) && r.fresh[i] {
+		reused = 0 // prefill ran it in this run: in the cache, not reused
+	}
+	r.t.rep.FramesReused += reused
+	r.t.rep.FramesRun += 1 - reused
 	r.sample = *s
 	if r.ignoreGT {
 		r.sample.Sparse = nil

@@ -55,9 +55,15 @@ func TestAuxTrainTeacherCache(t *testing.T) {
 	ta, _ := seededDepthModel(t, dir, "teacher-a", 6, W, H)
 	tb, _ := seededDepthModel(t, dir, "teacher-b", 7, W, H)
 	cache := filepath.Join(dir, "cache")
-	base := AuxTrainConfig{DepthModel: student, DepthSpec: sspec, Width: W, Height: H, Seed: 4, Drives: 2, FramesPerDrive: 10,
-		Frames: 4, ValFrames: 1, ValDrives: 1, Epochs: 1, Batch: 2, K: 4, CacheDir: cache,
-		Teacher: TeacherConfig{Model: ta}, IgnoreGroundTruth: true}
+	base := AuxTrainConfig{
+		AuxDepthModel: AuxDepthModel{DepthModel: student, DepthSpec: sspec},
+		AuxData:       AuxData{Width: W, Height: H, Drives: 2, FramesPerDrive: 10, Frames: 4, ValFrames: 1, ValDrives: 1},
+		AuxHeads:      AuxHeads{K: 4},
+		AuxOptim:      AuxOptim{Epochs: 1, Batch: 2},
+		AuxTeacher:    AuxTeacher{Teacher: TeacherConfig{Model: ta}, IgnoreGroundTruth: true},
+		Seed:          4,
+		CacheDir:      cache,
+	}
 	run := func(cfg AuxTrainConfig) *TeacherReport {
 		t.Helper()
 		_, st, err := AuxTrain(ctx, cfg)
@@ -70,7 +76,7 @@ func TestAuxTrainTeacherCache(t *testing.T) {
 		return st.Teacher
 	}
 	a := run(base)
-	if a.Frames != 5 || a.Reused != 0 || a.Train.Teacher == 0 || a.Train.Real != 0 || a.Val.Teacher == 0 {
+	if a.FramesRun != 5 || a.FramesReused != 0 || a.Train.Teacher == 0 || a.Train.Real != 0 || a.Val.Teacher == 0 {
 		t.Fatalf("first run: %+v", a)
 	}
 	if sum, err := sha256File(ta); err != nil || a.SHA256 != sum {
@@ -79,13 +85,13 @@ func TestAuxTrainTeacherCache(t *testing.T) {
 	// Another student: its own cache, the same teacher read-outs.
 	o := base
 	o.DepthModel, o.DepthSpec = other, ospec
-	if r := run(o); r.Reused != 5 || r.Seconds != 0 || r.Train != a.Train {
-		t.Fatalf("another student: teacher frames reused %d of %d, teacher time %v s, counts %+v vs %+v", r.Reused, r.Frames, r.Seconds, r.Train, a.Train)
+	if r := run(o); r.FramesReused != 5 || r.FramesRun != 0 || r.Seconds != 0 || r.Train != a.Train {
+		t.Fatalf("another student: teacher frames reused %d of %d, teacher time %v s, counts %+v vs %+v", r.FramesReused, r.FramesRun+r.FramesReused, r.Seconds, r.Train, a.Train)
 	}
 	// Another teacher: its own read-outs.
 	b := base
 	b.Teacher.Model = tb
-	if r := run(b); r.Reused != 0 || r.Frames != 5 || r.SHA256 == a.SHA256 {
+	if r := run(b); r.FramesReused != 0 || r.FramesRun != 5 || r.SHA256 == a.SHA256 {
 		t.Fatalf("another teacher: %+v", r)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(cache, "teacher-*"))
@@ -97,7 +103,7 @@ func TestAuxTrainTeacherCache(t *testing.T) {
 	g := base
 	g.IgnoreGroundTruth = false
 	r := run(g)
-	if r.Reused != 5 || r.Train.Real == 0 || r.Train.FramesWithGT != 4 || r.Train.Real+r.Train.Teacher+r.Train.BeyondRange != a.Train.Teacher+a.Train.BeyondRange {
+	if r.FramesReused != 5 || r.Train.Real == 0 || r.Train.FramesWithGT != 4 || r.Train.Real+r.Train.Teacher+r.Train.BeyondRange != a.Train.Teacher+a.Train.BeyondRange {
 		t.Fatalf("with ground truth: %+v (teacher only: %+v)", r.Train, a.Train)
 	}
 }
@@ -151,8 +157,13 @@ func TestTrainAuxUEOnRecordingWithTeacher(t *testing.T) {
 	}
 	student, sspec := seededDepthModel(t, dir, "student", 5, W, H)
 	teacher, _ := seededDepthModel(t, dir, "teacher", 6, W, H)
-	cfg := AuxTrainConfig{DepthModel: student, DepthSpec: sspec, Data: data, ValSplit: "none", Epochs: 2, Batch: 2, K: 4,
-		CacheDir: filepath.Join(dir, "cache"), Checkpoint: filepath.Join(dir, "auxue.ckpt")}
+	cfg := AuxTrainConfig{
+		AuxDepthModel: AuxDepthModel{DepthModel: student, DepthSpec: sspec},
+		AuxData:       AuxData{Data: data, ValSplit: "none"},
+		AuxHeads:      AuxHeads{K: 4},
+		AuxOptim:      AuxOptim{Epochs: 2, Batch: 2, Checkpoint: filepath.Join(dir, "auxue.ckpt")},
+		CacheDir:      filepath.Join(dir, "cache"),
+	}
 	if _, _, err := AuxTrain(ctx, cfg); err == nil || !strings.Contains(err.Error(), "no ground truth") {
 		t.Fatalf("a recording without a teacher: %v", err)
 	}
@@ -162,8 +173,8 @@ func TestTrainAuxUEOnRecordingWithTeacher(t *testing.T) {
 		t.Fatal(err)
 	}
 	tt := sum.Teacher
-	if tt == nil || sum.Frames != 6 || tt.Train.RealPixels != 0 || tt.Train.FramesWithGT != 0 || tt.Train.TeacherPixels == 0 ||
-		tt.Train.TeacherPixels+tt.Train.BeyondRangePixels != 6*W*H || len(sum.Epochs) != 2 {
+	if tt == nil || sum.Frames != 6 || tt.Train.Real != 0 || tt.Train.FramesWithGT != 0 || tt.Train.Teacher == 0 ||
+		tt.Train.Teacher+tt.Train.BeyondRange != 6*W*H || len(sum.Epochs) != 2 {
 		t.Fatalf("summary: frames %d, epochs %d, teacher %+v", sum.Frames, len(sum.Epochs), tt)
 	}
 	spec, err := ReadSpec(sum.Spec, infer.KindAuxUE)
@@ -171,8 +182,8 @@ func TestTrainAuxUEOnRecordingWithTeacher(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := sha256File(teacher)
-	if got := spec.AuxUE.Teacher; got == nil || got.SHA256 != want || got.TeacherPixels != tt.Train.TeacherPixels || got.MaxDepth != 80 {
-		t.Fatalf("the AuxUE's spec records the teacher %+v, want sha256 %s and %d pixels", got, want, tt.Train.TeacherPixels)
+	if got := spec.AuxUE.Teacher; got == nil || got.SHA256 != want || got.TeacherPixels != tt.Train.Teacher || got.MaxDepth != 80 {
+		t.Fatalf("the AuxUE's spec records the teacher %+v, want sha256 %s and %d pixels", got, want, tt.Train.Teacher)
 	}
 	if _, err := os.Stat(sum.Model); err != nil {
 		t.Fatal(err)
@@ -186,8 +197,8 @@ func TestTrainAuxUEOnRecordingWithTeacher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Frames != 6 || st.ValFrames != 0 || st.Teacher.Train.Teacher != tt.Train.TeacherPixels {
-			t.Fatalf("run %d on the recording: %d frames, %d val, teacher pixels %d, want 6, 0, %d", run, st.Frames, st.ValFrames, st.Teacher.Train.Teacher, tt.Train.TeacherPixels)
+		if st.Frames != 6 || st.ValFrames != 0 || st.Teacher.Train.Teacher != tt.Train.Teacher {
+			t.Fatalf("run %d on the recording: %d frames, %d val, teacher pixels %d, want 6, 0, %d", run, st.Frames, st.ValFrames, st.Teacher.Train.Teacher, tt.Train.Teacher)
 		}
 	}
 	if exports, _ := filepath.Glob(filepath.Join(dir, "cache", "recording-*", "meta.json")); len(exports) != 1 {
@@ -376,8 +387,8 @@ func TestTeacherBatchedEqualsPerFrame(t *testing.T) {
 				return r
 			}
 			one, three := do(1), do(3)
-			if one.rep.Reused != 0 || three.rep.Reused != 0 || three.rep.Frames != frames {
-				t.Fatalf("reused %d and %d, batched frames %d", one.rep.Reused, three.rep.Reused, three.rep.Frames)
+			if one.rep.FramesReused != 0 || three.rep.FramesReused != 0 || three.rep.FramesRun != frames {
+				t.Fatalf("reused %d and %d, batched frames run %d", one.rep.FramesReused, three.rep.FramesReused, three.rep.FramesRun)
 			}
 			for i := range frames {
 				if (one.conf[i] == nil) != (tc.name == "depth only") {

@@ -28,7 +28,11 @@ func logitFor(d, maxDepth float64) float32 { return float32(-math.Log(maxDepth/d
 // TestAuxTrainBadOutliers: outlier settings are checked before any frame
 // is rendered or run.
 func TestAuxTrainBadOutliers(t *testing.T) {
-	for _, c := range []AuxTrainConfig{{Outliers: 0.25}, {Outliers: 1, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip}}, {Outliers: -0.1}} {
+	for _, c := range []AuxTrainConfig{
+		{AuxOptim: AuxOptim{Outliers: 0.25}},
+		{AuxOptim: AuxOptim{Outliers: 1, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip}}},
+		{AuxOptim: AuxOptim{Outliers: -0.1}},
+	} {
 		_, _, err := AuxTrain(context.Background(), c)
 		if err == nil || !strings.Contains(err.Error(), "outlier fraction") {
 			t.Errorf("AuxTrain %+v: %v, want an outlier fraction error", c, err)
@@ -159,9 +163,13 @@ func TestTrainSmoke(t *testing.T) {
 	img, depthORT := append([]float32(nil), dp.Image...), append([]float32(nil), dp.Depth...)
 	dm.Close()
 
-	acfg := AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H,
-		Seed: 3, Drives: 3, FramesPerDrive: 20, Frames: 6, ValFrames: 2, ValDrives: 1, Epochs: 4, Batch: 2, LR: 2e-3, K: 8, UnlabeledKL: 0.1,
-		GlobalContext: true, GlobalContextBands: 4}
+	acfg := AuxTrainConfig{
+		AuxDepthModel: AuxDepthModel{DepthModel: model, DepthSpec: spec},
+		AuxData:       AuxData{Width: W, Height: H, Drives: 3, FramesPerDrive: 20, Frames: 6, ValFrames: 2, ValDrives: 1},
+		AuxHeads:      AuxHeads{K: 8, UnlabeledKL: 0.1, GlobalContext: true, GlobalContextBands: 4},
+		AuxOptim:      AuxOptim{Epochs: 4, Batch: 2, LR: 2e-3},
+		Seed:          3,
+	}
 	aux, ast, err := AuxTrain(ctx, acfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +177,7 @@ func TestTrainSmoke(t *testing.T) {
 	if !(ast.LastLoss < ast.FirstLoss) {
 		t.Fatalf("auxue loss did not fall: first %v last %v", ast.FirstLoss, ast.LastLoss)
 	}
-	if len(ast.Epochs) != 4 || ast.ValFrames != 2 || math.IsNaN(ast.Epochs[3].AUSERMSE) || math.IsNaN(ast.Epochs[3].SkyAUC) || math.IsNaN(ast.Epochs[3].NoGTAUC) {
+	if len(ast.Epochs) != 4 || ast.ValFrames != 2 || math.IsNaN(float64(ast.Epochs[3].AUSERMSE)) || math.IsNaN(float64(ast.Epochs[3].SkyAUC)) || math.IsNaN(float64(ast.Epochs[3].NoGTAUC)) {
 		t.Fatalf("validation reports %+v (%d validation frames)", ast.Epochs, ast.ValFrames)
 	}
 	// The K/S quantiles calibration compares its data with (CheckStranger):
@@ -177,18 +185,18 @@ func TestTrainSmoke(t *testing.T) {
 	if ks := ast.Epochs[3].KS; !(ks[0] > 0 && ks[0] <= ks[1] && ks[1] <= ks[2] && ks[2] <= 1) {
 		t.Fatalf("validation K/S quantiles %v", ks)
 	}
-	if ast.Contract.Factor != 4 || !ast.Contract.Row || !ast.Contract.Image.IsIdentity() || ast.CacheFPS <= 0 || ast.TrainFPS <= 0 {
-		t.Fatalf("contract %+v, cache %v fps, train %v fps", ast.Contract, ast.CacheFPS, ast.TrainFPS)
+	if ast.Contract.Factor != 4 || !ast.Contract.Row || !ast.Contract.Image.IsIdentity() || ast.Throughput.Cache <= 0 || ast.Throughput.Train <= 0 {
+		t.Fatalf("contract %+v, cache %v fps, train %v fps", ast.Contract, ast.Throughput.Cache, ast.Throughput.Train)
 	}
 	// The reference recipe also swaps batch items for layout outliers; their
 	// blocks have no ground truth, so the epoch means (divided by the labeled
 	// count) are not comparable across epochs: the run must only stay finite.
 	ocfg := acfg
 	ocfg.Epochs, ocfg.Outliers, ocfg.OutlierKinds = 2, 0.5, []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}
-	if _, ost, err := AuxTrain(ctx, ocfg); err != nil || math.IsNaN(ost.LastLoss) || math.IsInf(ost.LastLoss, 0) {
+	if _, ost, err := AuxTrain(ctx, ocfg); err != nil || math.IsNaN(float64(ost.LastLoss)) || math.IsInf(float64(ost.LastLoss), 0) {
 		t.Fatalf("auxue training with layout outliers: %v (last loss %v)", err, ost.LastLoss)
 	}
-	auxPath, auxSpecPath, err := WriteAuxArtifacts(aux, ast.Contract, ds, infer.AuxUEInfo{DepthModelSHA256: ast.DepthSHA256}, dir, "auxue")
+	auxPath, auxSpecPath, err := WriteAuxArtifacts(aux, ast.Contract.InputContract, ds, infer.AuxUEInfo{DepthModelSHA256: ast.DepthSHA256}, dir, "auxue")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +264,14 @@ func TestAuxTrainCacheAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := AuxTrainConfig{DepthModel: model, DepthSpec: spec, Width: W, Height: H, Seed: 4, Drives: 2, FramesPerDrive: 10,
-		Frames: 4, ValFrames: 1, ValDrives: 1, Epochs: 2, Batch: 2, K: 4, CacheDir: filepath.Join(dir, "cache"),
-		Outliers: 0.5, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}}
+	base := AuxTrainConfig{
+		AuxDepthModel: AuxDepthModel{DepthModel: model, DepthSpec: spec},
+		AuxData:       AuxData{Width: W, Height: H, Drives: 2, FramesPerDrive: 10, Frames: 4, ValFrames: 1, ValDrives: 1},
+		AuxHeads:      AuxHeads{K: 4},
+		AuxOptim:      AuxOptim{Epochs: 2, Batch: 2, Outliers: 0.5, OutlierKinds: []auxue.OutlierKind{auxue.OutlierFlip, auxue.OutlierTiles}},
+		Seed:          4,
+		CacheDir:      filepath.Join(dir, "cache"),
+	}
 	weights := func(m *auxue.Model) []float32 {
 		var out []float32
 		for _, p := range m.Params() {
@@ -277,7 +290,7 @@ func TestAuxTrainCacheAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st2.Cache.Reused != 4 || st2.Cache.ValRe != 1 || st2.Phases.Depth != 0 {
+	if st2.Cache.Reused != 4 || st2.Cache.ValReused != 1 || st2.Phases.Depth != 0 {
 		t.Fatalf("second run did not reuse the cache: %+v, depth model time %v", st2.Cache, st2.Phases.Depth)
 	}
 	if !reflect.DeepEqual(weights(m1), weights(m2)) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/calib/metrics"
+	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/manifest"
 	"github.com/didoedge/didoedge/runtime/infer"
 )
@@ -252,39 +253,41 @@ func Shard(ctx context.Context, o ShardOptions) (*Summary, error) {
 	start := time.Now()
 	inW, inH := models.InputSize()
 	var tm infer.StageTimes
-	for n, e := range mine {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		smp, err := l.sets[e.src].Load(e.item)
+	load := func(n int) (*dataset.Sample, error) {
+		smp, err := l.sets[mine[n].src].Load(mine[n].item)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
-		models.FrameFocal(smp.Intrinsics.Fx, smp.Width)
-		maps, img, err := models.InferTimed(ctx, smp.RGB, smp.Width, smp.Height, &tm)
+		return smp, nil
+	}
+	err = infer.InferFrames(ctx, models, len(mine), load, &tm, func(n int, smp *dataset.Sample, maps infer.Maps, img []uint8, err error) error {
 		if errors.Is(err, infer.ErrInvalidOutput) {
 			o.Log.Warn("skipping frame with non-finite model outputs", "frame", smp.Name)
 			sum.Skipped++
-			continue
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("calibrate: frame %s: %w", smp.Name, err)
+			return fmt.Errorf("calibrate: frame %s: %w", smp.Name, err)
 		}
 		if dom != nil {
 			// before s.frame: the domain statistics read the native maps,
 			// which the relative alignment below does not touch
 			if err := dom.frame(maps, img, inW, inH); err != nil {
-				return nil, fmt.Errorf("frame %s: %w", smp.Name, err)
+				return fmt.Errorf("frame %s: %w", smp.Name, err)
 			}
 		}
 		before := sum.GTPixels
 		if err := s.frame(maps, smp.Sparse, smp.Width, smp.Height); err != nil {
-			return nil, err
+			return err
 		}
-		gtBySet[e.src] += sum.GTPixels - before
+		gtBySet[mine[n].src] += sum.GTPixels - before
 		if (n+1)%50 == 0 {
 			o.Log.Info("calibrate", "frames", n+1, "of", len(mine), "elapsed", time.Since(start).Round(time.Second))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for i, ds := range l.sets {
 		if ds.HasGroundTruth() && gtBySet[i] == 0 && slices.ContainsFunc(mine, func(e entry) bool { return e.src == i }) {

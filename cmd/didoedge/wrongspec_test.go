@@ -33,7 +33,7 @@ func TestWrongSpecAtEveryEntryPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := auxue.NewModel(offline.AuxTrainConfig{GlobalContext: true, GlobalContextBands: 4}.AuxModelConfig(c.Channels()))
+	m, err := auxue.NewModel(offline.AuxTrainConfig{AuxHeads: offline.AuxHeads{GlobalContext: true, GlobalContextBands: 4}}.AuxModelConfig(c.Channels()))
 	if err != nil {
 		t.Fatal(err)
 	}
