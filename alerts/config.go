@@ -51,7 +51,7 @@ type EventConfig struct {
 const (
 	DefaultFusionTimeConstant = 50 * time.Millisecond
 	DefaultEnterInertia       = 300 * time.Millisecond
-	DefaultCriticalEnter      = 0
+	DefaultCriticalEnter      = 70 * time.Millisecond
 	DefaultExitInertia        = 200 * time.Millisecond
 	DefaultMinEpisode         = time.Second
 	DefaultMergeWindow        = time.Second

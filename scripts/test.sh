@@ -16,3 +16,7 @@ go test -count=1 -timeout 25m "$@" ./...
 # The strict YAML decoder reads every config and request body: fuzz it
 # (anchors, aliases, merge keys, redacted errors) for a bounded time.
 go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 20s ./internal/yamlstrict
+# The browser-facing guard of every HTTP listener parses the Host and
+# Origin headers of any request: fuzz both for a few seconds each.
+go test -run '^$' -fuzz '^FuzzHost$' -fuzztime 5s ./internal/httpguard
+go test -run '^$' -fuzz '^FuzzOrigin$' -fuzztime 5s ./internal/httpguard

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/didoedge/didoedge/internal/boundedfile"
 )
 
 // Config is the embedded broker section of a deployment (alerts.embedded),
@@ -183,6 +185,26 @@ func reaches(f, prefix string) bool {
 		}
 	}
 	return len(fl) >= len(pl)
+}
+
+// Files are the files the section names, under key prefix (e.g.
+// "alerts.embedded."): the users' password files, then the TLS listener's
+// certificate, key and client CA (those given).
+func (c Config) Files(prefix string) []boundedfile.Named {
+	var out []boundedfile.Named
+	for i, u := range c.Users {
+		if u.PasswordFile != "" {
+			out = append(out, boundedfile.Named{Key: fmt.Sprintf("%susers[%d].password_file", prefix, i), Path: u.PasswordFile})
+		}
+	}
+	if t := c.TLS; t != nil {
+		for _, f := range []boundedfile.Named{{Key: "cert", Path: t.Cert}, {Key: "key", Path: t.Key}, {Key: "client_ca", Path: t.ClientCA}} {
+			if f.Path != "" {
+				out = append(out, boundedfile.Named{Key: prefix + "tls." + f.Key, Path: f.Path})
+			}
+		}
+	}
+	return out
 }
 
 // ResolvePaths makes the section's relative file paths (users' password

@@ -11,6 +11,7 @@ import (
 
 	"github.com/didoedge/didoedge/alerts/broker"
 	"github.com/didoedge/didoedge/alerts/outbox"
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/redact"
 )
 
@@ -129,6 +130,31 @@ func (c ServiceConfig) Validate(topicPrefix string) error {
 		return fmt.Errorf("embedded.%w", err)
 	}
 	return nil
+}
+
+// Files are the files the sections name, under key prefix (e.g.
+// "alerts."): the connection's (mqtt.) password file and TLS files, then
+// the embedded broker's (embedded.).
+func (c ServiceConfig) Files(prefix string) []boundedfile.Named {
+	return append(c.MQTT.Files(prefix+"mqtt."), c.Embedded.Files(prefix+"embedded.")...)
+}
+
+// Files are the files the connection names, under key prefix (e.g.
+// "alerts.mqtt."): the password file, then the TLS CA, certificate and
+// key (those given).
+func (m Config) Files(prefix string) []boundedfile.Named {
+	var out []boundedfile.Named
+	if m.PasswordFile != "" {
+		out = append(out, boundedfile.Named{Key: prefix + "password_file", Path: m.PasswordFile})
+	}
+	if t := m.TLS; t != nil {
+		for _, f := range []boundedfile.Named{{Key: "ca", Path: t.CA}, {Key: "cert", Path: t.Cert}, {Key: "key", Path: t.Key}} {
+			if f.Path != "" {
+				out = append(out, boundedfile.Named{Key: prefix + "tls." + f.Key, Path: f.Path})
+			}
+		}
+	}
+	return out
 }
 
 // ResolvePaths makes every relative file path of the sections relative to

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -56,4 +57,16 @@ func (c *Config) ResolvePaths(dir string) {
 	if c.Dir != "" && !filepath.IsAbs(c.Dir) {
 		c.Dir = filepath.Join(dir, c.Dir)
 	}
+}
+
+// CheckDir checks that the outbox directory can be made: its parent is a
+// directory (the outbox makes the directory itself); key names it
+// (e.g. "alerts.outbox.dir").
+func (c Config) CheckDir(key string) error {
+	if parent := filepath.Dir(c.Dir); parent != "" {
+		if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s: parent %q is not a directory", key, parent)
+		}
+	}
+	return nil
 }

@@ -73,7 +73,7 @@ func servePipeline(ctx context.Context, env *cliEnv, cfg *runconfig.Config, opts
 	if cfg.Live.Enabled() {
 		var err error
 		if lv, err = live.Listen(ctx, cfg.Live, live.Options{Logger: env.log, Intrinsics: cfg.Record.Intrinsics,
-			Confidence: cfg.ModelsConfig().DepthSpec.Confidence != nil}); err != nil {
+			Confidence: cfg.ModelsConfig().DepthSpec.Confidence != nil, Domain: stream.MonitorsDomain(cfg)}); err != nil {
 			return err
 		}
 		defer lv.Close()

@@ -36,7 +36,7 @@ func (f *RenderFlags) AddFlags(fs *flag.FlagSet) {
 }
 
 // Render writes the data set the flags describe (Generate through
-// SimWorld) with a progress bar on progress and a closing line on w.
+// World) with a progress bar on progress and a closing line on w.
 // Errors name the flag.
 func (f *RenderFlags) Render(ctx context.Context, w, progress io.Writer, log *slog.Logger) error {
 	if f.Out == "" {
@@ -65,7 +65,7 @@ func (f *RenderFlags) Render(ctx context.Context, w, progress io.Writer, log *sl
 	if nd > f.Frames {
 		return fmt.Errorf("sim render: --drives %d exceeds --frames %d", nd, f.Frames)
 	}
-	src := SimWorld{Config: sim.Config{World: f.World, Width: wd, Height: h, Fog: float32(f.Fog), Parallelism: 1, Camera: f.Camera}}
+	src := World{Config: sim.Config{World: f.World, Width: wd, Height: h, Fog: float32(f.Fog), Parallelism: 1, Camera: f.Camera}}
 	meta, err := src.Meta(f.Seed)
 	if err != nil {
 		return fmt.Errorf("sim render: %w", err)

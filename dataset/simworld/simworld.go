@@ -5,40 +5,40 @@ import (
 	"github.com/didoedge/didoedge/dataset"
 )
 
-// SimWorld is the one adapter from the simulated camera (camera/sim) to
+// World is the one adapter from the simulated camera (camera/sim) to
 // data sets: Generate renders its drives (`didoedge sim render`, the
 // demo's calibration frames), and training pools render its frames on the
 // fly (offline.SimSource). Drive d of a set with seed S is the world of
 // seed DriveSeed(S, d), so a frame is a pure function of (S, d, index).
-type SimWorld struct {
+type World struct {
 	// Config is the renderer's; its Seed is replaced by each drive's.
 	Config sim.Config
 }
 
-// SimDrive renders the frames of one drive.
-type SimDrive struct {
+// Drive renders the frames of one drive.
+type Drive struct {
 	r *sim.Renderer
 	f *sim.Frame // RenderFrame's frame, made on first use
 }
 
 // Drive opens the renderer of the world of seed seed.
-func (w SimWorld) Drive(seed int64) (*SimDrive, error) {
+func (w World) Drive(seed int64) (*Drive, error) {
 	cfg := w.Config
 	cfg.Seed = seed
 	r, err := sim.NewRenderer(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &SimDrive{r: r}, nil
+	return &Drive{r: r}, nil
 }
 
 // OpenDrive implements FrameSource: one renderer per worker and drive.
-func (w SimWorld) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) { return w.Drive(d.Seed) }
+func (w World) OpenDrive(d dataset.Drive) (dataset.FrameRenderer, error) { return w.Drive(d.Seed) }
 
 // Meta describes a data set of the world: size, intrinsics, depth
 // encoding, the semantic and sparse ground-truth kinds; Drives are the
 // caller's.
-func (w SimWorld) Meta(seed int64) (dataset.Meta, error) {
+func (w World) Meta(seed int64) (dataset.Meta, error) {
 	cfg := w.Config
 	cfg.Seed = seed
 	probe, err := sim.NewRenderer(cfg)
@@ -59,11 +59,11 @@ func (w SimWorld) Meta(seed int64) (dataset.Meta, error) {
 }
 
 // RenderInto renders frame index of the drive into f.
-func (d *SimDrive) RenderInto(index int, f *sim.Frame) error { return d.r.Render(index, f) }
+func (d *Drive) RenderInto(index int, f *sim.Frame) error { return d.r.Render(index, f) }
 
 // RenderFrame implements FrameRenderer: the sample aliases the drive's
 // frame until the next call.
-func (d *SimDrive) RenderFrame(index int, s *dataset.Sample) error {
+func (d *Drive) RenderFrame(index int, s *dataset.Sample) error {
 	if d.f == nil {
 		cfg := d.r.Config()
 		d.f = sim.NewFrame(cfg.Width, cfg.Height)

@@ -171,6 +171,9 @@ func Open(key, path string, kind Kind) (*os.File, error) {
 	return f, nil
 }
 
+// Named is a file a config key names: the key for messages, the path.
+type Named struct{ Key, Path string }
+
 // Check opens and closes the file at path under Read's checks, without
 // reading it: for files another library opens by name later.
 func Check(key, path string, kind Kind) error {

@@ -11,7 +11,7 @@ import (
 )
 
 // SimSource renders training frames of the simulated outdoor world on the
-// fly (through simworld.SimWorld, the one adapter of the simulator): drive d uses the world seed dataset.DriveSeed(Seed, d) (the same
+// fly (through simworld.World, the one adapter of the simulator): drive d uses the world seed dataset.DriveSeed(Seed, d) (the same
 // derivation `didoedge sim render` uses, so a data set rendered with another
 // --seed holds different drives), frame indices lie in [0, FramesPerDrive).
 // Frames are a pure function of (seed, drive, index), so a training run is
@@ -22,8 +22,8 @@ type SimSource struct {
 	FramesPerDrive int
 	Width, Height  int
 
-	world  simworld.SimWorld
-	drives map[int]*simworld.SimDrive
+	world  simworld.World
+	drives map[int]*simworld.Drive
 	frame  *sim.Frame
 }
 
@@ -33,8 +33,8 @@ func NewSimSource(seed int64, drives, framesPerDrive, width, height int) (*SimSo
 		return nil, fmt.Errorf("sim source: %d drives x %d frames, want at least 1 each", drives, framesPerDrive)
 	}
 	return &SimSource{Seed: seed, Drives: drives, FramesPerDrive: framesPerDrive, Width: width, Height: height,
-		world:  simworld.SimWorld{Config: sim.Config{World: sim.WorldOutdoor, Width: width, Height: height}},
-		drives: map[int]*simworld.SimDrive{}, frame: sim.NewFrame(width, height)}, nil
+		world:  simworld.World{Config: sim.Config{World: sim.WorldOutdoor, Width: width, Height: height}},
+		drives: map[int]*simworld.Drive{}, frame: sim.NewFrame(width, height)}, nil
 }
 
 // Render returns drive d's frame i (owned by the source until the next call).

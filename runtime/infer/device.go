@@ -317,6 +317,20 @@ type modelsDev struct {
 	// differs).
 	depthShared bool
 	mem         string
+	// api holds the copies' CUDA stream (DevAPI.Close frees it): closed
+	// when the path turns off or the models close, after both sessions'
+	// device tensors.
+	api *onnxrt.DevAPI
+}
+
+// closeAPI frees the device API once the sessions dropped their tensors.
+func (d *modelsDev) closeAPI() error {
+	if d == nil || d.api == nil {
+		return nil
+	}
+	err := d.api.Close()
+	d.api = nil
+	return err
 }
 
 // deviceMemory decides the memory of the device path: "Cuda" or "Cpu",
@@ -368,12 +382,17 @@ func (m *Models) setupDevice(log *slog.Logger) {
 	log.Info("device-resident tensors", "memory", mem, "device", device, "depth_handoff", map[bool]string{true: "raw output on the device", false: "read-out uploaded"}[m.dev.depthShared])
 }
 
-func (m *Models) openDevice(mem string, device int) error {
+func (m *Models) openDevice(mem string, device int) (err error) {
 	lib := m.depth.lib.Path
 	dapi, err := onnxrt.NewDevAPI(lib, mem == "Cuda", device)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			dapi.Close() // the sessions closed their tensors on the way out
+		}
+	}()
 	d, a := m.depth, m.aux
 	nOut := len(d.outputs)
 	dl := make([]bool, nOut)
@@ -406,7 +425,7 @@ func (m *Models) openDevice(mem string, device int) error {
 		d.closeDevice()
 		return err
 	}
-	dev.on, dev.mem = true, mem
+	dev.on, dev.mem, dev.api = true, mem, dapi
 	return nil
 }
 
@@ -428,6 +447,9 @@ func (m *Models) deviceOn() bool {
 	m.depth.closeDevice()
 	m.depth.mu.Unlock()
 	m.dev.on = false
+	if err := m.dev.closeAPI(); err != nil && m.rl != nil {
+		m.rl.Log(slog.LevelWarn, "device api close", "device-resident tensors: closing the device API", "err", oneLine(err))
+	}
 	return false
 }
 

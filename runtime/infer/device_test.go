@@ -226,6 +226,7 @@ func TestDeviceFaultFallsBack(t *testing.T) {
 	if f := dev.aux.Faults(); f.RunFaults != 1 || f.Recovered != 1 || dev.DeviceResident() != "Cpu" {
 		t.Fatalf("faults %+v, device %q: want one recovered fault on the device path", f, dev.DeviceResident())
 	}
+	api := dev.dev.api
 	dev.depth.injectRunFailures(2)
 	_, err = dev.Infer(ctx, frames[0], ws[0], hs[0])
 	var mf *ModelFault
@@ -241,6 +242,9 @@ func TestDeviceFaultFallsBack(t *testing.T) {
 	}
 	if got := dev.DeviceResident(); got != "" {
 		t.Fatalf("after a rebuild: DeviceResident %q, want the host path", got)
+	}
+	if api == nil || !api.Closed() || dev.dev.api != nil {
+		t.Fatalf("after the path turned off: device API %v, closed %v; want it closed and dropped", api, api != nil && api.Closed())
 	}
 	check("after the rebuild (host path)", mp)
 }
@@ -286,9 +290,17 @@ func TestDeviceNoLeak(t *testing.T) {
 	if got := d.live + a.live; got != live {
 		t.Errorf("ONNX Runtime objects held: %d after 1000 frames, %d after the first", got, live)
 	}
+	api := m.dev.api
+	if api == nil || api.Closed() {
+		t.Fatalf("device API %v before Close, want an open one", api)
+	}
 	m.Close()
 	if d.live != 0 || a.live != 0 {
 		t.Errorf("after Close: depth holds %d, auxue %d objects", d.live, a.live)
+	}
+	// The device API (with CUDA: the copies' stream) goes with the models.
+	if !api.Closed() || m.dev.api != nil {
+		t.Errorf("after Close: device API closed %v, still held %v", api.Closed(), m.dev.api != nil)
 	}
 }
 

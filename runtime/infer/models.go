@@ -492,5 +492,7 @@ func (m *Models) Close() error {
 		err = errors.Join(err, m.depth.Close())
 		m.depth = nil
 	}
-	return err
+	// After both sessions released their device tensors: the copies'
+	// stream and the device API go last.
+	return errors.Join(err, m.dev.closeAPI())
 }

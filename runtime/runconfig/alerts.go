@@ -1,15 +1,18 @@
 package runconfig
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
-	"github.com/didoedge/didoedge/internal/boundedfile"
+	"gopkg.in/yaml.v3"
 
 	"github.com/didoedge/didoedge/alerts"
 	"github.com/didoedge/didoedge/alerts/mqttpub"
 	"github.com/didoedge/didoedge/alerts/snapshot"
+	"github.com/didoedge/didoedge/internal/boundedfile"
 	"github.com/didoedge/didoedge/internal/yamlstrict"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // AlertsConfig is the alerts section of a deployment: the alert domain's
@@ -113,4 +116,76 @@ func (c *AlertsConfig) ResolvePaths(dir string) {
 	c.Config.ResolvePaths(dir)
 	c.ServiceConfig.ResolvePaths(dir)
 	c.Snapshots.ResolvePaths(dir)
+}
+
+// checkRelative refuses the metre-based criteria for a relative depth
+// model: its depth has no metres, so the pessimistic depth of a zone means
+// nothing. The epistemic and the relative aleatoric criteria stay.
+func (c *Config) checkRelative(ac alerts.Config) error {
+	cal, err := ac.LoadCalibrationFor()
+	if err != nil {
+		return nil // reported with the engine spec
+	}
+	if cal.Levels.PessimisticDepth != nil {
+		src := ac.Calibration
+		if src == "" {
+			src = "the built-in defaults (alerts.calibration empty)"
+		}
+		return fmt.Errorf("alerts.calibration: levels.pessimistic_depth_m of %s needs depth in metres, but depth %q is relative (depth.meaning %s): "+
+			"remove that criterion (ood_fraction and aleatoric_fraction work on relative models; didoedge calibrate writes such a file)",
+			src, c.Depth.Model, infer.MeaningRelative)
+	}
+	return nil
+}
+
+// checkConfidence refuses the confidence_fraction criterion for a depth
+// model without its own confidence output: the zones would never have a
+// confidence value, and the criterion would silently never fire.
+func (c *Config) checkConfidence(ac alerts.Config) error {
+	if c.Depth.IO == nil || c.Depth.IO.Confidence != nil {
+		return nil
+	}
+	cal, err := ac.LoadCalibrationFor()
+	if err != nil || !cal.UsesConfidence() {
+		return nil // errors are reported with the engine spec
+	}
+	src := ac.Calibration
+	if src == "" {
+		src = "the built-in defaults (alerts.calibration empty)"
+	}
+	return fmt.Errorf("alerts.calibration: levels.confidence_fraction of %s needs the depth model's own confidence, but depth %q has none: "+
+		"add its output to depth.io.confidence ({name: ..., meaning: log_error|relative_error_complement|ranking|spread|validity}) or remove the criterion and tau_c",
+		src, c.Depth.Model)
+}
+
+// parseAlerts parses the alerts section with package alerts' own strict
+// parser and resolves its relative paths against dir.
+func (c *Config) parseAlerts(name, dir string) error {
+	if c.Alerts.Kind == 0 {
+		return errors.New("alerts: missing section")
+	}
+	data, err := yaml.Marshal(&c.Alerts)
+	if err != nil {
+		return fmt.Errorf("alerts: %w", err)
+	}
+	parse := ParseAlerts
+	if len(c.Cameras) > 0 {
+		parse = ParseSharedAlerts
+	}
+	ac, err := parse("alerts", data)
+	if err != nil {
+		return err
+	}
+	ac.ResolvePaths(dir)
+	if _, err := ac.LoadCalibrationFor(); err != nil {
+		return fmt.Errorf("alerts.calibration: %w", err)
+	}
+	// The transports name their files and check their directories.
+	var errs []error
+	for _, f := range ac.ServiceConfig.Files("alerts.") {
+		errs = append(errs, checkFile(f.Key, f.Path))
+	}
+	errs = append(errs, ac.Outbox.CheckDir("alerts.outbox.dir"))
+	c.AlertsConfig = ac
+	return errors.Join(errs...)
 }

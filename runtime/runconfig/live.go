@@ -40,6 +40,14 @@ type LiveConfig struct {
 	// file is opened, so that a request cannot make the runtime read
 	// /etc/shadow or /dev/zero.
 	AllowedDirs []string `yaml:"allowed_dirs"`
+	// AllowedOrigins are the browser origins (scheme://host[:port], e.g.
+	// https://app.foxglove.dev) whose pages may change the configuration
+	// over the WebSocket (Foxglove's setParameters) without the token.
+	// Default none: without a token only clients that are not browser
+	// pages (no Origin header: a process of this machine) may; a page
+	// of any other origin, a page of this machine's included, may only
+	// read (docs/security.md).
+	AllowedOrigins []string `yaml:"allowed_origins"`
 
 	// Token is TokenFile's content (trimmed), read when the config is loaded.
 	Token string `yaml:"-"`
@@ -90,6 +98,9 @@ func (l *LiveConfig) Finish(key string) error {
 		return fmt.Errorf("%s.queue: %d is not in 4..4096", key, l.Queue)
 	}
 	if err := httpguard.ValidateHosts(key+".allowed_hosts", l.AllowedHosts); err != nil {
+		return err
+	}
+	if err := httpguard.ValidateOrigins(key+".allowed_origins", l.AllowedOrigins); err != nil {
 		return err
 	}
 	if l.TokenFile != "" {

@@ -39,6 +39,9 @@ func TestOverridesConfig(t *testing.T) {
 		{"profile name", "profiles: {Night: {}}\n", []string{"profiles.Night: name must match"}},
 		{"live off by default", "live: {}\n", nil},
 		{"live on a network address without a token", "live: {listen: \"0.0.0.0:8765\"}\n", []string{"live.token_file: required when live.listen"}},
+		{"live origins", "live: {listen: \"127.0.0.1:8765\", allowed_origins: [\"https://app.foxglove.dev\", \"http://127.0.0.1:3000\"]}\n", nil},
+		{"live origin with a path", "live: {listen: \"127.0.0.1:8765\", allowed_origins: [\"https://app.foxglove.dev/studio\"]}\n", []string{`live.allowed_origins[0]: "https://app.foxglove.dev/studio" is not an origin`}},
+		{"live origin wildcard", "live: {listen: \"127.0.0.1:8765\", allowed_origins: [\"https://*.foxglove.dev\"]}\n", []string{`live.allowed_origins[0]`, `is not a DNS name`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := Parse("cfg.yaml", []byte(validConfig()+c.extra), dir)

@@ -55,6 +55,9 @@ func (p *Pipeline) apply(cfg *runconfig.Config, rs *runState) error {
 	if err != nil {
 		return p.reloadFailed(err)
 	}
+	if err := checkDomainReload(p.Config().Domain, cfg.Domain); err != nil { // domain.go
+		return p.reloadFailed(err)
+	}
 	byName := make(map[string]runconfig.CameraSpec, len(specs))
 	for _, cs := range specs {
 		byName[cs.Name] = cs
@@ -64,6 +67,7 @@ func (p *Pipeline) apply(cfg *runconfig.Config, rs *runState) error {
 		prepared []*alerts.PreparedReload
 		kept     []*cameraPipe
 		next     []runconfig.CameraSpec // kept[i]'s new spec
+		domains  []*domainReload        // kept[i]'s monitor settings
 		removed  []*cameraPipe
 		sources  []string
 	)
@@ -85,6 +89,11 @@ func (p *Pipeline) apply(cfg *runconfig.Config, rs *runState) error {
 			return p.reloadFailed(fmt.Errorf("%s: %w", c.spec.Key, err))
 		}
 		prepared = append(prepared, r)
+		dr, err := c.prepareDomainReload(cfg.Domain, es.Calibration) // domain.go
+		if err != nil {
+			return p.reloadFailed(fmt.Errorf("%s: %w", c.spec.Key, err))
+		}
+		domains = append(domains, dr)
 		if cs.Source != c.spec.Source {
 			sources = append(sources, cs.Key)
 		}
@@ -100,7 +109,7 @@ func (p *Pipeline) apply(cfg *runconfig.Config, rs *runState) error {
 		if _, ok := running[cs.Name]; ok {
 			continue
 		}
-		c, err := p.prepareCamera(cs)
+		c, err := p.prepareCamera(cs, cfg.Domain)
 		if err != nil {
 			return p.reloadFailed(err)
 		}
@@ -127,6 +136,7 @@ func (p *Pipeline) apply(cfg *runconfig.Config, rs *runState) error {
 	}
 	for i, c := range kept {
 		c.spec = next[i]
+		domains[i].apply(p.log, c.name)
 		c.stallNS.Store(int64(c.spec.Alerts.Events.CameraStall))
 		c.snap.setZones(c.engine.Zones(), c.engine.Calibration().TauE)
 		p.log.Info("reloaded zones and thresholds", "camera", c.name, "zones", len(c.engine.Zones()),
@@ -156,10 +166,11 @@ func (p *Pipeline) apply(cfg *runconfig.Config, rs *runState) error {
 
 // prepareCamera builds what a camera added at run time needs before the
 // change commits: its engine spec (validated by building an engine
-// without sinks: nothing is announced yet), a view of the shared models
+// without sinks: nothing is announced yet), its domain monitor with the
+// new configuration's domain: section, a view of the shared models
 // with its own buffers, and its source, opened from its spec. Nothing is
 // started and nothing is visible to other goroutines.
-func (p *Pipeline) prepareCamera(cs runconfig.CameraSpec) (*cameraPipe, error) {
+func (p *Pipeline) prepareCamera(cs runconfig.CameraSpec, dom runconfig.DomainConfig) (*cameraPipe, error) {
 	es, err := cs.EngineSpec()
 	if err != nil {
 		return nil, err
@@ -168,6 +179,9 @@ func (p *Pipeline) prepareCamera(cs runconfig.CameraSpec) (*cameraPipe, error) {
 		return nil, fmt.Errorf("%s: %w", cs.Key, err)
 	}
 	c := &cameraPipe{p: p, name: cs.Name, spec: cs, es: es, rl: p.rl}
+	if c.dom, err = newDomainMonitor(p.domainRec, dom, es.Calibration); err != nil { // domain.go
+		return nil, fmt.Errorf("%s: %w", cs.Key, err)
+	}
 	if c.models, err = p.models.Share(); err != nil {
 		return nil, fmt.Errorf("%s: %w", cs.Key, err)
 	}
@@ -199,9 +213,6 @@ func (p *Pipeline) startAdded(c *cameraPipe) bool {
 		p.rl.Warn("alerts announce "+c.name, "camera added; a sink failed on its zones' states", "camera", c.name, "err", err)
 	}
 	c.engine = engine
-	if c.dom, err = newDomainMonitor(p.domainRec, p.cfg.Domain, engine.Calibration()); err != nil { // domain.go
-		p.log.Error("camera added without its domain monitor", "camera", c.name, "err", err)
-	}
 	c.stallNS.Store(int64(c.spec.Alerts.Events.CameraStall))
 	inW, inH := p.models.InputSize()
 	c.snap.init(inW, inH, inW, inH, engine.Zones(), engine.Calibration().TauE)

@@ -29,10 +29,11 @@ type domainMonitor struct {
 	scratch *domain.Scratch
 	stats   []float64
 	mon     *domain.Monitor
-	// source says where the threshold came from (logs, health).
+	// source says where the threshold came from (logs; scheduler goroutine).
 	source string
 
 	distBits, smoothBits, thrBits atomic.Uint64
+	windowNS                      atomic.Int64 // mon's window (a reload changes it)
 	shifted, persistent           atomic.Bool
 	sinceNS                       atomic.Int64
 	shifts                        atomic.Uint64 // shifts begun
@@ -62,6 +63,17 @@ func domainRecord(cfg *runconfig.Config, log *slog.Logger) *domain.Record {
 	return rec
 }
 
+// MonitorsDomain reports whether cfg's cameras run the domain monitor: it
+// is not switched off and the AuxUE's spec has a training-domain record
+// (the live view advertises its domain channels then).
+func MonitorsDomain(cfg *runconfig.Config) bool {
+	if cfg.Domain.Off {
+		return false
+	}
+	_, err := cfg.ModelsConfig().AuxUESpec.DomainRecord()
+	return err == nil
+}
+
 // newDomainMonitor builds a camera's monitor for rec (nil: none), with the
 // threshold of domain.threshold: the number, else the camera's calibrated
 // domain_threshold, else the record's at domain.false_alarm_rate.
@@ -73,24 +85,99 @@ func newDomainMonitor(rec *domain.Record, d runconfig.DomainConfig, cal alerts.C
 	if err != nil {
 		return nil, err
 	}
+	mc, source, err := domainSettings(rec, d, cal)
+	if err != nil {
+		return nil, err
+	}
+	mon, err := domain.NewMonitor(mc)
+	if err != nil {
+		return nil, err
+	}
+	m := &domainMonitor{rec: rec, ex: ex, scratch: rec.NewScratch(), stats: make([]float64, rec.Layout.Dim()), mon: mon}
+	m.publishSettings(mc, source)
+	return m, nil
+}
+
+// domainSettings is the monitor config the domain: section and the
+// camera's calibration ask for, and where its threshold comes from.
+func domainSettings(rec *domain.Record, d runconfig.DomainConfig, cal alerts.Calibration) (domain.MonitorConfig, string, error) {
 	thr, source := d.Threshold.Value, "domain.threshold"
 	switch {
 	case thr > 0:
 	case cal.DomainThreshold > 0:
 		thr, source = cal.DomainThreshold, "calibration domain_threshold"
 	default:
+		var err error
 		if thr, err = rec.Threshold(d.FalseAlarmRate); err != nil {
-			return nil, fmt.Errorf("domain.threshold: %w", err)
+			return domain.MonitorConfig{}, "", fmt.Errorf("domain.threshold: %w", err)
 		}
 		source = fmt.Sprintf("the AuxUE's record at false_alarm_rate %g", d.FalseAlarmRate)
 	}
-	mon, err := domain.NewMonitor(domain.MonitorConfig{Window: d.Window, Threshold: thr, Persistence: d.PersistenceOrDefault()})
+	mc := domain.MonitorConfig{Window: d.Window, Threshold: thr, Persistence: d.PersistenceOrDefault()}
+	return mc, source, mc.Validate()
+}
+
+// publishSettings stores what health, metrics and the debug page read of
+// the monitor's config (other goroutines read the atomics, never mon).
+func (m *domainMonitor) publishSettings(mc domain.MonitorConfig, source string) {
+	m.source = source
+	m.thrBits.Store(math.Float64bits(mc.Threshold))
+	m.windowNS.Store(int64(mc.Window))
+}
+
+// domainReload is a kept camera's monitor settings after a reload,
+// prepared before anything changes (nil: the camera has no monitor).
+type domainReload struct {
+	m      *domainMonitor
+	cfg    domain.MonitorConfig
+	source string
+}
+
+// checkDomainReload refuses the domain: keys a reload cannot change:
+// domain.off (the record is read, and each camera's monitor built, at
+// start). Every other key reloads (prepareDomainReload).
+func checkDomainReload(running, next runconfig.DomainConfig) error {
+	if running.Off != next.Off {
+		return fmt.Errorf("domain.off: %v -> %v is not reloadable: the monitor is switched on or off when didoedge starts; restart it to apply (domain.window, threshold, false_alarm_rate, persistence and policy reload)",
+			running.Off, next.Off)
+	}
+	return nil
+}
+
+// prepareDomainReload builds the camera's monitor settings for the new
+// domain: section and its new calibration (a changed domain_threshold
+// applies when domain.threshold is calibrated); it changes nothing.
+func (c *cameraPipe) prepareDomainReload(d runconfig.DomainConfig, cal alerts.Calibration) (*domainReload, error) {
+	m := c.dom
+	if m == nil {
+		return nil, nil
+	}
+	mc, source, err := domainSettings(m.rec, d, cal)
 	if err != nil {
 		return nil, err
 	}
-	m := &domainMonitor{rec: rec, ex: ex, scratch: rec.NewScratch(), stats: make([]float64, rec.Layout.Dim()), mon: mon, source: source}
-	m.thrBits.Store(math.Float64bits(thr))
-	return m, nil
+	return &domainReload{m: m, cfg: mc, source: source}, nil
+}
+
+// apply swaps the settings in on the scheduler goroutine (the monitor's):
+// the window's frames and the shift state are kept, so that a wider
+// window or a new threshold judges the frames already seen; a shift the
+// new threshold no longer supports ends on the next frame (the engine's
+// reload ended its episode already; one that still holds opens a new one).
+func (r *domainReload) apply(log *slog.Logger, camera string) {
+	if r == nil {
+		return
+	}
+	old := r.m.mon.Config()
+	if err := r.m.mon.SetConfig(r.cfg); err != nil { // validated when prepared
+		log.Error("domain monitor settings not reloaded", "camera", camera, "err", err)
+		return
+	}
+	r.m.publishSettings(r.cfg, r.source)
+	if old != r.cfg {
+		log.Info("domain monitor reloaded", "camera", camera, "window", r.cfg.Window, "threshold", r.cfg.Threshold,
+			"threshold_from", r.source, "persistence", r.cfg.Persistence)
+	}
 }
 
 // observeDomain measures the camera's assessed frame against the training
@@ -175,7 +262,7 @@ func (c *cameraPipe) domainStatus() DomainStatus {
 	}
 	s := DomainStatus{On: true, Distance: finiteOr(math.Float64frombits(m.distBits.Load())),
 		Smoothed: finiteOr(math.Float64frombits(m.smoothBits.Load())), Threshold: math.Float64frombits(m.thrBits.Load()),
-		WindowS: m.mon.Config().Window.Seconds(), Shifted: m.shifted.Load(), Persistent: m.persistent.Load(), Shifts: m.shifts.Load()}
+		WindowS: time.Duration(m.windowNS.Load()).Seconds(), Shifted: m.shifted.Load(), Persistent: m.persistent.Load(), Shifts: m.shifts.Load()}
 	if s.Shifted {
 		s.SinceMS = time.Unix(0, m.sinceNS.Load()).UnixMilli()
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/didoedge/didoedge/alerts"
+	"github.com/didoedge/didoedge/camera"
+	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/domain"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/runconfig"
@@ -178,4 +182,104 @@ func TestDomainMonitorStopsWithoutDeviceFeatures(t *testing.T) {
 	if ok, detail := c.domainHealth(); !ok || detail != "domain monitor off" {
 		t.Errorf("health %v %q", ok, detail)
 	}
+}
+
+// TestDomainKeysReload: a reload (the file re-read as SIGHUP does, then
+// applied) changes domain.window, false_alarm_rate, persistence and
+// threshold on the running monitor, and a calibrated threshold follows the
+// calibration file's new domain_threshold; the window's frames are kept
+// (a threshold raised above their mean ends the shift on the next frame).
+// domain.off is refused with a message naming the key, and nothing changes.
+func TestDomainKeysReload(t *testing.T) {
+	requireORT(t)
+	s := newTestSetup(t, "quiet.yaml", testmodels.ConfigZones)
+	base, err := os.ReadFile(s.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(domainSection, calibration string) *runconfig.Config {
+		t.Helper()
+		text := strings.Replace(string(base), "calibration: quiet.yaml", "calibration: "+calibration, 1) + domainSection
+		if err := os.WriteFile(s.config, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := runconfig.Load(s.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "dt.yaml"), []byte(testmodels.QuietCalibration+"domain_threshold: 2.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := load("", "quiet.yaml")
+	p, err := New(context.Background(), cfg, Options{Source: camera.NewMailbox()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	// The test models carry no record: give the camera a monitor on one,
+	// as New does for an AuxUE that has one.
+	rec := testRecord(t)
+	c := p.cams[0]
+	if c.dom, err = newDomainMonitor(rec, cfg.Domain, c.engine.Calibration()); err != nil {
+		t.Fatal(err)
+	}
+	at1, _ := rec.Threshold(0.01)
+	at5, _ := rec.Threshold(0.05)
+	if at1 == at5 {
+		t.Fatalf("the record's thresholds at 1 %% and 5 %% are equal (%v): the test cannot tell them apart", at1)
+	}
+	t0 := time.Now()
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 100 * time.Millisecond) }
+	for i := range 10 {
+		c.dom.observe(at(i), 5)
+	}
+	if st := c.domainStatus(); !st.Shifted || st.Threshold != at1 || st.WindowS != 1 {
+		t.Fatalf("before the reload: %+v, want shifted at the record's 1 %% threshold %v over 1 s", st, at1)
+	}
+	apply := func(cfg *runconfig.Config) error {
+		t.Helper()
+		return p.apply(cfg, nil) // the scheduler's side of Apply; no camera is added or removed
+	}
+	check := func(what string, thr, window float64, persistence time.Duration, source string) {
+		t.Helper()
+		st := c.domainStatus()
+		if st.Threshold != thr || st.WindowS != window || c.dom.mon.Config().Persistence != persistence || !strings.Contains(c.dom.source, source) {
+			t.Errorf("%s: threshold %v over %v s, persistence %v, from %q; want %v over %v s, %v, from %s", what,
+				st.Threshold, st.WindowS, c.dom.mon.Config().Persistence, c.dom.source, thr, window, persistence, source)
+		}
+	}
+
+	next := load("domain: {window: 3s, false_alarm_rate: 0.05, persistence: 10s}\n", "quiet.yaml")
+	if err := apply(next); err != nil {
+		t.Fatal(err)
+	}
+	check("window, false_alarm_rate, persistence", at5, 3, 10*time.Second, "false_alarm_rate 0.05")
+	if p.Config() != next {
+		t.Error("Config() is not the reloaded configuration")
+	}
+
+	if err := apply(load("domain: {window: 3s, persistence: 10s}\n", "dt.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	check("calibrated threshold", 2.5, 3, 10*time.Second, "calibration domain_threshold")
+
+	if err := apply(load("domain: {window: 3s, threshold: 9, persistence: 0s}\n", "dt.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	check("threshold number", 9, 3, 0, "domain.threshold")
+	// The window kept its ten frames at 5: their mean is below the release
+	// level 0.9 x 9 = 8.1, so the next frame ends the shift.
+	if r := c.dom.observe(at(10), 5); r.Transition != domain.Ended || r.Smoothed != 5 || r.Shifted {
+		t.Errorf("first frame after raising the threshold to 9: %+v, want the shift ended at mean 5", r)
+	}
+
+	applied := p.Config()
+	err = apply(load("domain: {off: true, window: 3s, threshold: 9, persistence: 0s}\n", "dt.yaml"))
+	testmodels.MustContain(t, err, "domain.off", "restart")
+	if p.Config() != applied {
+		t.Error("a refused reload replaced Config()")
+	}
+	check("after the refused domain.off", 9, 3, 0, "domain.threshold")
 }

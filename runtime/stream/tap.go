@@ -45,6 +45,9 @@ type TapFrame struct {
 	Zones  []alerts.Zone
 	Status []alerts.ZoneStatus
 	Risks  []alerts.ZoneRisk
+	// Domain is the camera's domain monitor after this frame (On false
+	// when it has none).
+	Domain DomainStatus
 }
 
 // tapFrame hands one assessed frame to the tap when it wants it; without
@@ -56,7 +59,8 @@ func (c *cameraPipe) tapFrame(f *camera.Frame, m alerts.Maps) {
 		return
 	}
 	c.tap = TapFrame{Camera: c.spec.Name, Seq: f.Seq, Capture: f.Capture, Width: f.Width, Height: f.Height, RGB: f.RGB,
-		Maps: m, Zones: c.engine.Zones(), Status: c.status, Risks: c.engine.LastRisks()}
+		Maps: m, Zones: c.engine.Zones(), Status: c.status, Risks: c.engine.LastRisks(),
+		Domain: c.domainStatus()}
 	t.Frame(&c.tap)
 	c.tap = TapFrame{}
 }

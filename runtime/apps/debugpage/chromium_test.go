@@ -205,6 +205,9 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEval(t, c, fmt.Sprintf(`document.getElementById("img-frame").src !== %q`, first), "true", 10*time.Second)
+	// The fake's cameras have no domain monitor (TestDomainLineInChromium
+	// has one).
+	waitEval(t, c, `document.getElementById("domain").textContent`, "domain monitor off", 5*time.Second)
 	waitEval(t, c, `document.querySelector('polygon[data-zone="r0c0"]').dataset.level`, "ok", 5*time.Second)
 	waitEval(t, c, `getComputedStyle(document.querySelector('polygon[data-zone="r0c0"]')).stroke`, "rgb(51, 204, 51)", 5*time.Second)
 

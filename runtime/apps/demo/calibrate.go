@@ -29,7 +29,7 @@ func CalibrateOnSim(ctx context.Context, o Options, valFrames int, targetFAR flo
 	w, h := ref.Depth.Input.Width, ref.Depth.Input.Height
 	seed := o.Seed + 1000 // other drives than the demo's camera
 	// Clear outdoor drives: in-distribution frames.
-	src := simworld.SimWorld{Config: sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Parallelism: 1}}
+	src := simworld.World{Config: sim.Config{World: sim.WorldOutdoor, Width: w, Height: h, Parallelism: 1}}
 	meta, err := src.Meta(seed)
 	if err != nil {
 		return "", nil, err

@@ -19,11 +19,16 @@ const (
 	AnnotationsStream    = "zone_annotations"
 	AnnotationsMapStream = "zone_annotations_map"
 	RiskStream           = "zone_risk"
+	// DomainStream is the domain monitor's per-frame distance to the
+	// AuxUE's training domain beside its threshold (a plot topic), on
+	// cameras whose AuxUE has a training-domain record.
+	DomainStream = "domain"
 	// AnnotationsSchema is Foxglove's image annotation message; its JSON
 	// Schema is @foxglove/schemas 2.1.0's (schemas/, checked by the Node
 	// test against the package).
 	AnnotationsSchema = "foxglove.ImageAnnotations"
 	RiskSchema        = "didoedge.zone_risk/1"
+	DomainSchema      = "didoedge.domain/1"
 )
 
 // stream indexes: the per-camera channels in advertise order.
@@ -37,6 +42,7 @@ const (
 	sAnnotations
 	sAnnotationsMap
 	sRisk
+	sDomain
 	sEvents
 	sStates
 	numStreams
@@ -44,7 +50,7 @@ const (
 
 // frameStreams are the streams encoded from frames (a subscription to one
 // makes the pipeline hand the camera's frames over).
-func frameStream(k int) bool { return k <= sRisk }
+func frameStream(k int) bool { return k <= sDomain }
 
 // channel is one advertised channel.
 type channel struct {
@@ -93,6 +99,7 @@ func (cc *camChannels) wantsFrames() bool {
 type schemas struct {
 	image, raw, calib string // base64 FileDescriptorSets (protobuf channels)
 	annotations, risk string
+	domain            string
 	event, state      string
 }
 
@@ -112,7 +119,7 @@ func loadSchemas() (*schemas, error) {
 	for _, x := range []struct {
 		file string
 		dst  *string
-	}{{"schemas/foxglove.ImageAnnotations.json", &s.annotations}, {"schemas/zone_risk.v1.json", &s.risk}} {
+	}{{"schemas/foxglove.ImageAnnotations.json", &s.annotations}, {"schemas/zone_risk.v1.json", &s.risk}, {"schemas/domain.v1.json", &s.domain}} {
 		b, err := schemaFiles.ReadFile(x.file)
 		if err != nil {
 			return nil, fmt.Errorf("live: schema %s: %w", x.file, err)
@@ -133,7 +140,7 @@ func loadSchemas() (*schemas, error) {
 }
 
 // newCamChannels declares a camera's channels with ids from next.
-func (s *schemas) newCamChannels(camera string, withCalibration, withConfidence bool, next func() uint32) *camChannels {
+func (s *schemas) newCamChannels(camera string, withCalibration, withConfidence, withDomain bool, next func() uint32) *camChannels {
 	cc := &camChannels{name: camera}
 	add := func(k int, stream, enc, name, sch, schEnc string) {
 		cc.ch[k] = &channel{id: next(), camera: camera, stream: k, topic: mcaprec.Topic(camera, stream), encoding: enc,
@@ -154,6 +161,9 @@ func (s *schemas) newCamChannels(camera string, withCalibration, withConfidence 
 	add(sAnnotations, AnnotationsStream, js, AnnotationsSchema, s.annotations, jss)
 	add(sAnnotationsMap, AnnotationsMapStream, js, AnnotationsSchema, s.annotations, jss)
 	add(sRisk, RiskStream, js, RiskSchema, s.risk, jss)
+	if withDomain {
+		add(sDomain, DomainStream, js, DomainSchema, s.domain, jss)
+	}
 	add(sEvents, mcaprec.EventsStream, js, alerts.EventSchemaID, s.event, jss)
 	add(sStates, mcaprec.ZoneStatesStream, js, alerts.StateSchemaID, s.state, jss)
 	return cc

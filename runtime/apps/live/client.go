@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,11 @@ type client struct {
 
 	subs    map[uint32]uint32 // subscription id -> channel id (Server.mu)
 	dropped atomic.Uint64
+
+	// mayChange: the connection proved it may change the vehicle
+	// (Server.changeProof); otherwise readOnly says why not.
+	mayChange bool
+	readOnly  string
 }
 
 type dataMsg struct {
@@ -178,6 +184,12 @@ func (c *client) read() {
 			return
 		}
 		if typ != websocket.TextMessage {
+			// Binary client messages are clientPublish (0x01) and service
+			// calls (0x02): both would act on the vehicle.
+			if !c.mayChange {
+				c.status(2, "binary client message refused: "+c.readOnly)
+				continue
+			}
 			c.status(2, "binary client messages (clientPublish, services) are not supported")
 			continue
 		}
@@ -190,7 +202,24 @@ func (c *client) read() {
 	}
 }
 
+// mutating reports whether a client op of foxglove.websocket.v1 acts on
+// the vehicle: such ops need Server.changeProof whether this server
+// supports them or not, so that adding one later cannot forget the
+// check. Reads (subscribe, getParameters, subscribeParameterUpdates,
+// fetchAsset, the connection graph) stay open to every connection.
+func mutating(op string) bool {
+	switch op {
+	case "setParameters", "advertise", "unadvertise", "callService":
+		return true
+	}
+	return false
+}
+
 func (c *client) handle(req *request) {
+	if mutating(req.Op) && !c.mayChange {
+		c.refuseChange(req)
+		return
+	}
 	switch req.Op {
 	case "subscribe":
 		for _, msg := range c.s.subscribe(c, req.Subscriptions) {
@@ -227,6 +256,34 @@ func (c *client) handle(req *request) {
 	default:
 		c.status(1, fmt.Sprintf("op %q is not supported by this server", req.Op))
 	}
+}
+
+// refuseChange answers a change from a connection without the proof:
+// one refusal counted, a status error saying what proof is missing, and
+// for setParameters the values in force (so that Foxglove shows them,
+// not the refused ones).
+func (c *client) refuseChange(req *request) {
+	msg := req.Op + " refused: " + c.readOnly
+	if req.Op != "setParameters" {
+		c.status(2, msg)
+		return
+	}
+	ctl := c.s.control()
+	if ctl == nil {
+		c.status(2, msg)
+		return
+	}
+	names := make([]string, 0, len(req.Parameters))
+	for _, p := range req.Parameters {
+		names = append(names, p.Name)
+	}
+	ctl.Refuse("foxglove setParameters", "foxglove "+c.remote, errors.New(c.readOnly))
+	c.status(2, msg)
+	ps, err := ctl.GetParameters(names)
+	if err != nil {
+		ps = nil
+	}
+	c.parameterValues(ps, req.ID)
 }
 
 func (c *client) parameterValues(ps []control.Parameter, id *string) {

@@ -35,6 +35,7 @@ type slot struct {
 	zones         []alerts.Zone // immutable (replaced by a reload)
 	status        []alerts.ZoneStatus
 	risks         []alerts.ZoneRisk
+	dom           stream.DomainStatus
 }
 
 // fill copies what the subscribed streams need; with warm buffers it
@@ -63,6 +64,7 @@ func (sl *slot) fill(cc *camChannels, f *stream.TapFrame) {
 	sl.zones = f.Zones
 	sl.status = append(sl.status[:0], f.Status...)
 	sl.risks = append(sl.risks[:0], f.Risks...)
+	sl.dom = f.Domain
 }
 
 // encoder is the encoder goroutine's state.
@@ -134,6 +136,33 @@ func (e *encoder) frame(sl *slot) {
 			s.publish(cc.ch[sRisk], ts, b)
 		}
 	}
+	if sl.want[sDomain] && cc.ch[sDomain] != nil && sl.dom.On {
+		if b, err := json.Marshal(domainOf(sl)); err == nil {
+			s.publish(cc.ch[sDomain], ts, b)
+		}
+	}
+}
+
+// domainReading is a didoedge.domain/1 message: the domain monitor after
+// one frame (runtime/domain; docs/alerts.md#domain-monitor).
+type domainReading struct {
+	Camera string `json:"camera"`
+	Seq    uint64 `json:"frame_seq"`
+	TimeMS int64  `json:"time_ms"`
+	// Distance is the frame's own, Smoothed the mean over the window that
+	// is compared with Threshold.
+	Distance   float64 `json:"distance"`
+	Smoothed   float64 `json:"smoothed"`
+	Threshold  float64 `json:"threshold"`
+	WindowS    float64 `json:"window_s"`
+	Shifted    bool    `json:"shifted"`
+	Persistent bool    `json:"persistent"`
+}
+
+func domainOf(sl *slot) domainReading {
+	d := sl.dom
+	return domainReading{Camera: sl.cc.name, Seq: sl.seq, TimeMS: sl.capture.UnixMilli(), Distance: d.Distance, Smoothed: d.Smoothed,
+		Threshold: d.Threshold, WindowS: d.WindowS, Shifted: d.Shifted, Persistent: d.Persistent}
 }
 
 // Foxglove message types in their JSON form (@foxglove/schemas).

@@ -62,7 +62,14 @@ profiles:
 // configured camera (fps each).
 func startRig(t testing.TB, cfgText string, fps float64) *rig {
 	t.Helper()
-	r := buildRig(t, cfgText)
+	return startRigWith(t, cfgText, fps, nil)
+}
+
+// startRigWith is startRig with edit applied to the loaded configuration
+// before the pipeline is built (nil: none).
+func startRigWith(t testing.TB, cfgText string, fps float64, edit func(*runconfig.Config)) *rig {
+	t.Helper()
+	r := buildRigWith(t, cfgText, edit)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.p.Run(ctx) }()
@@ -85,6 +92,13 @@ func startRig(t testing.TB, cfgText string, fps float64) *rig {
 // and builds the pipeline (not running: Process drives it, or startRig).
 func buildRig(t testing.TB, cfgText string) *rig {
 	t.Helper()
+	return buildRigWith(t, cfgText, nil)
+}
+
+// buildRigWith is buildRig with edit applied to the loaded configuration
+// (nil: none).
+func buildRigWith(t testing.TB, cfgText string, edit func(*runconfig.Config)) *rig {
+	t.Helper()
 	dir := t.TempDir()
 	testmodels.Write(t, dir)
 	for name, text := range map[string]string{"quiet.yaml": testmodels.QuietCalibration, "alarm.yaml": testmodels.AlarmCalibration} {
@@ -100,8 +114,11 @@ func buildRig(t testing.TB, cfgText string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if edit != nil {
+		edit(cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := Listen(ctx, cfg.Live, Options{})
+	srv, err := Listen(ctx, cfg.Live, Options{Domain: stream.MonitorsDomain(cfg)})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

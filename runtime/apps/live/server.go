@@ -43,6 +43,10 @@ type Options struct {
 	// Confidence: the depth model has its own confidence output (its io
 	// spec's confidence key), so each camera gets a confidence channel.
 	Confidence bool
+	// Domain: the cameras run the domain monitor (stream.MonitorsDomain),
+	// so each camera gets a domain channel: the frame's distance to the
+	// AuxUE's training domain, smoothed, and the threshold.
+	Domain bool
 }
 
 // Server is the running live view: it implements stream.Tap (pass it as
@@ -52,6 +56,10 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	sch  *schemas
+
+	// origins may change the configuration over the WebSocket without
+	// the token (live.allowed_origins).
+	origins httpguard.Origins
 
 	ln      net.Listener
 	srv     *http.Server
@@ -106,7 +114,7 @@ func Listen(ctx context.Context, cfg runconfig.LiveConfig, opts Options) (*Serve
 	if err != nil {
 		return nil, fmt.Errorf("live.listen %s: %w", cfg.Listen, err)
 	}
-	s := &Server{cfg: cfg, opts: opts, log: opts.Logger, sch: sch, ln: ln, done: make(chan struct{}),
+	s := &Server{cfg: cfg, opts: opts, log: opts.Logger, sch: sch, origins: httpguard.NewOrigins(cfg.AllowedOrigins), ln: ln, done: make(chan struct{}),
 		session: strconv.FormatInt(time.Now().UnixNano(), 10),
 		byID:    map[uint32]*channel{}, subs: map[uint32]map[*client]uint32{}, clients: map[*client]struct{}{},
 		free: make(chan *slot, numSlots), work: make(chan *slot, numSlots), encDone: make(chan struct{})}
@@ -160,7 +168,7 @@ func (s *Server) SetCameras(names []string) {
 			next[n] = cc
 			continue
 		}
-		cc := s.sch.newCamChannels(n, s.opts.Intrinsics != nil, s.opts.Confidence, func() uint32 { s.nextID++; return s.nextID })
+		cc := s.sch.newCamChannels(n, s.opts.Intrinsics != nil, s.opts.Confidence, s.opts.Domain, func() uint32 { s.nextID++; return s.nextID })
 		next[n] = cc
 		for _, ch := range cc.ch {
 			if ch != nil {
@@ -351,13 +359,13 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
 }
 
-// originAllowed lets native clients (no Origin), Foxglove's web app and
-// pages on this machine connect; with a token any origin may (the token
-// is the check), since a browser tab could otherwise drive a loopback
-// listener on the user's behalf.
+// originAllowed lets native clients (no Origin), Foxglove's web app,
+// pages on this machine and live.allowed_origins connect; with a token
+// any origin may (the token is the check), since a browser tab could
+// otherwise drive a loopback listener on the user's behalf.
 func (s *Server) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if o == "" || s.cfg.Token != "" || o == "file://" {
+	if o == "" || s.cfg.Token != "" || o == "file://" || s.origins.Has(o) {
 		return true
 	}
 	u, err := url.Parse(o)
@@ -366,6 +374,38 @@ func (s *Server) originAllowed(r *http.Request) bool {
 	}
 	h := u.Hostname()
 	return h == "foxglove.dev" || strings.HasSuffix(h, ".foxglove.dev") || h == "localhost" || runconfig.IsLoopback(net.JoinHostPort(h, "0"))
+}
+
+// changeProof says whether a WebSocket connection may change the vehicle
+// (setParameters, and every op that would publish to it or call into
+// it), and when not, why. A WebSocket handshake has no CORS: any page
+// the operator's browser opens may connect to a loopback listener, so a
+// page's origin alone (loopback, foxglove.dev) proves nothing. Proofs:
+//   - the token: with live.token_file set, authorized checked it on the
+//     upgrade (Foxglove passes it in the URL, ws://HOST:PORT/?token=T,
+//     as it opens new WebSocket(url, ["foxglove.websocket.v1"]));
+//   - no Origin header: browsers always send one on a WebSocket
+//     handshake (RFC 6455 section 4.1), so the client is not a web page
+//     but a process of this machine, trusted on a loopback listener as
+//     the HTTP API trusts curl with its proof header;
+//   - an origin the operator listed in live.allowed_origins (the
+//     browser sets Origin; no script can forge it).
+func (s *Server) changeProof(r *http.Request) (ok bool, refusal string) {
+	o := r.Header.Get("Origin")
+	if s.cfg.Token != "" || o == "" || s.origins.Has(o) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("this connection (Origin %q) may only read: a web page changes the configuration only with the live token "+
+		"(connect to ws://%s/?token=TOKEN, live.token_file) or from an origin listed in live.allowed_origins", clip(o), clip(r.Host))
+}
+
+// clip bounds a header echoed in a message or a log line (a header may
+// be up to 1 MB).
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
 }
 
 func (s *Server) handler() http.Handler {
@@ -424,12 +464,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.connection.Add(1)
 	c := newClient(s, conn, r.RemoteAddr)
+	c.mayChange, c.readOnly = s.changeProof(r)
 	s.mu.Lock()
 	s.clients[c] = struct{}{}
 	// Queued under the lock, so that no advertise of a camera added
 	// meanwhile comes before them.
+	meta := map[string]string{"control": strconv.FormatBool(s.ctl != nil && s.cfg.ControlEnabled() && c.mayChange)}
+	if !c.mayChange {
+		meta["read_only"] = c.readOnly
+	}
 	c.sendJSON(map[string]any{"op": "serverInfo", "name": s.opts.Name, "capabilities": []string{"parameters"},
-		"metadata": map[string]string{"control": strconv.FormatBool(s.ctl != nil && s.cfg.ControlEnabled())}, "sessionId": s.session})
+		"metadata": meta, "sessionId": s.session})
 	var ads []advert
 	for _, id := range slices.Sorted(maps.Keys(s.byID)) {
 		ads = append(ads, s.byID[id].advert())
@@ -438,7 +483,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.sendJSON(map[string]any{"op": "advertise", "channels": ads})
 	}
 	s.mu.Unlock()
-	s.log.Info("live view client connected", "remote", r.RemoteAddr)
+	s.log.Info("live view client connected", "remote", r.RemoteAddr, "origin", clip(r.Header.Get("Origin")), "may_change", c.mayChange)
 	c.run()
 	s.remove(c)
 	s.log.Info("live view client disconnected", "remote", r.RemoteAddr, "dropped", c.dropped.Load())

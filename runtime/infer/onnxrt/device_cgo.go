@@ -158,6 +158,7 @@ typedef const char *(*devCudaErrFn)(int);
 typedef int (*devStreamSyncFn)(void *stream);
 typedef int (*devSetDeviceFn)(int device);
 typedef int (*devStreamCreateFn)(void **stream, unsigned int flags);
+typedef int (*devStreamDestroyFn)(void *stream);
 
 typedef struct {
 	devMemcpyFn memcpy;
@@ -165,7 +166,9 @@ typedef struct {
 	devStreamSyncFn sync;
 	devSetDeviceFn set_device;
 	devStreamCreateFn stream_create;
+	devStreamDestroyFn stream_destroy;
 	void *stream;
+	void *handle; // the dlopen handle (one reference), dlclose'd by dev_cuda_close
 	int device;
 } devCuda;
 
@@ -186,9 +189,13 @@ static int dev_cuda_open(devCuda *c, int device, char *err, int errlen) {
 	c->sync = (devStreamSyncFn) dlsym(h, "cudaStreamSynchronize");
 	c->set_device = (devSetDeviceFn) dlsym(h, "cudaSetDevice");
 	c->stream_create = (devStreamCreateFn) dlsym(h, "cudaStreamCreateWithFlags");
-	if (!c->memcpy || !c->sync || !c->set_device || !c->stream_create) {
-		strncpy(err, "libcudart lacks cudaMemcpyAsync, cudaStreamSynchronize, cudaSetDevice or cudaStreamCreateWithFlags", errlen - 1);
+	c->stream_destroy = (devStreamDestroyFn) dlsym(h, "cudaStreamDestroy");
+	c->handle = h;
+	if (!c->memcpy || !c->sync || !c->set_device || !c->stream_create || !c->stream_destroy) {
+		strncpy(err, "libcudart lacks cudaMemcpyAsync, cudaStreamSynchronize, cudaSetDevice, cudaStreamCreateWithFlags or cudaStreamDestroy", errlen - 1);
 		err[errlen - 1] = 0;
+		dlclose(h);
+		c->handle = NULL;
 		return 1;
 	}
 	c->device = device;
@@ -200,9 +207,30 @@ static int dev_cuda_open(devCuda *c, int device, char *err, int errlen) {
 	if (rc) {
 		const char *m = c->err ? c->err(rc) : NULL;
 		snprintf(err, errlen, "cuda stream on device %d: %s (cudaError %d)", device, m ? m : "failed", rc);
+		c->stream = NULL;
+		dlclose(h);
+		c->handle = NULL;
 		return 1;
 	}
 	return 0;
+}
+
+// dev_cuda_close destroys the copies' stream on its device (the caller
+// holds its OS thread) and drops this API's reference to libcudart. It
+// returns the cudaError_t of the destroy (0: success, or no stream).
+// Called once per DevAPI, when the models close.
+static int dev_cuda_close(devCuda *c) {
+	int rc = 0;
+	if (c->stream) {
+		rc = c->set_device(c->device);
+		if (!rc) rc = c->stream_destroy(c->stream);
+		c->stream = NULL;
+	}
+	if (c->handle) {
+		dlclose(c->handle);
+		c->handle = NULL;
+	}
+	return rc;
 }
 
 // dev_copy copies bytes between host and device memory (cuda) or host
@@ -244,6 +272,9 @@ import (
 type DevAPI struct {
 	api  unsafe.Pointer
 	cuda *C.devCuda // nil: host memory (memcpy)
+	// closed: Close ran; a copy after it is refused (the stream is gone,
+	// and host memcpy on device pointers would fault).
+	closed bool
 }
 
 func NewDevAPI(libPath string, cuda bool, device int) (*DevAPI, error) {
@@ -266,6 +297,33 @@ func NewDevAPI(libPath string, cuda bool, device int) (*DevAPI, error) {
 	}
 	return d, nil
 }
+
+// Close frees what the API holds outside ONNX Runtime's objects: with
+// CUDA the copies' stream (cudaStreamDestroy on its device) and the C
+// struct with the library's reference. The models close it after their
+// sessions' device tensors; a second Close does nothing.
+func (d *DevAPI) Close() error {
+	if d == nil || d.closed {
+		return nil
+	}
+	d.closed = true
+	if d.cuda == nil {
+		return nil
+	}
+	runtime.LockOSThread()
+	rc := C.dev_cuda_close(d.cuda)
+	runtime.UnlockOSThread()
+	var err error
+	if rc != 0 {
+		err = fmt.Errorf("cudaStreamDestroy: %s (cudaError %d)", C.GoString(C.dev_cuda_error(d.cuda, rc)), int(rc))
+	}
+	C.free(unsafe.Pointer(d.cuda))
+	d.cuda = nil
+	return err
+}
+
+// Closed reports whether Close ran.
+func (d *DevAPI) Closed() bool { return d.closed }
 
 type errBuf [1024]C.char
 
@@ -371,6 +429,9 @@ func (d *DevAPI) Release(kind C.int, p unsafe.Pointer) { C.dev_release(d.api, ki
 // copy copies n float32 values from src to dst, host and device memory
 // in either direction (host to host on the CPU path).
 func (d *DevAPI) Copy(dst, src unsafe.Pointer, n int) error {
+	if d.closed {
+		return errors.New("device copy: the device API is closed")
+	}
 	if d.cuda != nil {
 		// cudaSetDevice holds for the OS thread: keep the goroutine on it
 		// from the set to the copy's end.

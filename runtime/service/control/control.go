@@ -71,6 +71,14 @@ func (c *Control) Applied() uint64 { return c.applied.Load() }
 // Refused is the number of changes refused so far.
 func (c *Control) Refused() uint64 { return c.refused.Load() }
 
+// Refuse counts and logs a change refused before it reached the control
+// (a WebSocket connection without the proof to change the vehicle): one
+// refusal, as a change refused here would count.
+func (c *Control) Refuse(what, who string, err error) {
+	c.refused.Add(1)
+	c.log.Warn("live control: change refused", "change", what, "by", who, "err", err)
+}
+
 // Config returns the configuration in force (do not modify it).
 func (c *Control) Config() *runconfig.Config {
 	c.mu.Lock()

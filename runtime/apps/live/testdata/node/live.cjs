@@ -9,6 +9,7 @@
 //
 //   node live.cjs URL [--seconds N] [--topics REGEX] [--token T]
 //                     [--set NAME=VALUE ...] [--get] [--quiet-after-set]
+//                     [--origin ORIGIN]   (the Origin header a browser page would send)
 "use strict";
 const { FoxgloveClient } = require("@foxglove/ws-protocol");
 const WebSocket = require("ws");
@@ -18,7 +19,7 @@ const foxJSON = require("@foxglove/schemas/jsonschema");
 
 const args = process.argv.slice(2);
 const url = args[0];
-let seconds = 5, topicRe = null, token = null, wantGet = false;
+let seconds = 5, topicRe = null, token = null, wantGet = false, origin = undefined;
 const sets = [];
 for (let i = 1; i < args.length; i++) {
   const a = args[i];
@@ -26,6 +27,7 @@ for (let i = 1; i < args.length; i++) {
   else if (a === "--topics") topicRe = new RegExp(args[++i]);
   else if (a === "--token") token = args[++i];
   else if (a === "--get") wantGet = true;
+  else if (a === "--origin") origin = args[++i];
   else if (a === "--set") {
     const [name, value] = args[++i].split("=");
     sets.push({ name, value: Number(value) });
@@ -71,7 +73,7 @@ function pct(xs, p) {
 }
 
 const headers = token ? { Authorization: "Bearer " + token } : {};
-const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL], { headers });
+const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL], origin ? { headers, origin } : { headers });
 const client = new FoxgloveClient({ ws });
 const subs = new Map(); // subscription id -> channel
 const decoders = new Map(); // channel id -> decode(bytes)
