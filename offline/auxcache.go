@@ -69,7 +69,7 @@ func (f cacheFill) fill(ctx context.Context, tr *teacherRun, src frameSource, ke
 		}
 		i := first + k
 		if tr != nil {
-			if s, err = tr.label(ctx, i, s, dp.Frame, rec); err != nil {
+			if s, err = tr.label(ctx, i, s, dp, rec); err != nil {
 				return fmt.Errorf("train auxue: %w", err)
 			}
 		}

@@ -263,6 +263,12 @@ func resolveFeatures(dm AuxDepthModel, in AuxInputs, spec infer.IOSpec) (Feature
 		return FeatureChoice{}, false, nil
 	case FeaturesAuto:
 		return ChooseFeatureTensor(dm.DepthModel, spec, dm.Inference.Library)
+	case FeaturesConfidence:
+		if spec.Confidence == nil {
+			return FeatureChoice{}, false, fmt.Errorf("--model-features confidence: the depth spec %q declares no confidence output (confidence: {name: ..., meaning: ...})", dm.DepthSpec)
+		}
+		fc, err := NamedFeatureTensor(dm.DepthModel, spec, dm.Inference.Library, spec.Confidence.Name)
+		return fc, err == nil, err
 	}
 	fc, err := NamedFeatureTensor(dm.DepthModel, spec, dm.Inference.Library, in.ModelFeatures)
 	return fc, err == nil, err

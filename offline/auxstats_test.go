@@ -15,8 +15,8 @@ import (
 // TestAuxStatsSummaryKeys: AuxStats written as the summary has the keys of
 // `train auxue`'s summary as it was written before AuxStats became the
 // summary, in the same order (nested keys after their parent's, indented
-// as WriteJSON writes them), NaN figures as null and the phases in
-// seconds.
+// as WriteJSON writes them; the teacher's block_share added since), NaN
+// figures as null and the phases in seconds.
 func TestAuxStatsSummaryKeys(t *testing.T) {
 	nan := Float(math.NaN())
 	st := AuxStats{FirstLoss: nan, MeanTrainAbsRel: 0.25,
@@ -36,7 +36,7 @@ func TestAuxStatsSummaryKeys(t *testing.T) {
 		first_laplace last_laplace first_dido last_dido depth_train_absrel depth_model depth_sha256 provider relative
 		contract .input .factor .grid .channels .row epochs_run epochs_auto
 		model_features .tensor .shape .resolution .channels .projected .chosen .candidates .eligible
-		teacher .model .sha256 .provider .relative .max_depth .mask .max_uncertainty .confidence_drop .ignored_ground_truth
+		teacher .model .sha256 .provider .relative .max_depth .mask .max_uncertainty .confidence_drop .block_share .ignored_ground_truth
 		.train ..real_pixels ..teacher_pixels ..beyond_range_pixels ..masked_pixels ..low_confidence_pixels ..frames_with_ground_truth
 		.val ..real_pixels ..teacher_pixels ..beyond_range_pixels ..masked_pixels ..low_confidence_pixels ..frames_with_ground_truth
 		.cache_dir .frames_run .frames_reused .seconds

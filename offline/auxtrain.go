@@ -161,7 +161,12 @@ func AuxTrain(ctx context.Context, cfg AuxTrainConfig) (*auxue.Model, AuxStats, 
 		if tch.rep.CacheDir == "" {
 			tch.rep.CacheDir = filepath.Dir(c.dir)
 		}
-		return &teacherRun{t: tch, cache: c, ignoreGT: cfg.IgnoreGroundTruth}, nil
+		tr := &teacherRun{t: tch, cache: c, ignoreGT: cfg.IgnoreGroundTruth, contract: contract}
+		if err := tr.prefill(ctx, src); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return tr, nil
 	}
 	fill := cacheFill{dir: cfg.CacheDir, models: models, prep: &preparer{contract: contract, relative: st.Relative, maxDepth: cfg.MaxDepth},
 		layout: layout, grid: [2]int{gh, gw}, phases: &st.Phases, progress: cfg.Progress, log: log}

@@ -84,7 +84,8 @@ type QuickResult struct {
 	// ("" without one); the Conf figures are those above with its read-out
 	// u (runtime/infer ConfidenceSpec) in place of the Laplace b
 	// (sparsification) and of K/S (AUCs), NaN without a confidence output
-	// or in shard mode. Pixels whose u is NaN are left out of them.
+	// (in shard mode: QuickStats' Conf sums). Pixels whose u is NaN are
+	// left out of them.
 	Confidence     string  `json:"confidence"`
 	ConfAUSERMSE   float64 `json:"confidence_ause_rmse"`
 	ConfAURGRMSE   float64 `json:"confidence_aurg_rmse"`
@@ -167,11 +168,14 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 	if st != nil {
 		st.stats.Relative = res.Relative
 	}
-	// The native confidence's figures, beside the AuxUE's (not in shard
-	// mode: its merge knows the AuxUE's statistics only).
+	// The native confidence's figures, beside the AuxUE's.
 	conf := confidenceEval{}
-	if c := models.DepthSession().Spec().Confidence; c != nil && st == nil {
+	if c := models.DepthSession().Spec().Confidence; c != nil {
 		res.Confidence, conf.on = c.Meaning, true
+		if st != nil {
+			conf.stats = st.stats
+			st.stats.Confidence = c.Meaning
+		}
 	}
 	var (
 		dq            metrics.DepthMean
@@ -379,6 +383,9 @@ func QuickEval(ctx context.Context, cfg QuickConfig) (QuickResult, error) {
 			if _, err := conf.indoor.AddMasked(m.Confidence, gtMask, true); err != nil {
 				return err
 			}
+			if conf.stats != nil {
+				conf.stats.ConfIndoor.AddMasked(m.Confidence, gtMask, true)
+			}
 		}
 		if st != nil {
 			st.stats.IndoorScores.AddMasked(m.Epistemic, gtMask, true)
@@ -414,6 +421,8 @@ type confidenceEval struct {
 	sky, nogt, indoor metrics.BinaryScores
 	semantics         bool
 	gt, noGT, skyMask []bool
+	// stats, in shard mode, gets the same sums in mergeable form.
+	stats *QuickStats
 }
 
 // frame adds one outdoor frame (d the depth the AuxUE's figures use, u
@@ -430,10 +439,11 @@ func (c *confidenceEval) frame(sp *metrics.Sparsifier, d []float32, s *dataset.S
 		return err
 	}
 	c.rmse.Add(r)
-	if r, err = sp.Evaluate(d, s.Sparse, u, metrics.SparsAbsRel); err != nil {
+	r2, err := sp.Evaluate(d, s.Sparse, u, metrics.SparsAbsRel)
+	if err != nil {
 		return err
 	}
-	c.abs.Add(r)
+	c.abs.Add(r2)
 	n := len(u)
 	if len(c.gt) != n {
 		c.gt, c.noGT, c.skyMask = make([]bool, n), make([]bool, n), make([]bool, n)
@@ -459,6 +469,20 @@ func (c *confidenceEval) frame(sp *metrics.Sparsifier, d []float32, s *dataset.S
 		}
 		if _, err := c.sky.AddMasked(u, c.gt, false); err != nil {
 			return err
+		}
+	}
+	if q := c.stats; q != nil {
+		var a, b metrics.SparsMean
+		a.Add(r)
+		b.Add(r2)
+		q.ConfSparsRMSE.Merge(a)
+		q.ConfSparsAbsRel.Merge(b)
+		q.ConfNoGT.AddMasked(u, c.noGT, true)
+		q.ConfNoGT.AddMasked(u, c.gt, false)
+		q.ConfIndoor.AddMasked(u, c.gt, false)
+		if s.Semantic != nil {
+			q.ConfSky.AddMasked(u, c.skyMask, true)
+			q.ConfSky.AddMasked(u, c.gt, false)
 		}
 	}
 	return nil

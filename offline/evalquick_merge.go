@@ -19,13 +19,17 @@ import (
 )
 
 // QuickStatsFormat names QuickStats' format and version.
-const QuickStatsFormat = "didoedge-eval-quick-shard/1"
+// Version 2 added the native confidence's sums (a version-1 file of a
+// model with a confidence output lacks them, so it is refused).
+const QuickStatsFormat = "didoedge-eval-quick-shard/2"
 
 // QuickStats is eval-quick's mergeable summary of one shard: per-image
 // sums (depth quality, AUSE/AURG, Sky-All, per-image sky AUC/AP), which
 // merge exactly; score histograms of the pooled AUCs (metrics.ScoreHist,
 // 1024 bins per octave), which merge exactly and give the AUC to within
-// their tie bound; the UCE statistics (metrics.UCEStats). The listing is
+// their tie bound; the UCE statistics (metrics.UCEStats); and for a depth
+// model with a confidence output the same sparsification sums and score
+// histograms with its read-out u (QuickResult's Conf figures). The listing is
 // every outdoor frame, then every indoor frame, each sorted; a shard is
 // the slice [i n/k, (i+1) n/k).
 type QuickStats struct {
@@ -54,6 +58,16 @@ type QuickStats struct {
 	SkyAll       float64           `json:"sky_all_sum"`
 	SkyAllImages int               `json:"sky_all_images"`
 	UCE          metrics.UCEStats  `json:"uce"`
+
+	// Confidence is the depth model's confidence meaning ("" without
+	// one); the Conf sums are the figures above with its read-out u in
+	// place of the Laplace b (sparsification) and of K/S (histograms).
+	Confidence      string            `json:"confidence,omitempty"`
+	ConfSparsRMSE   metrics.SparsMean `json:"confidence_spars_rmse"`
+	ConfSparsAbsRel metrics.SparsMean `json:"confidence_spars_absrel"`
+	ConfSky         metrics.ScoreHist `json:"confidence_sky"`
+	ConfNoGT        metrics.ScoreHist `json:"confidence_no_gt"`
+	ConfIndoor      metrics.ScoreHist `json:"confidence_indoor"`
 }
 
 func (q *QuickStats) frame(d metrics.DepthQuality, rmse, absrel metrics.Sparsification) {
@@ -215,6 +229,14 @@ func QuickMerge(stats []*QuickStats, names []string) (*QuickMerged, error) {
 		m.SkyAll += s.SkyAll
 		m.SkyAllImages += s.SkyAllImages
 		m.UCE.Merge(&s.UCE)
+		if s.Confidence != first.Confidence {
+			return nil, fmt.Errorf("eval-quick merge: %s has confidence %q, %s %q", names[i], s.Confidence, names[0], first.Confidence)
+		}
+		m.ConfSparsRMSE.Merge(s.ConfSparsRMSE)
+		m.ConfSparsAbsRel.Merge(s.ConfSparsAbsRel)
+		m.ConfSky.Merge(&s.ConfSky)
+		m.ConfNoGT.Merge(&s.ConfNoGT)
+		m.ConfIndoor.Merge(&s.ConfIndoor)
 	}
 	var missing []string
 	for i := range first.Listing.Count {
@@ -234,9 +256,23 @@ func QuickMerge(stats []*QuickStats, names []string) (*QuickMerged, error) {
 	res.AUSERMSE, res.AURGRMSE, _ = m.SparsRMSE.Mean()
 	res.AUSEAbsRel, res.AURGAbsRel, _ = m.SparsAbsRel.Mean()
 	res.SkyAll, res.SkyAUCPerImage, res.SkyAUPRPerImage = nan, nan, nan
-	// Shards carry the AuxUE's statistics only (QuickResult.Confidence).
 	res.ConfAUSERMSE, res.ConfAURGRMSE, res.ConfAUSEAbsRel, res.ConfAURGAbsRel = nan, nan, nan, nan
 	res.ConfSkyAUC, res.ConfIndoorAUC, res.ConfNoGTAUC = nan, nan, nan
+	if res.Confidence = first.Confidence; res.Confidence != "" {
+		res.ConfAUSERMSE, res.ConfAURGRMSE, _ = m.ConfSparsRMSE.Mean()
+		res.ConfAUSEAbsRel, res.ConfAURGAbsRel, _ = m.ConfSparsAbsRel.Mean()
+		for _, a := range []struct {
+			key  string
+			h    *metrics.ScoreHist
+			dst  *float64
+			want bool
+		}{{"confidence_no_gt_auc", &m.ConfNoGT, &res.ConfNoGTAUC, true}, {"confidence_sky_auc", &m.ConfSky, &res.ConfSkyAUC, m.Semantics},
+			{"confidence_indoor_auc", &m.ConfIndoor, &res.ConfIndoorAUC, true}} {
+			if p, n := a.h.Counts(); a.want && p > 0 && n > 0 {
+				*a.dst, r.AUCBound[a.key] = a.h.AUC(), a.h.AUCTieBound()
+			}
+		}
+	}
 	if m.SkyAllImages > 0 {
 		res.SkyAll = m.SkyAll / float64(m.SkyAllImages)
 	}

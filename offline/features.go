@@ -15,6 +15,11 @@ const (
 	FeaturesAuto = "auto"
 	// FeaturesOff reads no depth-model tensor (the image and depth only).
 	FeaturesOff = "off"
+	// FeaturesConfidence reads the depth model's confidence output (its
+	// spec's confidence.name) as the tensor: its raw values, normalized
+	// by their mean and standard deviation on the training frames like
+	// any feature tensor, resized to the AuxUE's grid.
+	FeaturesConfidence = "confidence"
 )
 
 // The automatic choice's bounds: a tensor whose resolution is 1/4 to 1/8

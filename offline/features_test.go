@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/auxue"
@@ -346,5 +347,44 @@ func TestAuxTrainDefaultRecipeModelFeatures(t *testing.T) {
 	after, err := os.ReadFile(model)
 	if err != nil || string(after) != string(before) {
 		t.Fatalf("the depth model's file changed (%v)", err)
+	}
+}
+
+// TestModelFeaturesConfidence: --model-features confidence reads the
+// output the depth spec names as its confidence (a DA3-like head, "conf"
+// (1,1,H,W), added by python3-onnx to a seeded depth net: not a tensor
+// called confidence): one channel at the depth model's output size; a
+// spec without a confidence output is refused, naming the spec.
+func TestModelFeaturesConfidence(t *testing.T) {
+	dir := t.TempDir()
+	const W, H = 64, 32
+	ref, refSpec := seededDepthModel(t, dir, "plain", 3, W, H)
+	model, spec := filepath.Join(dir, "withconf.onnx"), filepath.Join(dir, "withconf.yaml")
+	line := testmodels.AddConfidenceHead(t, ref, model, "da3")
+	b, err := os.ReadFile(refSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, append(b, []byte("confidence: "+line+"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ReadSpec(spec, infer.KindDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, ok, err := resolveFeatures(AuxDepthModel{DepthModel: model, DepthSpec: spec}, AuxInputs{ModelFeatures: FeaturesConfidence}, ds)
+	if err != nil || !ok {
+		t.Fatalf("resolve: ok %v, %v", ok, err)
+	}
+	if fc.Tensor != "conf" || fc.Channels != 1 || fc.Height != H || fc.Width != W || fc.Auto {
+		t.Fatalf("resolved %+v, want the 1-channel %dx%d output conf", fc, H, W)
+	}
+	rs, err := ReadSpec(refSpec, infer.KindDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err = resolveFeatures(AuxDepthModel{DepthModel: ref, DepthSpec: refSpec}, AuxInputs{ModelFeatures: FeaturesConfidence}, rs)
+	if ok || err == nil || !strings.Contains(err.Error(), refSpec) || !strings.Contains(err.Error(), "declares no confidence output") {
+		t.Fatalf("a spec without confidence: ok %v, %v", ok, err)
 	}
 }

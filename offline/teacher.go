@@ -18,8 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue"
 	"github.com/didoedge/didoedge/calib/metrics"
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/internal/manifest"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
@@ -49,12 +52,52 @@ type TeacherConfig struct {
 	// MaxUncertainty drops the pixels whose confidence read-out u
 	// (infer.ConfidenceSpec.Readout, or the teacher AuxUE's K/S) exceeds it
 	// (0: no bound); the teacher needs a confidence output or an AuxUE.
+	// TeacherBoundAuto (the command's default) is, for a teacher AuxUE
+	// and no ConfidenceDrop, the K/S of half the evidence its DIDO head
+	// holds on pixels like its training data (teacherAutoBound), else 0.
 	MaxUncertainty float64
 	// ConfidenceDrop drops, per frame, that fraction of the teacher's
 	// pixels with the largest u (a per-image percentile, which every
 	// convention supports, rankings included) [0: none].
 	ConfidenceDrop float64
+	// BlockShare is the share of a block's pixels the teacher must vouch
+	// for before the block of the AuxUE's grid gets its targets: a block's
+	// error is the mean over whatever pixels of it have a target, so a few
+	// scattered pixels the teacher accepted (in the sky, where a LiDAR-
+	// trained teacher's AuxUE is uncertain but not everywhere above a
+	// bound) would put the whole block into the loss as known. The pixels
+	// asked are those without real ground truth and inside the mask; the
+	// dropped ones count as LowConfidence [0: per pixel, no block rule;
+	// the command's default 1, every pixel asked: measured against 0.5 in
+	// docs/training.md#teacher-targets-the-sky-rule].
+	BlockShare float64
+	// Batch is how many frames one run of the teacher takes (a model
+	// with a fixed batch dimension is run from a copy made dynamic,
+	// pkg/onnx.DynamicBatch; its sha256 stays the file's) [0 or 1: one
+	// frame a run].
+	Batch int
 }
+
+// TeacherBoundAuto as TeacherConfig.MaxUncertainty derives the bound from
+// the teacher's AuxUE (teacherAutoBound).
+const TeacherBoundAuto = -1
+
+// teacherAutoBound is the K/S of half the equilibrium evidence of a DIDO
+// head with K bins and KL weight lambda. On pixels like its training data
+// the loss of paper eq. 4 is stationary at alpha_j = 1 + p_j/lambda, so
+// the Dirichlet strength is S* = K + 1/lambda and K/S* = K/(K + 1/lambda)
+// (docs/training.md: why the evidence is flat); on pixels it never saw,
+// S tends to the prior's K and K/S to 1. A pixel keeps its teacher target
+// while the teacher's AuxUE holds at least half that evidence there:
+// K/S <= K/(K + 1/(2 lambda)) (0.390 for K 32, lambda 0.01, whose
+// equilibrium is 0.242).
+func teacherAutoBound(k int, lambda float64) float64 {
+	return float64(k) / (float64(k) + 1/(2*lambda))
+}
+
+// maxTeacherBatch bounds TeacherConfig.Batch (the batch's input and
+// output buffers grow with it).
+const maxTeacherBatch = 64
 
 // Enabled reports whether a teacher is configured.
 func (t TeacherConfig) Enabled() bool { return t.Model != "" }
@@ -64,11 +107,15 @@ func (t TeacherConfig) check() error {
 	switch {
 	case t.MaxDepth < 0 || math.IsNaN(t.MaxDepth) || math.IsInf(t.MaxDepth, 0):
 		return fmt.Errorf("--teacher-max-depth %g: want a positive range in metres (0: the student's --max-depth)", t.MaxDepth)
-	case t.MaxUncertainty < 0 || math.IsNaN(t.MaxUncertainty) || math.IsInf(t.MaxUncertainty, 0):
-		return fmt.Errorf("--teacher-max-uncertainty %g: want 0 (off) or a positive bound", t.MaxUncertainty)
+	case (t.MaxUncertainty < 0 && t.MaxUncertainty != TeacherBoundAuto) || math.IsNaN(t.MaxUncertainty) || math.IsInf(t.MaxUncertainty, 0):
+		return fmt.Errorf("--teacher-max-uncertainty %g: want 0 (off), -1 (auto: from --teacher-auxue) or a positive bound", t.MaxUncertainty)
 	case !(t.ConfidenceDrop >= 0 && t.ConfidenceDrop < 1):
 		return fmt.Errorf("--teacher-confidence-drop %g: want a fraction in [0, 1)", t.ConfidenceDrop)
-	case !t.Enabled() && (t.Spec != "" || t.Mask != "" || t.MaxDepth != 0 || t.MaxUncertainty != 0 || t.ConfidenceDrop != 0 || t.AuxUE != ""):
+	case t.Batch < 0 || t.Batch > maxTeacherBatch:
+		return fmt.Errorf("--teacher-batch %d: want 1 to %d frames a run", t.Batch, maxTeacherBatch)
+	case !(t.BlockShare >= 0 && t.BlockShare <= 1):
+		return fmt.Errorf("--teacher-block-share %g: want a fraction in [0, 1] (0: per pixel)", t.BlockShare)
+	case !t.Enabled() && (t.Spec != "" || t.Mask != "" || t.MaxDepth != 0 || (t.MaxUncertainty != 0 && t.MaxUncertainty != TeacherBoundAuto) || t.ConfidenceDrop != 0 || t.AuxUE != ""):
 		return errors.New("--teacher-spec, --teacher-auxue, --teacher-max-depth, --teacher-mask and the confidence bounds need --teacher")
 	}
 	return nil
@@ -124,6 +171,7 @@ type TeacherReport struct {
 	Mask           string  `json:"mask,omitempty"`
 	MaxUncertainty float64 `json:"max_uncertainty,omitempty"`
 	ConfidenceDrop float64 `json:"confidence_drop,omitempty"`
+	BlockShare     float64 `json:"block_share"`
 	// IgnoredGT: the frames' own ground truth was left out.
 	IgnoredGT bool `json:"ignored_ground_truth"`
 	// Train and Val count the target pixels of the training and
@@ -152,15 +200,23 @@ type teacher struct {
 	maskW, maskH    int
 	maskSHA         string
 	auxSHA          string // the teacher's AuxUE ("" without)
+	copies          string // directory of the dynamic-batch copies ("" none)
 	rep             *TeacherReport
+	// views and staged are the batch's frames (prefill).
+	views  []*infer.Models
+	staged []*infer.Staged
 
 	depth, conf []float32 // the frame's teacher read-out (cache or model)
 	target      []float32
 	unc         []float32 // scratch of the per-frame percentile
+	asked       []int32   // scratch of blockGate: pixels asked, vouched for per block
 }
 
 // openTeacher loads the teacher (and its mask) for a student of maxDepth.
 func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config, studentRelative bool, maxDepth float64, log *slog.Logger) (*teacher, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if cfg.Spec == "" {
 		cfg.Spec = strings.TrimSuffix(cfg.Model, filepath.Ext(cfg.Model)) + ".yaml"
 	}
@@ -170,6 +226,9 @@ func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config
 	spec, err := ReadSpec(cfg.Spec, infer.KindDepth)
 	if err != nil {
 		return nil, fmt.Errorf("teacher: %w", err)
+	}
+	if cfg.MaxUncertainty == TeacherBoundAuto && cfg.AuxUE == "" {
+		cfg.MaxUncertainty = 0
 	}
 	if (cfg.MaxUncertainty > 0 || cfg.ConfidenceDrop > 0) && spec.Confidence == nil && cfg.AuxUE == "" {
 		return nil, fmt.Errorf("teacher: --teacher-max-uncertainty and --teacher-confidence-drop need a confidence output or --teacher-auxue, and the teacher's io spec %q declares no confidence (confidence: {name: ..., meaning: ...})", cfg.Spec)
@@ -184,6 +243,14 @@ func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config
 			return nil, fmt.Errorf("teacher: --teacher-auxue: %w", err)
 		}
 		mc.AuxUE, mc.AuxUESpecFile = cfg.AuxUE, cfg.AuxUESpec
+		if cfg.MaxUncertainty == TeacherBoundAuto {
+			cfg.MaxUncertainty = 0
+			if a := mc.AuxUESpec.AuxUE; a != nil && a.K > 0 && a.Lambda > 0 && cfg.ConfidenceDrop == 0 {
+				cfg.MaxUncertainty = teacherAutoBound(a.K, a.Lambda)
+				log.Info("teacher: a pixel gets a target where its AuxUE holds half the evidence of its training pixels or more",
+					"max_uncertainty", cfg.MaxUncertainty, "k", a.K, "lambda", a.Lambda)
+			}
+		}
 		t.cfg = cfg
 	}
 	if cfg.Mask != "" {
@@ -191,19 +258,91 @@ func openTeacher(ctx context.Context, cfg TeacherConfig, inference onnxrt.Config
 			return nil, err
 		}
 	}
-	if t.models, err = infer.OpenModels(ctx, mc, log); err != nil {
+	// The cache and the summary name the files as given, whatever runs.
+	if t.sha, err = manifest.FileSHA256(cfg.Model); err != nil {
 		return nil, fmt.Errorf("teacher: %w", err)
 	}
-	t.sha = t.models.DepthSession().SHA256()
-	if s := t.models.AuxUESession(); s != nil {
-		t.auxSHA = s.SHA256()
+	if cfg.AuxUE != "" {
+		if t.auxSHA, err = manifest.FileSHA256(cfg.AuxUE); err != nil {
+			return nil, fmt.Errorf("teacher: --teacher-auxue: %w", err)
+		}
+	}
+	if cfg.Batch > 1 {
+		if err := t.dynamicCopies(&mc); err != nil {
+			return nil, err
+		}
+		mc.BatchSize = cfg.Batch
+	}
+	t.models, err = infer.OpenModels(ctx, mc, log)
+	if err != nil {
+		t.removeCopies()
+		return nil, fmt.Errorf("teacher: %w", err)
 	}
 	t.rep = &TeacherReport{Model: cfg.Model, SHA256: t.sha, Provider: t.models.DepthSession().Provider(), Relative: t.relative,
-		MaxDepth: cfg.MaxDepth, Mask: cfg.Mask, MaxUncertainty: cfg.MaxUncertainty, ConfidenceDrop: cfg.ConfidenceDrop}
+		MaxDepth: cfg.MaxDepth, Mask: cfg.Mask, MaxUncertainty: cfg.MaxUncertainty, ConfidenceDrop: cfg.ConfidenceDrop, BlockShare: cfg.BlockShare}
 	return t, nil
 }
 
-func (t *teacher) Close() error { return t.models.Close() }
+func (t *teacher) Close() error {
+	err := t.models.Close()
+	t.removeCopies()
+	return err
+}
+
+// dynamicCopies points mc at copies of the teacher (and its AuxUE) whose
+// batch dimension is symbolic, in a temporary directory, for the models
+// that have a fixed one.
+func (t *teacher) dynamicCopies(mc *infer.ModelsConfig) error {
+	for _, path := range []*string{&mc.Depth, &mc.AuxUE} {
+		if *path == "" {
+			continue
+		}
+		m, err := onnx.ReadFile(*path)
+		if err != nil {
+			return fmt.Errorf("teacher: %w", err)
+		}
+		edit, err := onnx.DynamicBatch(m, "")
+		if err != nil {
+			return fmt.Errorf("teacher: --teacher-batch: %q: %w", *path, err)
+		}
+		if edit.Declarations == 0 && len(edit.Broadcasts) == 0 {
+			continue
+		}
+		if t.copies == "" {
+			if t.copies, err = os.MkdirTemp("", "didoedge-teacher-batch-"); err != nil {
+				return fmt.Errorf("teacher: %w", err)
+			}
+		}
+		out := filepath.Join(t.copies, filepath.Base(*path))
+		if err := onnx.WriteFile(out, m); err != nil {
+			t.removeCopies()
+			return fmt.Errorf("teacher: %w", err)
+		}
+		if path == &mc.Depth {
+			// The teacher's AuxUE was trained on the file, which the copy
+			// is (batch dimension aside): pair it with the copy.
+			if a := mc.AuxUESpec.AuxUE; a != nil && a.DepthModelSHA256 == t.sha {
+				sum, err := manifest.FileSHA256(out)
+				if err != nil {
+					t.removeCopies()
+					return fmt.Errorf("teacher: %w", err)
+				}
+				info := *a
+				info.DepthModelSHA256 = sum
+				mc.AuxUESpec.AuxUE = &info
+			}
+		}
+		*path = out
+	}
+	return nil
+}
+
+func (t *teacher) removeCopies() {
+	if t.copies != "" {
+		os.RemoveAll(t.copies)
+		t.copies = ""
+	}
+}
 
 // maxMaskPixels bounds a mask's size before it is decoded.
 const maxMaskPixels = 1 << 26
@@ -256,7 +395,7 @@ func (t *teacher) readMask(path string) error {
 // labels other targets.
 func (t *teacher) keyPart() map[string]any {
 	return map[string]any{"sha256": t.sha, "spec": t.spec, "auxue_sha256": t.auxSHA, "max_depth": t.cfg.MaxDepth, "mask_sha256": t.maskSHA,
-		"max_uncertainty": t.cfg.MaxUncertainty, "confidence_drop": t.cfg.ConfidenceDrop}
+		"max_uncertainty": t.cfg.MaxUncertainty, "confidence_drop": t.cfg.ConfidenceDrop, "block_share": t.cfg.BlockShare}
 }
 
 // teacherCache holds the teacher's read-out of each frame of one frame
@@ -443,6 +582,110 @@ func (t *teacher) readout(ctx context.Context, c *teacherCache, i int, s *datase
 	return c.store(i, s.Width, s.Height, t.depth, t.conf)
 }
 
+// batch is how many frames one teacher run takes.
+func (t *teacher) batch() int {
+	if t.auxSHA != "" {
+		return t.models.MaxBatch()
+	}
+	return t.models.DepthSession().MaxBatch()
+}
+
+// prefill runs the teacher in batches on every frame of src its cache
+// lacks and caches the read-outs; label then finds them there. fresh
+// marks the frames it ran (they are not counted as reused).
+func (r *teacherRun) prefill(ctx context.Context, src frameSource) error {
+	t := r.t
+	b := t.batch()
+	if b < 2 {
+		return nil // one frame a run, in readout
+	}
+	for len(t.views) < b {
+		v := t.models
+		if len(t.views) > 0 {
+			var err error
+			if v, err = t.models.Share(); err != nil {
+				return fmt.Errorf("teacher: %w", err)
+			}
+		}
+		t.views, t.staged = append(t.views, v), append(t.staged, t.models.NewStaged())
+	}
+	r.fresh = make([]bool, src.Len())
+	type pending struct {
+		i, w, h int
+		name    string
+	}
+	var batch []pending
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		t0 := time.Now()
+		views, staged := t.views[:len(batch)], t.staged[:len(batch)]
+		var err error
+		if t.auxSHA != "" {
+			var st infer.StageTimes
+			err = t.models.InferBatch(ctx, views, staged, &st)
+		} else {
+			err = t.models.DepthBatch(ctx, views, staged)
+		}
+		if err != nil {
+			return fmt.Errorf("teacher: a batch of %d frames from %s: %w", len(batch), batch[0].name, err)
+		}
+		t.rep.Seconds += time.Since(t0).Seconds()
+		for k, p := range batch {
+			var depth, conf []float32
+			if t.auxSHA != "" {
+				m, _, err := views[k].Result()
+				if err != nil {
+					return fmt.Errorf("teacher: frame %s: %w", p.name, err)
+				}
+				depth, conf = m.Depth, m.Epistemic
+			} else {
+				if depth, conf, err = views[k].DepthResult(); err != nil {
+					return fmt.Errorf("teacher: frame %s: %w", p.name, err)
+				}
+				if t.spec.Confidence == nil {
+					conf = nil
+				}
+			}
+			n := p.w * p.h
+			if len(depth) != n || (t.hasConfidence() && len(conf) != n) {
+				return fmt.Errorf("teacher: frame %s: read-outs of %d and %d pixels for a %dx%d frame", p.name, len(depth), len(conf), p.w, p.h)
+			}
+			if err := r.cache.store(p.i, p.w, p.h, depth, conf); err != nil {
+				return err
+			}
+			r.fresh[p.i] = true
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for i := 0; i < src.Len(); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := os.Stat(r.cache.path(i)); err == nil {
+			continue
+		}
+		s, err := src.Frame(i)
+		if err != nil {
+			return fmt.Errorf("teacher: %w", err)
+		}
+		k := len(batch)
+		t.views[k].FrameFocal(s.Intrinsics.Fx, s.Width)
+		if err := t.models.Stage(t.staged[k], s.RGB, s.Width, s.Height); err != nil {
+			return fmt.Errorf("teacher: frame %s: %w", s.Name, err)
+		}
+		batch = append(batch, pending{i: i, w: s.Width, h: s.Height, name: s.Name})
+		if len(batch) == b {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
 // hasConfidence: the teacher has a confidence read-out u (its AuxUE's
 // K/S, or its native confidence output).
 func (t *teacher) hasConfidence() bool { return t.auxSHA != "" || t.spec.Confidence != nil }
@@ -545,12 +788,72 @@ func (t *teacher) label(s *dataset.Sample, studentFrame []float32) (LabelCounts,
 	return lc, nil
 }
 
+// blockGate applies TeacherConfig.BlockShare to the frame's targets: in
+// every block of the AuxUE's grid (factor x factor input pixels of the
+// student, geo placing the frame in its input, gw blocks a row) where the
+// teacher vouched for fewer than BlockShare of the pixels it was asked
+// about (no real ground truth, inside the mask), its targets are removed
+// and counted as LowConfidence. Real ground truth stays.
+func (t *teacher) blockGate(s *dataset.Sample, geo infer.Geometry, factor, gh, gw int, lc *LabelCounts) {
+	share := t.cfg.BlockShare
+	if share <= 0 {
+		return
+	}
+	g := gh * gw
+	if len(t.asked) != 2*g {
+		t.asked = make([]int32, 2*g)
+	}
+	clear(t.asked)
+	asked, vouched := t.asked[:g], t.asked[g:]
+	real := s.Sparse
+	cell := func(x, y int) int {
+		in := geo.InputPixel(x, y)
+		if in < 0 {
+			return -1
+		}
+		return (in/geo.InW/factor)*gw + (in%geo.InW)/factor
+	}
+	for y := 0; y < s.Height; y++ {
+		for x := 0; x < s.Width; x++ {
+			i := y*s.Width + x
+			if (real != nil && real[i] > 0) || (t.mask != nil && !t.mask[i]) {
+				continue
+			}
+			c := cell(x, y)
+			if c < 0 {
+				continue
+			}
+			asked[c]++
+			if t.target[i] > 0 {
+				vouched[c]++
+			}
+		}
+	}
+	for y := 0; y < s.Height; y++ {
+		for x := 0; x < s.Width; x++ {
+			i := y*s.Width + x
+			if !(t.target[i] > 0) || (real != nil && real[i] > 0) {
+				continue
+			}
+			if c := cell(x, y); c >= 0 && float64(vouched[c]) < share*float64(asked[c]) {
+				t.target[i] = 0
+				lc.Teacher--
+				lc.LowConfidence++
+			}
+		}
+	}
+}
+
 // teacherRun labels the frames of one frame source.
 type teacherRun struct {
 	t        *teacher
 	cache    *teacherCache
 	ignoreGT bool
+	// contract is the student AuxUE's input (its grid, for BlockShare).
+	contract auxue.InputContract
 	sample   dataset.Sample
+	// fresh marks the frames prefill ran in this run (nil: none).
+	fresh []bool
 }
 
 // Close removes a temporary cache (nil: no teacher).
@@ -562,11 +865,15 @@ func (r *teacherRun) Close() error {
 }
 
 // label returns frame i of s with its targets in Sparse (the sample is
-// reused by the next call) and records the counts in rec.
-func (r *teacherRun) label(ctx context.Context, i int, s *dataset.Sample, studentFrame []float32, rec *trainingRecord) (*dataset.Sample, error) {
+// reused by the next call) and records the counts in rec; dp is the
+// student's pass on the frame.
+func (r *teacherRun) label(ctx context.Context, i int, s *dataset.Sample, dp infer.DepthPass, rec *trainingRecord) (*dataset.Sample, error) {
 	reused := 0
 	if err := r.t.readout(ctx, r.cache, i, s, &reused); err != nil {
 		return nil, err
+	}
+	if i < len(r.fresh) && r.fresh[i] {
+		reused = 0 // prefill ran it in this run: in the cache, not reused
 	}
 	r.t.rep.FramesReused += reused
 	r.t.rep.FramesRun += 1 - reused
@@ -574,9 +881,13 @@ func (r *teacherRun) label(ctx context.Context, i int, s *dataset.Sample, studen
 	if r.ignoreGT {
 		r.sample.Sparse = nil
 	}
-	lc, err := r.t.label(&r.sample, studentFrame)
+	lc, err := r.t.label(&r.sample, dp.Frame)
 	if err != nil {
 		return nil, err
+	}
+	if r.t.cfg.BlockShare > 0 {
+		gh, gw := r.contract.Grid()
+		r.t.blockGate(&r.sample, dp.Geometry, r.contract.Factor, gh, gw, &lc)
 	}
 	r.sample.Sparse = r.t.target
 	lc.encode(rec.labels)

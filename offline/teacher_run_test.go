@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didoedge/didoedge/auxue"
+	"github.com/didoedge/didoedge/auxue/onnxexport"
 	"github.com/didoedge/didoedge/camera/sim"
 	"github.com/didoedge/didoedge/dataset"
 	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/offline/depthnet"
+	"github.com/didoedge/didoedge/pkg/onnx"
 	"github.com/didoedge/didoedge/runtime/apps/export"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/infer/onnxrt"
@@ -274,4 +277,148 @@ func TestTeacherNativeConfidence(t *testing.T) {
 			t.Fatalf("pass %d: counts %+v, %d pixels above the bound", pass, lc, low)
 		}
 	}
+}
+
+// TestTeacherBatchedEqualsPerFrame: the teacher run in batches of 3 (from
+// a copy of the fixed-batch teacher made dynamic) on 5 frames (a full
+// batch and a partial one) caches the read-outs the per-frame run makes
+// and labels the same targets, for a depth-only teacher, for one with
+// its own AuxUE (K/S as its confidence) and for one with a native
+// confidence output (python3-onnx, Metric3D-v2-like); the frames it ran are not
+// counted as reused, and the cache and the report name the files' sha256.
+func TestTeacherBatchedEqualsPerFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ONNX models")
+	}
+	ctx := context.Background()
+	const W, H, frames = 64, 32, 5
+	dir := t.TempDir()
+	model, spec := seededDepthModel(t, dir, "teacher", 6, W, H)
+	ds, err := ReadSpec(spec, infer.KindDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := AuxContract(ds, 4, 2, 80, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := auxue.NewModel(auxue.Config{Form: auxue.FormDense, In: c.Channels(), EncoderWidth: 4, SharedEncoder: true,
+		Hidden: 4, K: 8, Lambda: 0.01, GlobalContext: true, GlobalContextBands: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	om, err := onnxexport.ExportAuxUEContract(am, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aux, auxSpec := filepath.Join(dir, "teacher-auxue.onnx"), filepath.Join(dir, "teacher-auxue.yaml")
+	if err := onnx.WriteFile(aux, om); err != nil {
+		t.Fatal(err)
+	}
+	b, err := AuxUESpec(ds, c, am, infer.AuxUEInfo{}).Marshal("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(auxSpec, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cm, cs := testmodels.ConfidenceModel(t, "metric3d", dir)
+	for _, tc := range []struct {
+		name string
+		cfg  TeacherConfig
+	}{
+		{"depth only", TeacherConfig{Model: model, Spec: spec}},
+		{"with its AuxUE", TeacherConfig{Model: model, Spec: spec, AuxUE: aux, AuxUESpec: auxSpec, MaxUncertainty: 0.5}},
+		{"native confidence", TeacherConfig{Model: cm, Spec: cs, MaxUncertainty: 0.25}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := newSimPool(4, 2, 10, W, H, frames, 0, 0x74)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type run struct {
+				depth, conf, target [][]float32
+				counts              []LabelCounts
+				rep                 *TeacherReport
+			}
+			do := func(batch int) run {
+				cfg := tc.cfg
+				cfg.Batch = batch
+				tch, err := openTeacher(ctx, cfg, onnxrt.Config{IntraOpThreads: 1}, false, 80, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tch.Close()
+				if got := tch.batch(); got != max(batch, 1) {
+					t.Fatalf("batch %d: the teacher runs %d frames a run", batch, got)
+				}
+				if want, err := sha256File(cfg.Model); err != nil || tch.sha != want {
+					t.Fatalf("batch %d: teacher sha256 %s, the file's %s (%v)", batch, tch.sha, want, err)
+				}
+				cache, err := openTeacherCache(filepath.Join(t.TempDir(), "cache"), map[string]any{"test": batch})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr := &teacherRun{t: tch, cache: cache}
+				if err := tr.prefill(ctx, src); err != nil {
+					t.Fatal(err)
+				}
+				var r run
+				rec := &trainingRecord{labels: make([]uint32, labelFields)}
+				for i := range frames {
+					s, err := src.Frame(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					student := make([]float32, W*H)
+					for k := range student {
+						student[k] = 10
+					}
+					out, err := tr.label(ctx, i, s, infer.DepthPass{Frame: student}, rec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r.depth = append(r.depth, clone32(tch.depth))
+					r.conf = append(r.conf, clone32(tch.conf))
+					r.target = append(r.target, clone32(out.Sparse))
+					r.counts = append(r.counts, decodeLabels(rec.labels))
+				}
+				r.rep = tch.rep
+				return r
+			}
+			one, three := do(1), do(3)
+			if one.rep.FramesReused != 0 || three.rep.FramesReused != 0 || three.rep.FramesRun != frames {
+				t.Fatalf("reused %d and %d, batched frames run %d", one.rep.FramesReused, three.rep.FramesReused, three.rep.FramesRun)
+			}
+			for i := range frames {
+				if (one.conf[i] == nil) != (tc.name == "depth only") {
+					t.Fatalf("frame %d: confidence %v", i, one.conf[i] != nil)
+				}
+				for name, pair := range map[string][2][]float32{"depth": {one.depth[i], three.depth[i]}, "confidence": {one.conf[i], three.conf[i]},
+					"target": {one.target[i], three.target[i]}} {
+					a, b := pair[0], pair[1]
+					if len(a) != len(b) {
+						t.Fatalf("frame %d %s: %d and %d values", i, name, len(a), len(b))
+					}
+					for k := range a {
+						// ONNX Runtime may sum a batch's convolutions in
+						// another order: a few ulps.
+						if math.Abs(float64(a[k]-b[k])) > 1e-5*math.Max(1, math.Abs(float64(a[k]))) {
+							t.Fatalf("frame %d %s pixel %d: per frame %v, batched %v", i, name, k, a[k], b[k])
+						}
+					}
+				}
+				if one.counts[i].Teacher == 0 || one.counts[i] != three.counts[i] {
+					t.Fatalf("frame %d: counts per frame %+v, batched %+v", i, one.counts[i], three.counts[i])
+				}
+			}
+		})
+	}
+}
+
+func clone32(x []float32) []float32 {
+	if x == nil {
+		return nil
+	}
+	return append([]float32(nil), x...)
 }

@@ -3,10 +3,12 @@ package offline
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/didoedge/didoedge/dataset"
+	"github.com/didoedge/didoedge/runtime/infer"
 )
 
 // TestTeacherLabel: the targets are the real ground truth where the frame
@@ -133,13 +135,36 @@ func TestTeacherConfigCheck(t *testing.T) {
 		{TeacherConfig{Model: "t.onnx", ConfidenceDrop: 1}, "--teacher-confidence-drop"},
 		{TeacherConfig{Model: "t.onnx", MaxUncertainty: math.NaN()}, "--teacher-max-uncertainty"},
 		{TeacherConfig{Mask: "m.png"}, "need --teacher"},
+		{TeacherConfig{Model: "t.onnx", MaxUncertainty: -2}, "--teacher-max-uncertainty"},
+		{TeacherConfig{Model: "t.onnx", BlockShare: 1.5}, "--teacher-block-share"},
+		{TeacherConfig{Model: "t.onnx", Batch: maxTeacherBatch + 1}, "--teacher-batch"},
 	} {
 		if err := c.cfg.check(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
-	if err := (TeacherConfig{Model: "t.onnx", MaxDepth: 80, ConfidenceDrop: 0.2}).check(); err != nil {
-		t.Errorf("valid config: %v", err)
+	for _, c := range []TeacherConfig{{Model: "t.onnx", MaxDepth: 80, ConfidenceDrop: 0.2}, {Model: "t.onnx", MaxUncertainty: TeacherBoundAuto, BlockShare: 0.5, Batch: 4},
+		{MaxUncertainty: TeacherBoundAuto, BlockShare: 0.5, Batch: 4}} { // the command's defaults, with and without a teacher
+		if err := c.check(); err != nil {
+			t.Errorf("valid config %+v: %v", c, err)
+		}
+	}
+}
+
+// TestTeacherAutoBound: the automatic bound is the K/S of half the DIDO
+// equilibrium evidence 1/lambda: S = K + 1/(2 lambda); it lies between
+// the equilibrium K/S* = K/(K + 1/lambda) and the prior's 1.
+func TestTeacherAutoBound(t *testing.T) {
+	for _, c := range []struct {
+		k      int
+		lambda float64
+		want   float64
+	}{{32, 0.01, 32.0 / 82}, {8, 0.01, 8.0 / 58}, {32, 0.1, 32.0 / 37}} {
+		got := teacherAutoBound(c.k, c.lambda)
+		eq := float64(c.k) / (float64(c.k) + 1/c.lambda)
+		if math.Abs(got-c.want) > 1e-12 || !(got > eq && got < 1) {
+			t.Errorf("K %d lambda %g: %v, want %v (equilibrium %v)", c.k, c.lambda, got, c.want, eq)
+		}
 	}
 }
 
@@ -177,4 +202,79 @@ func FuzzTeacherCacheLoad(f *testing.F) {
 			t.Fatalf("read back %v %v", d, cf)
 		}
 	})
+}
+
+// TestTeacherBlockGate: with BlockShare, a block of the AuxUE's grid keeps
+// the teacher's targets only where the teacher vouched for at least that
+// share of the pixels it was asked about. An 8x4 frame that is its own
+// 8x4 input, factor 2: eight 2x2 blocks. Block 0: 4 of 4 vouched (kept);
+// block 1: 2 of 4 (kept at share 0.5, gone at 0.75); block 2: 1 of 4
+// (gone: a sky block with one accepted pixel); block 3: 1 vouched, 2
+// masked, 1 refused: 1 of the 2 asked (kept at 0.5); block 4: real ground
+// truth on 3 pixels, the 4th refused (real stays, nothing to drop); the
+// rest: nothing vouched.
+func TestTeacherBlockGate(t *testing.T) {
+	const W, H, factor = 8, 4, 2
+	// pixel (x, y) is in block (y/2)*4 + x/2
+	at := func(x, y int) int { return y*W + x }
+	build := func() (*teacher, *dataset.Sample, LabelCounts) {
+		tch := &teacher{mask: make([]bool, W*H)}
+		for i := range tch.mask {
+			tch.mask[i] = true
+		}
+		s := &dataset.Sample{Name: "blocks", Width: W, Height: H, Sparse: make([]float32, W*H)}
+		tch.target = make([]float32, W*H)
+		vouch := []int{at(0, 0), at(1, 0), at(0, 1), at(1, 1), // block 0
+			at(2, 0), at(3, 1), // block 1
+			at(4, 0), // block 2
+			at(6, 0), // block 3 (and (7,0), (6,1) masked)
+		}
+		var lc LabelCounts
+		for _, i := range vouch {
+			tch.target[i] = 5
+			lc.Teacher++
+		}
+		tch.mask[at(7, 0)], tch.mask[at(6, 1)] = false, false
+		for _, i := range []int{at(0, 2), at(1, 2), at(0, 3)} { // block 4
+			s.Sparse[i], tch.target[i] = 7, 7
+			lc.Real++
+		}
+		return tch, s, lc
+	}
+	geo := infer.Fit(W, H, W, H, infer.ResizeStretch)
+	for _, c := range []struct {
+		share float64
+		kept  []int // blocks whose teacher targets stay
+	}{{0, []int{0, 1, 2, 3}}, {0.5, []int{0, 1, 3}}, {0.75, []int{0}}, {1, []int{0}}} {
+		tch, s, lc := build()
+		before := lc
+		tch.cfg.BlockShare = c.share
+		tch.blockGate(s, geo, factor, H/factor, W/factor, &lc)
+		var dropped int64
+		for y := range H {
+			for x := range W {
+				i, b := at(x, y), (y/2)*4+x/2
+				want := float32(0)
+				switch {
+				case s.Sparse[i] > 0:
+					want = 7
+				case slices.Contains(c.kept, b):
+					tb, _, _ := build()
+					want = tb.target[i]
+				}
+				if tch.target[i] != want {
+					t.Errorf("share %v: pixel (%d, %d) of block %d: target %v, want %v", c.share, x, y, b, tch.target[i], want)
+				}
+			}
+		}
+		tb, _, _ := build()
+		for i := range tb.target {
+			if tb.target[i] > 0 && s.Sparse[i] == 0 && tch.target[i] == 0 {
+				dropped++
+			}
+		}
+		if lc.Teacher != before.Teacher-dropped || lc.LowConfidence != dropped || lc.Real != before.Real {
+			t.Errorf("share %v: counts %+v from %+v, %d dropped", c.share, lc, before, dropped)
+		}
+	}
 }

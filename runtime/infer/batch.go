@@ -199,3 +199,65 @@ func (m *Models) runSlots(ctx context.Context, views []*Models, t *StageTimes) e
 	t.Readout = t3.Sub(t2) + scans + time.Since(t4)
 	return nil
 }
+
+// DepthBatch runs the depth model alone (as RunDepth does) on the frames
+// staged for views (staged[k] for views[k], views as for InferBatch): one
+// run for all. Frame k's depth and confidence read-outs at the frame's
+// size are then views[k].DepthResult(). An error fails every frame; a
+// frame whose depth outputs hold NaN or Inf fails alone.
+func (m *Models) DepthBatch(ctx context.Context, views []*Models, staged []*Staged) error {
+	n := len(views)
+	if n < 1 || n > m.depth.MaxBatch() || len(staged) != n {
+		return fmt.Errorf("depth batch: %d views and %d staged frames, the session takes 1 to %d", n, len(staged), m.depth.MaxBatch())
+	}
+	for k, v := range views {
+		if v.depth != m.depth {
+			return errors.New("depth batch: a view of another session")
+		}
+		st := staged[k]
+		if !st.have || st.direct {
+			return errors.New("depth batch: a frame that was not staged (Stage)")
+		}
+		v.setFrame(st.geo.FrameW, st.geo.FrameH)
+		copy(m.depth.InputSlot(0, k), st.input)
+	}
+	fr, err := m.depth.RunBatch(ctx, n)
+	if err != nil {
+		return err
+	}
+	for k, v := range views {
+		v.res, v.resErr = Maps{}, nil
+		if !fr.SlotValid[k] {
+			v.resErr = m.nonFinite(m.depth, fr)
+			continue
+		}
+		if err := v.focalReady(); err != nil {
+			return err
+		}
+		if _, err := m.depth.DepthSlotReadout(k, v.depthOut, v.readout); err != nil {
+			return err
+		}
+		v.readConfidence(k)
+		v.res.Depth, v.res.Confidence = v.depthOut, v.confMap
+		if !v.depthRemap.Identity() {
+			if err := v.depthRemap.Apply(v.depthOut, v.frameDepth); err != nil {
+				return err
+			}
+			v.res.Depth = v.frameDepth
+			if v.confMap != nil {
+				if err := v.depthRemap.Apply(v.confMap, v.frameConf); err != nil {
+					return err
+				}
+				v.res.Confidence = v.frameConf
+			}
+		}
+	}
+	return nil
+}
+
+// DepthResult is this view's frame of the last DepthBatch: the depth and
+// the confidence read-out (nil without one) at the frame's size, valid
+// until the next batch.
+func (m *Models) DepthResult() (depth, confidence []float32, err error) {
+	return m.res.Depth, m.res.Confidence, m.resErr
+}
