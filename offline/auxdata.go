@@ -344,23 +344,12 @@ type cacheMeta struct {
 // openCache opens (or creates) the cache for key under root; root ""
 // makes a temporary one, removed by Close.
 func openCache(root string, key any, layout recordLayout, grid [2]int) (*frameCache, error) {
-	kj, err := json.Marshal(key)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(kj)
 	c := &frameCache{layout: layout, buf: make([]byte, layout.bytes())}
-	if root == "" {
-		if c.dir, err = os.MkdirTemp("", "didoedge-auxue-cache-"); err != nil {
-			return nil, err
-		}
-		c.temp = true
-	} else {
-		c.dir = filepath.Join(root, "auxue-"+hex.EncodeToString(sum[:8]))
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("cache: %w", err)
-		}
+	dir, kj, temp, err := keyedCacheDir(root, "auxue", key)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
 	}
+	c.dir, c.temp = dir, temp
 	metaPath := filepath.Join(c.dir, "meta.json")
 	want := cacheMeta{Version: 1, Key: kj, Channels: layout.C, Grid: grid, Record: layout.bytes(), Created: time.Now().UTC().Format(time.RFC3339)}
 	if b, err := os.ReadFile(metaPath); err == nil {
@@ -436,4 +425,22 @@ func describeKey(key any) string {
 		s = s[:160] + "..."
 	}
 	return strings.ReplaceAll(s, `"`, "")
+}
+
+// keyedCacheDir is the directory of a cache whose content is determined
+// by key: root/NAME-<the first 8 bytes of sha256(key's JSON)>, created if
+// missing, or with root "" a temporary directory (temp: the caller
+// removes it). kj is the key's JSON, which the caller stores and compares
+// in the cache's meta.json.
+func keyedCacheDir(root, name string, key any) (dir string, kj []byte, temp bool, err error) {
+	if kj, err = json.Marshal(key); err != nil {
+		return "", nil, false, err
+	}
+	if root == "" {
+		dir, err = os.MkdirTemp("", "didoedge-"+name+"-cache-")
+		return dir, kj, true, err
+	}
+	sum := sha256.Sum256(kj)
+	dir = filepath.Join(root, name+"-"+hex.EncodeToString(sum[:8]))
+	return dir, kj, false, os.MkdirAll(dir, 0o755)
 }

@@ -1,9 +1,7 @@
 package offline
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,23 +23,12 @@ type teacherCache struct {
 }
 
 func openTeacherCache(root string, key any) (*teacherCache, error) {
-	kj, err := json.Marshal(key)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(kj)
 	c := &teacherCache{}
-	if root == "" {
-		if c.dir, err = os.MkdirTemp("", "didoedge-teacher-cache-"); err != nil {
-			return nil, err
-		}
-		c.temp = true
-	} else {
-		c.dir = filepath.Join(root, "teacher-"+hex.EncodeToString(sum[:8]))
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("teacher cache: %w", err)
-		}
+	dir, kj, temp, err := keyedCacheDir(root, "teacher", key)
+	if err != nil {
+		return nil, fmt.Errorf("teacher cache: %w", err)
 	}
+	c.dir, c.temp = dir, temp
 	metaPath := filepath.Join(c.dir, "meta.json")
 	if b, err := os.ReadFile(metaPath); err == nil {
 		var have struct {
