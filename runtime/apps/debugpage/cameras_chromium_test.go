@@ -2,7 +2,6 @@ package debugpage
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -14,11 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/service/control"
-	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // TestPageAddsAndRemovesCameraInChromium: the page's camera form drives
@@ -30,47 +25,10 @@ import (
 // origin, or a POST that is not JSON, are refused before the API.
 func TestPageAddsAndRemovesCameraInChromium(t *testing.T) {
 	dir := t.TempDir()
-	testmodels.Write(t, dir)
-	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-` + testmodels.RuntimeConfig + `alerts:
-  vehicle: v
-  camera: front
-  grid: {rows: 1, cols: 2}
-  mqtt: {broker: embedded, client_id: c}
-  outbox: {dir: outbox}
-  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-http: {listen: "127.0.0.1:0", max_fps: 10}
-`
-	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := testRuntime(t, dir, 1, 2, "", "http: {listen: \"127.0.0.1:0\", max_fps: 10}\n")
 	frames := writeFrames(t, filepath.Join(dir, "rear-frames"))
-	cfg, err := runconfig.Load(filepath.Join(dir, "rt.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb := camera.NewMailbox()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p, err := stream.New(ctx, cfg, stream.Options{Source: mb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	go func() { // a 10 fps front camera
-		f := camera.Frame{Width: 64, Height: 32}
-		for seq := uint64(1); ctx.Err() == nil; seq++ {
-			f.RGB = make([]uint8, 3*64*32)
-			for i := range f.RGB {
-				f.RGB[i] = uint8(i*7 + int(seq))
-			}
-			f.Seq, f.Capture = seq, time.Now()
-			mb.Publish(&f)
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
+	ctx, p, mb := startPipeline(t, cfg)
+	feedFrames(ctx, mb, 64, 32, 7, 100*time.Millisecond) // a 10 fps front camera
 	srv, err := Start(ctx, "127.0.0.1:0", p, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,21 +1,15 @@
 package debugpage
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/domain"
 	"github.com/didoedge/didoedge/runtime/infer"
 	"github.com/didoedge/didoedge/runtime/runconfig"
-	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // TestDomainLineInChromium: a running pipeline (test models, 20 fps
@@ -28,27 +22,7 @@ import (
 // (2 s), names the remedy. A reload that raises domain.threshold to 1e6
 // ends the shift: the field, the tile and the line follow.
 func TestDomainLineInChromium(t *testing.T) {
-	dir := t.TempDir()
-	testmodels.Write(t, dir)
-	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-` + testmodels.RuntimeConfig + `alerts:
-  vehicle: v
-  camera: front
-  grid: {rows: 1, cols: 2}
-  mqtt: {broker: embedded, client_id: c}
-  outbox: {dir: outbox}
-  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-http: {listen: "127.0.0.1:0", max_fps: 10}
-domain: {persistence: 2s}
-`
-	path := filepath.Join(dir, "rt.yaml")
-	if err := os.WriteFile(path, []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := runconfig.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testRuntime(t, t.TempDir(), 1, 2, "", "http: {listen: \"127.0.0.1:0\", max_fps: 10}\ndomain: {persistence: 2s}\n")
 	l := infer.DomainLayout(*cfg.AuxUE.IO)
 	rng := rand.New(rand.NewPCG(9, 9))
 	frames := make([][]float64, 40)
@@ -70,28 +44,8 @@ domain: {persistence: 2s}
 		t.Fatal(err)
 	}
 
-	mb := camera.NewMailbox()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p, err := stream.New(ctx, cfg, stream.Options{Source: mb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	go func() {
-		f := camera.Frame{Width: 64, Height: 32}
-		for seq := uint64(1); ctx.Err() == nil; seq++ {
-			f.RGB = make([]uint8, 3*64*32)
-			for i := range f.RGB {
-				f.RGB[i] = uint8(i + int(seq))
-			}
-			f.Seq, f.Capture = seq, time.Now()
-			mb.Publish(&f)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	ctx, p, mb := startPipeline(t, cfg)
+	feedFrames(ctx, mb, 64, 32, 1, 50*time.Millisecond)
 	base := startServer(t, p)
 	state := func() State {
 		t.Helper()

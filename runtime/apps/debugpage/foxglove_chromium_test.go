@@ -1,7 +1,6 @@
 package debugpage
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/service/control"
-	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // foxglovePage speaks foxglove.websocket.v1 as Foxglove does from a
@@ -60,33 +56,8 @@ window.ready = true;
 // resolved to 127.0.0.1) changes it without a token.
 func TestFoxgloveOriginsInChromium(t *testing.T) {
 	dir := t.TempDir()
-	testmodels.Write(t, dir)
-	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-` + testmodels.RuntimeConfig + `alerts:
-  vehicle: v
-  camera: front
-  grid: {rows: 1, cols: 2}
-  mqtt: {broker: embedded, client_id: c}
-  outbox: {dir: outbox}
-  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-http: {listen: "off"}
-`
-	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := runconfig.Load(filepath.Join(dir, "rt.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p, err := stream.New(ctx, cfg, stream.Options{Source: camera.NewMailbox()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	cfg := testRuntime(t, dir, 1, 2, "", "http: {listen: \"off\"}\n")
+	ctx, p, _ := startPipeline(t, cfg)
 	ctl := control.NewControl(p, cfg, true, nil)
 
 	// The other web application's server: any Host, the same page.

@@ -2,19 +2,11 @@ package debugpage
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"image/jpeg"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/internal/testmodels"
-	"github.com/didoedge/didoedge/runtime/runconfig"
-	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // TestRealPipelineSnapshots serves the page from a running pipeline (seeded
@@ -25,47 +17,9 @@ import (
 // the event names.
 func TestRealPipelineSnapshots(t *testing.T) {
 	dir := t.TempDir()
-	testmodels.Write(t, dir)
-	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-` + testmodels.RuntimeConfig + `alerts:
-  vehicle: v
-  camera: front
-  grid: {rows: 2, cols: 3}
-  snapshots: {dir: snapshots}
-  mqtt: {broker: embedded, client_id: c}
-  outbox: {dir: outbox}
-  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-http: {listen: "127.0.0.1:0", max_fps: 10}
-`
-	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := runconfig.Load(filepath.Join(dir, "rt.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb := camera.NewMailbox()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p, err := stream.New(ctx, cfg, stream.Options{Source: mb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	go func() { // a 20 fps camera at twice the model size (the pipeline resizes)
-		f := camera.Frame{Width: 128, Height: 64}
-		for seq := uint64(1); ctx.Err() == nil; seq++ {
-			f.RGB = make([]uint8, 3*128*64)
-			for i := range f.RGB {
-				f.RGB[i] = uint8(i + int(seq))
-			}
-			f.Seq, f.Capture = seq, time.Now()
-			mb.Publish(&f)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	cfg := testRuntime(t, dir, 2, 3, "  snapshots: {dir: snapshots}\n", "http: {listen: \"127.0.0.1:0\", max_fps: 10}\n")
+	ctx, p, mb := startPipeline(t, cfg)
+	feedFrames(ctx, mb, 128, 64, 1, 50*time.Millisecond) // a 20 fps camera at twice the model size (the pipeline resizes)
 	base := startServer(t, p)
 	var st State
 	deadline := time.Now().Add(20 * time.Second)

@@ -1,23 +1,18 @@
 package debugpage
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/didoedge/didoedge/camera"
-	"github.com/didoedge/didoedge/internal/testmodels"
 	"github.com/didoedge/didoedge/runtime/apps/live"
 	"github.com/didoedge/didoedge/runtime/runconfig"
 	"github.com/didoedge/didoedge/runtime/service/control"
-	"github.com/didoedge/didoedge/runtime/stream"
 )
 
 // rebindPage is the attacker's page: served first by the attacker's server
@@ -78,35 +73,9 @@ onmessage = async (e) => {
 // cross-origin page: its preflight is refused), they do not.
 func TestDNSRebindingRefusedInChromium(t *testing.T) {
 	dir := t.TempDir()
-	testmodels.Write(t, dir)
-	cfgText := `camera: {url: "rtsp://127.0.0.1:1/unused"}
-` + testmodels.RuntimeConfig + `alerts:
-  vehicle: v
-  camera: front
-  grid: {rows: 1, cols: 2}
-  mqtt: {broker: embedded, client_id: c}
-  outbox: {dir: outbox}
-  embedded: {listen: "127.0.0.1:0", allow_anonymous: true}
-http: {listen: "off"}
-`
-	if err := os.WriteFile(filepath.Join(dir, "rt.yaml"), []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := testRuntime(t, dir, 1, 2, "", "http: {listen: \"off\"}\n")
 	frames := writeFrames(t, filepath.Join(dir, "rear-frames"))
-	cfg, err := runconfig.Load(filepath.Join(dir, "rt.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mb := camera.NewMailbox()
-	p, err := stream.New(ctx, cfg, stream.Options{Source: mb})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx, p, _ := startPipeline(t, cfg)
 
 	// The attacker's server holds both ports first.
 	ln1, err := net.Listen("tcp", "127.0.0.1:0")
