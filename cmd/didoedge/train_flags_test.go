@@ -34,7 +34,9 @@ func TestTrainAuxUEDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := run.Train; c.Teacher != (offline.TeacherConfig{Model: "t.onnx", AuxUE: "ta.onnx", MaxUncertainty: 0.45, Mask: "m.png"}) || !c.IgnoreGroundTruth || c.Data != "rec.mcap" {
+	// The flags given, and the teacher flags' defaults: --teacher-block-share 1, --teacher-batch 4.
+	wantTeacher := offline.TeacherConfig{Model: "t.onnx", AuxUE: "ta.onnx", MaxUncertainty: 0.45, Mask: "m.png", BlockShare: 1, Batch: 4}
+	if c := run.Train; c.Teacher != wantTeacher || !c.IgnoreGroundTruth || c.Data != "rec.mcap" {
 		t.Fatalf("teacher flags parsed as %+v", c)
 	}
 	for _, f := range []struct {
